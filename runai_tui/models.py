@@ -1,0 +1,135 @@
+"""What the client knows about jobs, as plain data: Job, Pod, Event and their Phase."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class Phase(str, enum.Enum):
+    """Run:ai v2 workload phases (REST `Phase` enum plus `Suspending`)."""
+
+    CREATING = "Creating"
+    INITIALIZING = "Initializing"
+    RESUMING = "Resuming"
+    PENDING = "Pending"
+    DELETING = "Deleting"
+    RUNNING = "Running"
+    UPDATING = "Updating"
+    STOPPED = "Stopped"
+    STOPPING = "Stopping"
+    SUSPENDING = "Suspending"
+    DEGRADED = "Degraded"
+    FAILED = "Failed"
+    COMPLETED = "Completed"
+    TERMINATING = "Terminating"
+    UNKNOWN = "Unknown"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (Phase.COMPLETED, Phase.FAILED)
+
+    @property
+    def is_active(self) -> bool:
+        """Pods may be running: exec and logs --follow make sense."""
+        return self in (Phase.RUNNING, Phase.DEGRADED, Phase.INITIALIZING, Phase.RESUMING)
+
+
+# CLI v1 and Kubernetes pod phases that differ from the v2 names.
+_ALIASES = {
+    "succeeded": Phase.COMPLETED,
+    "success": Phase.COMPLETED,
+    "complete": Phase.COMPLETED,
+    "timedout": Phase.FAILED,
+    "error": Phase.FAILED,
+    "crashloopbackoff": Phase.FAILED,
+    "preempted": Phase.PENDING,
+    "containercreating": Phase.INITIALIZING,
+    "deleted": Phase.DELETING,
+    "suspended": Phase.STOPPED,
+}
+
+
+def normalize_phase(value: object) -> Phase:
+    """Map any status string the CLI may print (v1, v2, pod phases, any case) to a v2 Phase."""
+    if isinstance(value, Phase):
+        return value
+    text = str(value or "").strip().replace(" ", "").replace("_", "").replace("-", "")
+    low = text.lower()
+    for phase in Phase:
+        if phase.value.lower() == low:
+            return phase
+    return _ALIASES.get(low, Phase.UNKNOWN)
+
+
+@dataclass
+class Pod:
+    name: str
+    phase: Phase = Phase.UNKNOWN
+    node: str = ""
+    gpus: float = 0.0
+    role: str = ""  # "master" or "worker", when known
+    message: str = ""
+
+
+@dataclass
+class Event:
+    time: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class Job:
+    name: str
+    phase: Phase = Phase.UNKNOWN
+    project: str = ""
+    type: str = ""  # e.g. "Training", framework "PyTorch"
+    running_pods: int | None = None
+    requested_pods: int | None = None
+    gpus: float | None = None
+    created: datetime | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> str:
+        return self.phase.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.phase.value,
+            "project": self.project,
+            "type": self.type,
+            "running_pods": self.running_pods,
+            "requested_pods": self.requested_pods,
+            "gpus": self.gpus,
+            "created": self.created.isoformat() if self.created else None,
+        }
+
+
+@dataclass
+class JobDetail:
+    """The result of describe: the job, its pods and events, and the raw document."""
+
+    job: Job
+    pods: list[Pod] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    resources: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # e.g. the local cluster's "no effect here"
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.job.to_dict(),
+            "pods": [
+                {"name": p.name, "status": p.phase.value, "node": p.node, "role": p.role}
+                for p in self.pods
+            ],
+            "events": [e.__dict__ for e in self.events],
+            "resources": self.resources,
+            "notes": self.notes,
+        }
