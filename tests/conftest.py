@@ -1,0 +1,27 @@
+"""Every test gets its own XDG dirs, so local-cluster state, user profiles and PVCs never leak."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path_factory.mktemp("xdg")
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        path = root / var.lower()
+        path.mkdir()
+        monkeypatch.setenv(var, str(path))
+    # Tests choose their backend explicitly; a developer's settings must not leak in.
+    for var in ("RUNAI_TUI_BACKEND", "RUNAI_TUI_RUNAI", "RUNAI_LOCAL_GPUS"):
+        monkeypatch.delenv(var, raising=False)
+    return root
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
