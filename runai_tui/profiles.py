@@ -271,7 +271,7 @@ def _pvcs(value: Any) -> list[dict[str, str]]:
         raise _Invalid(f"expected a list of claims, e.g. {example}")
     out = []
     for item in value:
-        if not isinstance(item, dict) or set(item) - {"claim", "path"} or not item.get("claim"):
+        if not isinstance(item, dict) or set(item) != {"claim", "path"} or not item.get("claim"):
             raise _Invalid(f"expected entries with 'claim' and 'path', e.g. {example}")
         claim = str(item["claim"])
         if len(claim) > 253 or not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", claim):
@@ -809,6 +809,14 @@ class ProfileStore:
         if (self.user_dir / f"{new_name}.yaml").exists():
             raise UsageError(f"profile '{new_name}' already exists", "choose another name")
         return self.save_text(new_name, text)
+
+
+def check_job_name(name: str) -> str:
+    """Raise UsageError unless name is a valid job name (a DNS-1123 label)."""
+    try:
+        return _dns_label(name)
+    except _Invalid as bad:
+        raise UsageError(f"job name {name!r}: {bad.expected}") from None
 
 
 def _check_profile_name(name: str) -> None:
