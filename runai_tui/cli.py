@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -378,14 +379,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:
-            raise
+            traceback.print_exc()
         return exc.exit_code
     except (UsageError, RuntimeFailure) as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:
-            raise
+            traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -396,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if debug:
-            raise
+            traceback.print_exc()
+            return 1
         print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("hint: rerun with --debug for the traceback", file=sys.stderr)
         return 1

@@ -1,0 +1,144 @@
+"""The headless CLI as a user runs it: a real `runai-tui` subprocess, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
+    return subprocess.run(
+        [RUNAI_TUI, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        input=stdin,
+        timeout=60,
+    )
+
+
+def user_profile(name: str, text: str) -> Path:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_dry_run_prints_the_seed_command_on_one_line() -> None:
+    out = run("submit", "--profile", "retinanet-tcp", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("runai training pytorch submit retinanet-tcp --image ")
+    assert lines[0].endswith(" --command -- /data/scripts/vision/shell/train-retinanet-ddp.sh")
+
+
+def test_dry_run_json_with_name_and_sets() -> None:
+    out = run(
+        "submit",
+        "--profile",
+        "retinanet-tcp",
+        "--name",
+        "r2",
+        "--set",
+        "workers=4",
+        "--set",
+        "env.MSG=a $(b) `c`",
+        "--dry-run",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    argv = json.loads(out.stdout)["argv"]
+    assert argv[4] == "r2"
+    assert argv[argv.index("--workers") + 1] == "4"
+    assert "MSG=a $(b) `c`" in argv
+
+
+@pytest.mark.parametrize(
+    ("args", "profile_text", "words"),
+    [
+        (["submit", "--profile", "nope", "--dry-run"], None, "unknown profile 'nope'"),
+        (
+            ["submit", "--profile", "p", "--dry-run"],
+            "image: a\nworkers: two\n",
+            "p.yaml:2: workers:",
+        ),
+        (["submit", "--profile", "p", "--dry-run"], "image: [a\n", "malformed YAML"),
+        (["submit", "--profile", "p", "--dry-run"], "- a\n", "not a mapping"),
+        (["submit", "--profile", "p", "--dry-run"], "image: a\nimage: b\n", "duplicate key"),
+        (["submit", "--profile", "p", "--dry-run"], "extends: p\nimage: a\n", "cycle"),
+        (["submit", "--profile", "p", "--dry-run"], "extends: gone\nimage: a\n", "no such profile"),
+        (
+            ["submit", "--profile", "p", "--dry-run"],
+            "image: a\nenv: {'A=B': 1}\n",
+            "env.A=B",
+        ),
+        (
+            ["submit", "--profile", "retinanet-tcp", "--dry-run", "--set", "gpu=1"],
+            None,
+            "did you mean 'gpus'",
+        ),
+        (
+            ["submit", "--profile", "retinanet-tcp", "--dry-run", "--name", "Big_Job"],
+            None,
+            "DNS-1123",
+        ),
+        (["submit", "--dry-run"], None, "--profile"),
+        (["frobnicate"], None, "invalid choice"),
+        (["profiles", "validate", "p"], "image: a\nworkers: -5\n", "workers"),
+        (["profiles", "show", "nope"], None, "unknown profile"),
+    ],
+)
+def test_bad_input_exits_2_with_one_error_line(
+    args: list[str], profile_text: str | None, words: str
+) -> None:
+    if profile_text is not None:
+        user_profile("p", profile_text)
+    out = run(*args)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, out.stderr
+    assert words in errors[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_debug_shows_the_traceback() -> None:
+    out = run("--debug", "submit", "--profile", "nope", "--dry-run")
+    assert out.returncode == 2 and "Traceback" in out.stderr
+
+
+def test_profiles_list_show_validate_new() -> None:
+    out = run("profiles", "list", "--json")
+    names = {p["name"]: p for p in json.loads(out.stdout)}
+    assert names["retinanet-tcp"]["origin"] == "project"
+    resolved = run("profiles", "show", "retinanet-rdma", "--resolved").stdout
+    assert "NCCL_IB_HCA: mlx5" in resolved and "image: nvcr.io/nvidia/pytorch:26.02-py3" in resolved
+    assert run("profiles", "validate").returncode == 0
+    created = run("profiles", "new", "mine", "--from", "retinanet-tcp")
+    assert created.returncode == 0, created.stderr
+    path = Path(created.stdout.split("Created ", 1)[1].strip())
+    assert path.parent == Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    assert run("profiles", "validate", str(path)).returncode == 0
+    dry = run("submit", "--profile", "mine", "--dry-run").stdout
+    assert dry.startswith("runai training pytorch submit mine ")
+
+
+def test_delete_without_a_terminal_requires_yes() -> None:
+    out = run("--backend", "local", "delete", "some-job")
+    assert out.returncode == 2 and "add --yes" in out.stderr
+
+
+def test_every_subcommand_has_help() -> None:
+    for sub in ["submit", "profiles", "list", "describe", "logs", "delete", "exec", "info"]:
+        out = run(sub, "--help")
+        assert out.returncode == 0 and "usage:" in out.stdout, sub

@@ -1,0 +1,77 @@
+"""The layering rules: the core never imports Textual; headless commands load neither Textual nor
+torch; the trainer imports nothing from runai_tui; faces never spawn processes themselves."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def python_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "__snapshots__" not in p.parts)
+
+
+def test_core_and_local_cluster_never_import_textual() -> None:
+    tui = REPO / "runai_tui" / "tui"
+    offenders = [
+        (str(p), m)
+        for p in python_files(REPO / "runai_tui")
+        if tui not in p.parents
+        for m in imported_modules(p)
+        if m.split(".")[0] in ("textual", "rich")
+    ]
+    assert offenders == []
+
+
+def test_trainer_imports_nothing_from_runai_tui() -> None:
+    files = python_files(REPO / "trainer")
+    offenders = [
+        (str(p), m) for p in files for m in imported_modules(p) if m.startswith("runai_tui")
+    ]
+    assert offenders == []
+
+
+def test_faces_do_not_spawn_processes_themselves() -> None:
+    faces = [REPO / "runai_tui" / "cli.py", *python_files(REPO / "runai_tui" / "tui")]
+    offenders = [
+        (str(p), m)
+        for p in faces
+        if p.exists()
+        for m in imported_modules(p)
+        if m in ("subprocess", "pty", "asyncio.subprocess")
+    ]
+    assert offenders == []
+
+
+def test_headless_commands_load_neither_textual_nor_torch() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "from runai_tui.cli import main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    assert main(['submit', '--profile', 'retinanet-tcp', '--dry-run']) == 0\n"
+        "    assert main(['profiles', 'list']) == 0\n"
+        "    assert main(['profiles', 'validate']) == 0\n"
+        "    assert main(['--backend', 'local', 'list', '--json']) == 0\n"
+        "import runai_tui.client, runai_tui.backend, runai_tui.local.cli\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
