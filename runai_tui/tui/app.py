@@ -1,0 +1,240 @@
+"""RunaiTuiApp: the Textual face of runai-tui. All cluster work goes through RunaiClient."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from runai_tui.errors import ErrorKind, RunaiError, RuntimeFailure, UsageError
+from runai_tui.tui.runner import InteractiveRunner
+from runai_tui.tui.text import literal
+from runai_tui.tui.widgets.header import StatusHeader
+
+if TYPE_CHECKING:
+    from runai_tui.client import RunaiClient
+    from runai_tui.profiles import ProfileStore
+
+
+class ScreenActions(Provider):
+    """Command palette entries for every action of the active screen (keys shown as help)."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        screen = self.screen
+        commands = []
+        for binding in getattr(screen, "BINDINGS", []):
+            if not isinstance(binding, Binding) or not binding.description:
+                continue
+            state = screen.check_action(binding.action, ())
+            if state is False:
+                continue
+            key = self.app.get_key_display(binding)
+            note = "" if state else "  (not available now)"
+            callback = partial(screen.run_action, binding.action)
+            commands.append((binding.description, f"key {key}{note}", callback))
+        return commands
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class RunaiTuiApp(App[int]):
+    """Jobs, describe, logs, submit and profiles over one RunaiClient."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "runai-tui"
+    COMMANDS = App.COMMANDS | {ScreenActions}
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(
+        self,
+        client: RunaiClient,
+        *,
+        store: ProfileStore | None = None,
+        readonly: bool = False,
+        refresh_interval: float = 2.0,
+        runner: InteractiveRunner | None = None,
+        clock: Callable[[], datetime] | None = None,
+        save_dir: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.client = client
+        self._store = store
+        self.readonly = readonly
+        # 0 turns periodic refresh off (snapshots); `r` still refreshes.
+        self.refresh_interval = refresh_interval
+        self.runner = runner or InteractiveRunner(self)
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.save_dir = save_dir or Path.cwd()
+        self.select_after_refresh: str | None = None
+        self.header_state: dict[str, Any] = {
+            "backend": client.backend.label,
+            "project": getattr(client, "project", None) or "",
+            "login": "checking login…",
+            "logged_in": None,
+            "readonly": readonly,
+            "refreshed": "",
+            "error": "",
+        }
+        self._last_error = ""
+
+    # -- state shared by the screens -----------------------------------------------------------
+
+    @property
+    def store(self) -> ProfileStore:
+        if self._store is None:
+            from runai_tui.profiles import ProfileStore
+
+            self._store = ProfileStore()
+        return self._store
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def on_mount(self) -> None:
+        from runai_tui.tui.screens.jobs import JobsScreen
+
+        self.push_screen(JobsScreen())
+        self.check_backend()
+
+    def set_header(self, **values: Any) -> None:
+        """Update the header state and every mounted StatusHeader."""
+        self.header_state.update(values)
+        for screen in self.screen_stack:
+            for header in screen.query(StatusHeader):
+                self.apply_header(header)
+
+    def apply_header(self, header: StatusHeader) -> None:
+        for key, value in self.header_state.items():
+            setattr(header, key, value)
+
+    # -- backend status ------------------------------------------------------------------------
+
+    def check_backend(self) -> None:
+        self.run_worker(self._check_backend(), group="backend-check", exit_on_error=False)
+
+    async def _check_backend(self) -> None:
+        backend = self.client.backend
+        if not backend.is_local:
+            try:
+                version = await self.client.aversion()
+            except RunaiError as error:
+                self.report_error(error)
+            else:
+                self.set_header(backend=f"runai {version.strip()}".strip())
+        try:
+            user = await self.client.awhoami()
+        except RunaiError as error:
+            if error.kind is ErrorKind.NOT_LOGGED_IN:
+                self.set_header(login="not logged in (run `runai login`)", logged_in=False)
+            else:
+                self.set_header(login="login unknown", logged_in=None)
+                self.report_error(error)
+        else:
+            self.set_header(login=f"user {user.strip() or '?'}", logged_in=True)
+
+    def backend_ok(self) -> None:
+        self._last_error = ""
+        self.set_header(error="", refreshed=self.now().strftime("%H:%M:%S"))
+
+    def backend_failed(self, error: RuntimeFailure) -> None:
+        """A periodic call failed: keep a banner, notify only when the failure changes."""
+        banner = describe_error(error)
+        self.set_header(error=banner)
+        if banner != self._last_error:
+            self._last_error = banner
+            self.report_error(error)
+
+    def report_error(self, error: RuntimeFailure | UsageError) -> None:
+        """Show a failure with its fix; the app keeps running."""
+        title = "runai" if isinstance(error, RunaiError) else "error"
+        if isinstance(error, RunaiError):
+            title = f"runai: {error.kind.value}"
+        message = literal(str(error))
+        if error.hint:
+            message += f"\nfix: {literal(error.hint)}"
+        self.notify(message, title=title, severity="error", timeout=8, markup=False)
+
+    # -- global actions ------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        from runai_tui.tui.screens.help import HelpScreen
+
+        screen = self.screen
+        title = getattr(screen, "HELP_TITLE", type(screen).__name__)
+        self.push_screen(HelpScreen(screen, title))
+
+    def run_interactive(self, argv: list[str]) -> int | None:
+        """Hand the terminal to `argv` through the runner, pausing refreshes around it."""
+        self.suspended_refresh = True
+        try:
+            return self.runner.run(argv)
+        except RuntimeFailure as error:
+            self.report_error(error)
+            return None
+        finally:
+            self.suspended_refresh = False
+            self.refresh(layout=True)
+
+    suspended_refresh = False
+
+    def exec_into(
+        self, job: str, pod: str | None, after: Callable[[], object] | None = None
+    ) -> None:
+        """Open a shell in `pod` of `job` (the master when None) on the real terminal."""
+        try:
+            argv = self.client.exec_argv(job, pod=pod, tty=True)
+        except RuntimeFailure as error:
+            self.report_error(error)
+            return
+        code = self.run_interactive(argv)
+        if code is not None:
+            where = f"{job}/{pod}" if pod else job
+            self.notify(f"Shell in {where} exited with code {code}.", title="exec")
+        if after is not None:
+            after()
+
+
+def describe_error(error: RuntimeFailure | UsageError) -> str:
+    text = literal(str(error))
+    return f"{text} — {literal(error.hint)}" if error.hint else text
+
+
+def run_tui(backend_choice: str | None, readonly: bool, refresh: float, project: str | None) -> int:
+    """Entry point for `runai-tui` with no subcommand: open the app; return the exit code."""
+    from runai_tui.backend import select_backend
+    from runai_tui.client import RunaiClient
+
+    try:
+        backend = select_backend(backend_choice)
+        client = RunaiClient(backend, project=project)
+    except (RuntimeFailure, UsageError) as error:
+        hint = f" ({error.hint})" if error.hint else ""
+        print(f"runai-tui: {error}{hint}", file=sys.stderr)
+        return error.exit_code
+    if refresh < 0:
+        print(
+            "runai-tui: --refresh must be 0 (off) or a positive number of seconds", file=sys.stderr
+        )
+        return 2
+    app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
+    result = app.run()
+    return int(result or app.return_code or 0)

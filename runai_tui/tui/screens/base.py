@@ -1,0 +1,31 @@
+"""Helpers every screen uses: typed access to the app, and the header."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual.screen import Screen
+
+from runai_tui.tui.widgets.header import StatusHeader
+
+if TYPE_CHECKING:
+    from runai_tui.tui.app import RunaiTuiApp
+
+
+class AppScreen(Screen):
+    """A screen with the shared StatusHeader."""
+
+    HELP_TITLE = "screen"
+
+    @property
+    def tui(self) -> RunaiTuiApp:
+        return cast("RunaiTuiApp", self.app)
+
+    def on_screen_resume(self) -> None:
+        for header in self.query(StatusHeader):
+            self.tui.apply_header(header)
+
+    def make_header(self) -> StatusHeader:
+        header = StatusHeader()
+        self.tui.apply_header(header)
+        return header

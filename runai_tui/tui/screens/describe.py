@@ -1,0 +1,233 @@
+"""DescribeScreen: a readable summary of one job (status, pods, resources, events, training
+progress from the master pod's metric lines) and the raw describe output."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.timer import Timer
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from runai_tui.errors import RunaiError
+from runai_tui.models import Job, JobDetail, Pod
+from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.text import literal
+from runai_tui.tui.widgets.job_table import format_age, format_pods, status_text
+from runai_tui.tui.widgets.log_view import LogView
+from runai_tui.tui.widgets.progress import TrainingPanel
+
+# How much of a finished job's master log to read for its last metrics.
+METRICS_TAIL = 2000
+
+
+def master_pod(pods: list[Pod]) -> Pod | None:
+    """The pod whose log carries the trainer's metrics: the master, else the first pod."""
+    for pod in pods:
+        if pod.role == "master" or pod.name.endswith("-master-0"):
+            return pod
+    return pods[0] if pods else None
+
+
+def summary_renderable(detail: JobDetail, now_text: str) -> Group:
+    job = detail.job
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("Name", Text(literal(job.name)))
+    facts.add_row("Status", status_text(job.phase))
+    facts.add_row("Project", Text(literal(job.project or "-")))
+    facts.add_row("Type", Text(literal(job.type or "-")))
+    facts.add_row("Pods (running/requested)", format_pods(job))
+    facts.add_row("GPUs", "-" if job.gpus is None else f"{job.gpus:g}")
+    facts.add_row("Age", now_text)
+
+    parts: list[object] = [facts]
+    pods = Table(title="Pods", title_justify="left", expand=True, show_edge=False)
+    for column in ("NAME", "ROLE", "STATUS", "NODE", "MESSAGE"):
+        pods.add_column(column)
+    for pod in detail.pods:
+        pods.add_row(
+            Text(literal(pod.name)),
+            Text(literal(pod.role or "-")),
+            status_text(pod.phase),
+            Text(literal(pod.node or "-")),
+            Text(literal(pod.message or "")),
+        )
+    parts.append(Text(""))
+    parts.append(pods if detail.pods else Text("Pods: none reported", style="dim"))
+
+    if detail.resources:
+        resources = Table(title="Resources", title_justify="left", show_edge=False)
+        resources.add_column("RESOURCE")
+        resources.add_column("VALUE")
+        for key, value in detail.resources.items():
+            shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            resources.add_row(Text(literal(str(key))), Text(literal(shown)))
+        parts += [Text(""), resources]
+
+    if detail.notes:
+        parts.append(Text(""))
+        parts.append(Text("Notes", style="bold"))
+        for note in detail.notes:
+            parts.append(Text(f"• {literal(note)}", style="yellow"))
+
+    events = Table(title="Events", title_justify="left", expand=True, show_edge=False)
+    for column in ("TIME", "TYPE", "REASON", "MESSAGE"):
+        events.add_column(column)
+    for event in detail.events:
+        style = "bold red" if event.type == "Warning" else ""
+        events.add_row(
+            Text(literal(event.time)),
+            Text(literal(event.type), style=style),
+            Text(literal(event.reason)),
+            Text(literal(event.message)),
+        )
+    parts.append(Text(""))
+    parts.append(events if detail.events else Text("Events: none", style="dim"))
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+def raw_lines(detail: JobDetail) -> list[str]:
+    if detail.raw:
+        return json.dumps(detail.raw, indent=2, sort_keys=True, default=str).splitlines()
+    return json.dumps(detail.to_dict(), indent=2, default=str).splitlines()
+
+
+class DescribeScreen(AppScreen):
+    HELP_TITLE = "describe"
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("l", "logs", "Logs"),
+        Binding("s", "shell", "Shell"),
+        Binding("ctrl+d", "delete", "Delete"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("w", "toggle_raw", "Summary/raw"),
+    ]
+
+    def __init__(self, job: Job) -> None:
+        super().__init__()
+        self.job = job
+        self.detail: JobDetail | None = None
+        self._timer: Timer | None = None
+        self._metrics_pod: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.make_header()
+        yield Static(f"describe {literal(self.job.name)}", id="describe-title", markup=False)
+        yield TrainingPanel(id="describe-training")
+        with TabbedContent(id="describe-tabs"):
+            with TabPane("Summary", id="tab-summary"), VerticalScroll(id="summary-scroll"):
+                yield Static("loading…", id="describe-summary")
+            with TabPane("Raw", id="tab-raw"):
+                yield LogView(max_lines=50_000, id="describe-raw")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="describe", exit_on_error=False)
+    async def load(self) -> None:
+        worker = get_current_worker()
+        if self._timer is not None:
+            self._timer.stop()
+        try:
+            detail = await self.tui.client.adescribe(self.job.name)
+        except RunaiError as error:
+            self.tui.backend_failed(error)
+        else:
+            self.show_detail(detail)
+        finally:
+            interval = self.tui.refresh_interval
+            if interval > 0 and not worker.is_cancelled:
+                self._timer = self.set_timer(interval, self._tick)
+
+    def _tick(self) -> None:
+        if not self.tui.suspended_refresh:
+            self.load()
+
+    def show_detail(self, detail: JobDetail) -> None:
+        self.detail = detail
+        self.job = detail.job
+        age = format_age(detail.job.created, self.tui.now())
+        self.query_one("#describe-summary", Static).update(summary_renderable(detail, age))
+        raw = self.query_one("#describe-raw", LogView)
+        raw.clear()
+        raw.write_lines(raw_lines(detail))
+        raw.follow = False
+        raw.scroll_home(animate=False)
+        pod = master_pod(detail.pods)
+        if pod is not None and pod.name != self._metrics_pod:
+            self._metrics_pod = pod.name
+            self.read_metrics(pod.name, follow=detail.job.phase.is_active)
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="describe-metrics", exit_on_error=False)
+    async def read_metrics(self, pod: str, follow: bool) -> None:
+        """Feed the master's metric lines into the training panel (quietly: logs may not exist)."""
+        panel = self.query_one(TrainingPanel)
+        stream = self.tui.client.stream_logs(
+            self.job.name, pod=pod, follow=follow, tail=None if follow else METRICS_TAIL
+        )
+        try:
+            async for line in stream:
+                panel.feed_lines([line])
+        except RunaiError:
+            pass
+        finally:
+            await stream.aclose()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.tui.readonly and action in {"shell", "delete"}:
+            return False
+        if action == "shell" and not self.job.phase.is_active:
+            return None
+        return True
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def action_toggle_raw(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "tab-raw" if tabs.active == "tab-summary" else "tab-summary"
+
+    def action_logs(self) -> None:
+        from runai_tui.tui.screens.logs import LogsScreen
+
+        self.app.push_screen(LogsScreen(self.job))
+
+    def action_shell(self) -> None:
+        self.tui.exec_into(self.job.name, None, after=self.load)
+
+    def action_delete(self) -> None:
+        from runai_tui.tui.screens.confirm import ConfirmDialog
+
+        name = self.job.name
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.delete_job(name)
+
+        question = f"Delete job {name!r} (project {self.job.project or 'default'})?\nIts pods stop."
+        self.app.push_screen(ConfirmDialog(question, "Delete", title="delete job"), confirmed)
+
+    @work(group="describe-delete", exit_on_error=False)
+    async def delete_job(self, name: str) -> None:
+        try:
+            await self.tui.client.adelete(name)
+        except RunaiError as error:
+            self.tui.report_error(error)
+            return
+        self.notify(f"Deleting {name}.", title="delete")
+        self.dismiss()

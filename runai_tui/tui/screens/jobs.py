@@ -1,0 +1,247 @@
+"""JobsScreen (home): the job table, refreshed in a worker, and the k9s-style keys."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
+
+from runai_tui.errors import RunaiError
+from runai_tui.models import Job
+from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.widgets.job_table import JobTable
+
+# Actions that change the cluster; --readonly hides them.
+MUTATING = {"shell", "delete", "new_job"}
+# Actions that need a selected job.
+NEEDS_JOB = {"describe", "logs", "shell", "delete"}
+
+
+class JobsScreen(AppScreen):
+    HELP_TITLE = "jobs"
+
+    BINDINGS = [
+        Binding("d,enter", "describe", "Describe", key_display="d/enter"),
+        Binding("l", "logs", "Logs"),
+        Binding("s", "shell", "Shell"),
+        Binding("ctrl+d", "delete", "Delete"),
+        Binding("n", "new_job", "New job"),
+        Binding("p", "profiles", "Profiles"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("N", "sort('name')", "Sort by name", show=False),
+        Binding("A", "sort('age')", "Sort by age", show=False),
+        Binding("S", "sort('status')", "Sort by status", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._timer: Timer | None = None
+        self.loaded = False  # at least one successful refresh
+
+    def compose(self) -> ComposeResult:
+        yield self.make_header()
+        yield Static("jobs", id="jobs-title")
+        yield JobTable(id="jobs-table")
+        yield Input(
+            placeholder="filter jobs by name or status (enter to apply, esc to clear)",
+            id="jobs-filter",
+        )
+        yield Footer()
+
+    @property
+    def table(self) -> JobTable:
+        return self.query_one(JobTable)
+
+    def on_mount(self) -> None:
+        self.query_one("#jobs-filter", Input).display = False
+        self.table.focus()
+        self.refresh_jobs()
+
+    # -- refresh loop: one fetch at a time, render, re-arm ------------------------------------
+
+    @work(exclusive=True, group="jobs-refresh", exit_on_error=False)
+    async def refresh_jobs(self) -> None:
+        self._stop_timer()
+        worker = get_current_worker()
+        try:
+            jobs = await self.tui.client.alist_jobs()
+        except RunaiError as error:
+            self.tui.backend_failed(error)
+        else:
+            self.show_jobs(jobs)
+            self.tui.backend_ok()
+        finally:
+            if not worker.is_cancelled:
+                self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        interval = self.tui.refresh_interval
+        if interval > 0:
+            self._stop_timer()
+            self._timer = self.set_timer(interval, self._tick)
+
+    def _tick(self) -> None:
+        if self.tui.suspended_refresh:
+            self._arm_timer()
+        else:
+            self.refresh_jobs()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def show_jobs(self, jobs: list[Job]) -> None:
+        table = self.table
+        table.update_jobs(jobs, self.tui.now())
+        wanted = self.tui.select_after_refresh
+        if wanted and table.select_name(wanted):
+            self.tui.select_after_refresh = None
+        self.loaded = True
+        self._update_title()
+        self.refresh_bindings()
+
+    def _update_title(self) -> None:
+        table = self.table
+        text = f"jobs ({table.row_count}"
+        if table.filter_text:
+            text += f" matching /{table.filter_text}"
+        text += f")  sort: {table.sort_by}{' ↓' if table.sort_reverse else ''}"
+        self.query_one("#jobs-title", Static).update(text)
+
+    # -- bindings state --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.tui.readonly and action in MUTATING:
+            return False
+        if action in NEEDS_JOB:
+            job = self.table.selected_job if self.is_mounted else None
+            if job is None:
+                return None
+            if action == "shell" and not job.phase.is_active:
+                return None
+        return True
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_describe()
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def _selected(self) -> Job | None:
+        job = self.table.selected_job
+        if job is None:
+            self.notify("No job selected.", severity="warning")
+        return job
+
+    def action_refresh(self) -> None:
+        self.refresh_jobs()
+
+    def action_sort(self, column: str) -> None:
+        self.table.set_sort(column)
+        self._update_title()
+
+    def action_describe(self) -> None:
+        from runai_tui.tui.screens.describe import DescribeScreen
+
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(DescribeScreen(job))
+
+    def action_logs(self) -> None:
+        from runai_tui.tui.screens.logs import LogsScreen
+
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(LogsScreen(job))
+
+    def action_shell(self) -> None:
+        job = self._selected()
+        if job is None:
+            return
+        if not job.phase.is_active:
+            self.notify(
+                f"{job.name} is {job.status}: no running pod to exec into.", severity="warning"
+            )
+            return
+        self.tui.exec_into(job.name, None, after=self.refresh_jobs)
+
+    def action_delete(self) -> None:
+        from runai_tui.tui.screens.confirm import ConfirmDialog
+
+        job = self._selected()
+        if job is None:
+            return
+        name = job.name
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.delete_job(name)
+
+        question = f"Delete job {name!r} (project {job.project or 'default'})?\nIts pods stop."
+        self.app.push_screen(ConfirmDialog(question, "Delete", title="delete job"), confirmed)
+
+    @work(group="jobs-delete", exit_on_error=False)
+    async def delete_job(self, name: str) -> None:
+        try:
+            await self.tui.client.adelete(name)
+        except RunaiError as error:
+            self.tui.report_error(error)
+        else:
+            self.notify(f"Deleting {name}.", title="delete")
+        self.refresh_jobs()
+
+    def action_new_job(self) -> None:
+        from runai_tui.tui.screens.submit import SubmitScreen
+
+        self.app.push_screen(SubmitScreen(), self._submitted)
+
+    def _submitted(self, name: str | None) -> None:
+        if name:
+            self.tui.select_after_refresh = name
+            self.refresh_jobs()
+
+    def action_profiles(self) -> None:
+        from runai_tui.tui.screens.profiles import ProfilesScreen
+
+        self.app.push_screen(ProfilesScreen(), self._submitted)
+
+    # -- filter ----------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        box = self.query_one("#jobs-filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#jobs-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._apply_filter(event.value.strip())
+
+    @on(Input.Submitted, "#jobs-filter")
+    def _filter_submitted(self) -> None:
+        self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#jobs-filter", Input)
+        box.value = ""
+        box.display = False
+        self._apply_filter("")
+        self.table.focus()
+
+    def _apply_filter(self, text: str) -> None:
+        table = self.table
+        if text == table.filter_text:
+            return
+        table.filter_text = text
+        table.update_jobs(list(table.jobs.values()), self.tui.now())
+        self._update_title()

@@ -1,0 +1,271 @@
+"""SubmitScreen: pick a profile, adjust overrides with live validation, see the exact command,
+submit. Dismisses with the new job's name so the jobs screen can select it."""
+
+from __future__ import annotations
+
+import shlex
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from runai_tui.errors import RunaiError, UsageError
+from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.text import literal
+
+# Form inputs and the profile field each one overrides.
+FIELDS: list[tuple[str, str, str]] = [
+    ("job_name", "Job name", "DNS-1123 label, e.g. retinanet-try2"),
+    ("workers", "Workers", "worker pods (the master pod is extra)"),
+    ("gpus", "GPUs per worker", "whole GPUs per worker pod"),
+    ("image", "Image", "container image"),
+    ("env", "Extra env", "K=V K2=V2 (shell quoting allowed)"),
+]
+
+
+def parse_env(text: str) -> tuple[list[str], str]:
+    """`K=V K2="a b"` -> (["env.K=V", "env.K2=a b"], error text or "")."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        return [], f"cannot split: {error}"
+    sets = []
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            return [], f"{word!r}: expected KEY=VALUE"
+        sets.append(f"env.{key}={value}")
+    return sets, ""
+
+
+class SubmitScreen(AppScreen):
+    HELP_TITLE = "submit"
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Submit"),
+        Binding("ctrl+y", "copy_command", "Copy command"),
+    ]
+
+    def __init__(self, profile: str | None = None) -> None:
+        super().__init__()
+        self.profile_name = profile
+        self.base = None  # the loaded Profile
+        self.argv: list[str] | None = None
+        self.errors: dict[str, str] = {}
+        self.submitting = False
+
+    def compose(self) -> ComposeResult:
+        yield self.make_header()
+        with Horizontal(id="submit-body"):
+            with Vertical(id="submit-left"):
+                yield Label("Profile", classes="section")
+                yield OptionList(id="submit-profiles")
+            with VerticalScroll(id="submit-form"):
+                yield Static("", id="submit-description", markup=False)
+                for field, label, hint in FIELDS:
+                    yield Label(label, classes="field-label")
+                    yield Input(placeholder=hint, id=f"in-{field}", classes="field")
+                    yield Static("", id=f"err-{field}", classes="field-error", markup=False)
+                yield Static("", id="submit-problems", classes="field-error", markup=False)
+                yield Label("Command", classes="section")
+                yield Static("", id="submit-command", markup=False)
+                with Horizontal(id="submit-buttons"):
+                    yield Button("Submit", id="submit-go", variant="primary")
+                    yield Button("Copy command", id="submit-copy")
+                    yield Button("Cancel", id="submit-cancel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        options = self.query_one("#submit-profiles", OptionList)
+        try:
+            entries = self.tui.store.entries()
+        except UsageError as error:
+            self.tui.report_error(error)
+            entries = []
+        for entry in entries:
+            text = entry.name if not entry.error else f"{entry.name} (invalid)"
+            options.add_option(Option(text, id=entry.name, disabled=bool(entry.error)))
+        names = [e.name for e in entries if not e.error]
+        chosen = self.profile_name if self.profile_name in names else (names[0] if names else None)
+        if chosen is None:
+            self.query_one("#submit-problems", Static).update(
+                "No valid profile: create one on the profiles screen (p)."
+            )
+            return
+        options.highlighted = options.get_option_index(chosen)
+        self.load_profile(chosen)
+        if self.profile_name:
+            self.query_one("#in-job_name", Input).focus()
+        else:
+            options.focus()
+
+    @on(OptionList.OptionHighlighted, "#submit-profiles")
+    def _profile_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id and event.option.id != self.profile_name:
+            self.load_profile(event.option.id)
+
+    @on(OptionList.OptionSelected, "#submit-profiles")
+    def _profile_selected(self) -> None:
+        self.query_one("#in-job_name", Input).focus()
+
+    def load_profile(self, name: str) -> None:
+        """Fill the form from profile `name`."""
+        try:
+            profile = self.tui.store.load(name)
+        except UsageError as error:
+            self.tui.report_error(error)
+            return
+        self.profile_name = name
+        self.base = profile
+        self.query_one("#submit-description", Static).update(
+            f"{name}: {profile.description or '(no description)'}"
+        )
+        values = {
+            "job_name": profile.job_name or name,
+            "workers": "" if profile.workers is None else str(profile.workers),
+            "gpus": "" if profile.gpus is None else str(profile.gpus),
+            "image": profile.image or "",
+            "env": "",
+        }
+        for field, value in values.items():
+            box = self.query_one(f"#in-{field}", Input)
+            with box.prevent(Input.Changed):
+                box.value = value
+        self.validate_form()
+
+    # -- validation ------------------------------------------------------------------------------
+
+    def overrides(self) -> tuple[list[str], dict[str, str]]:
+        """The --set overrides the form asks for, and form-level errors by field."""
+        profile = self.base
+        sets: list[str] = []
+        errors: dict[str, str] = {}
+        current = {
+            "job_name": profile.job_name or profile.name,
+            "workers": "" if profile.workers is None else str(profile.workers),
+            "gpus": "" if profile.gpus is None else str(profile.gpus),
+            "image": profile.image or "",
+        }
+        for field, base_value in current.items():
+            value = self.query_one(f"#in-{field}", Input).value.strip()
+            if value == base_value:
+                continue
+            if not value:
+                errors[field] = "required (the profile sets it)"
+                continue
+            sets.append(f"{field}={value}")
+        env_sets, env_error = parse_env(self.query_one("#in-env", Input).value)
+        if env_error:
+            errors["env"] = env_error
+        sets += env_sets
+        return sets, errors
+
+    def validate_form(self) -> bool:
+        """Re-check the form; show each problem under its field; update the command."""
+        from runai_tui.command import build_submit_argv, display_argv
+        from runai_tui.profiles import ProfileError, apply_overrides
+
+        if self.base is None:
+            return False
+        sets, errors = self.overrides()
+        general: list[str] = []
+        profile = self.base
+        if not errors:
+            try:
+                profile = apply_overrides(self.base, sets)
+            except ProfileError as error:
+                for problem in error.problems:
+                    field = problem.field.split(".")[0]
+                    if field in dict.fromkeys(f for f, _, _ in FIELDS):
+                        errors.setdefault(field, problem.message)
+                    else:
+                        general.append(str(problem))
+        for field, _, _ in FIELDS:
+            message = errors.get(field, "")
+            self.query_one(f"#err-{field}", Static).update(message)
+            self.query_one(f"#in-{field}", Input).set_class(bool(message), "-invalid")
+        self.query_one("#submit-problems", Static).update("\n".join(general))
+        self.errors = errors | ({"": "\n".join(general)} if general else {})
+        command = self.query_one("#submit-command", Static)
+        if self.errors:
+            self.argv = None
+            command.update("(fix the errors above to see the command)")
+        else:
+            self.argv = build_submit_argv(profile)
+            command.update(literal(display_argv(self.argv), max_chars=100_000))
+        self.refresh_bindings()
+        return not self.errors
+
+    @on(Input.Changed, ".field")
+    def _field_changed(self) -> None:
+        self.validate_form()
+
+    @on(Input.Submitted, ".field")
+    def _field_submitted(self) -> None:
+        self.action_submit()
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in {"submit", "copy_command"}:
+            if action == "submit" and self.tui.readonly:
+                return False
+            return None if self.argv is None or self.submitting else True
+        return True
+
+    @on(Button.Pressed, "#submit-go")
+    def _go(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#submit-copy")
+    def _copy(self) -> None:
+        self.action_copy_command()
+
+    @on(Button.Pressed, "#submit-cancel")
+    def _cancel(self) -> None:
+        self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_copy_command(self) -> None:
+        from runai_tui.command import display_argv
+
+        if self.argv is None:
+            self.notify("Fix the errors first.", severity="warning")
+            return
+        self.app.copy_to_clipboard(display_argv(self.argv))
+        self.notify("Command copied to the clipboard.", title="copy")
+
+    def action_submit(self) -> None:
+        if self.tui.readonly:
+            self.notify("Read-only mode: submitting is disabled.", severity="warning")
+            return
+        if not self.validate_form() or self.argv is None:
+            self.notify("Fix the errors shown in the form first.", severity="error", title="submit")
+            return
+        if not self.submitting:
+            self.submitting = True
+            self.refresh_bindings()
+            self.submit_job(list(self.argv))
+
+    @work(exclusive=True, group="submit", exit_on_error=False)
+    async def submit_job(self, argv: list[str]) -> None:
+        try:
+            result = await self.tui.client.asubmit(argv)
+        except RunaiError as error:
+            self.tui.report_error(error)
+            self.query_one("#submit-problems", Static).update(
+                f"submit failed: {literal(str(error))}"
+            )
+        else:
+            self.notify(f"Submitted {result.name}.", title="submit")
+            self.dismiss(result.name)
+        finally:
+            self.submitting = False
+            if self.is_mounted:
+                self.refresh_bindings()

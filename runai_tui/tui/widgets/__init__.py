@@ -1,0 +1,1 @@
+"""Widgets the screens share: log view, job table, training panel, status header."""

@@ -1,0 +1,178 @@
+"""JobTable: the jobs list, updated in place by job name so the selection survives refreshes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from runai_tui.models import Job, Phase
+
+COLUMNS: list[tuple[str, str]] = [
+    ("name", "NAME"),
+    ("status", "STATUS"),
+    ("pods", "PODS"),
+    ("gpus", "GPUS"),
+    ("project", "PROJECT"),
+    ("age", "AGE"),
+]
+
+PHASE_STYLES: dict[Phase, str] = {
+    Phase.RUNNING: "bold green",
+    Phase.COMPLETED: "cyan",
+    Phase.FAILED: "bold red",
+    Phase.DEGRADED: "bold dark_orange",
+    Phase.PENDING: "yellow",
+    Phase.CREATING: "yellow",
+    Phase.INITIALIZING: "yellow",
+    Phase.RESUMING: "yellow",
+    Phase.UPDATING: "yellow",
+    Phase.STOPPED: "grey50",
+    Phase.STOPPING: "grey50",
+    Phase.SUSPENDING: "grey50",
+    Phase.DELETING: "magenta",
+    Phase.TERMINATING: "magenta",
+}
+
+
+def format_age(created: datetime | None, now: datetime) -> str:
+    """k9s-style age: 42s, 7m, 3h, 5d."""
+    if created is None:
+        return "-"
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    seconds = max(0, int((now - created).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def format_pods(job: Job) -> str:
+    running = "-" if job.running_pods is None else str(job.running_pods)
+    requested = "-" if job.requested_pods is None else str(job.requested_pods)
+    return f"{running}/{requested}"
+
+
+def format_gpus(job: Job) -> str:
+    if job.gpus is None:
+        return "-"
+    return f"{job.gpus:g}"
+
+
+def status_text(phase: Phase) -> Text:
+    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+
+
+def job_cells(job: Job, now: datetime) -> dict[str, str | Text]:
+    return {
+        "name": job.name,
+        "status": status_text(job.phase),
+        "pods": format_pods(job),
+        "gpus": format_gpus(job),
+        "project": job.project or "-",
+        "age": format_age(job.created, now),
+    }
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+SORTS: dict[str, Callable[[Job], object]] = {
+    "name": lambda job: job.name,
+    "status": lambda job: (job.phase.value, job.name),
+    # Newest first reads naturally for "age"; ties broken by name for a stable order.
+    "age": lambda job: (-(job.created or _EPOCH).timestamp(), job.name),
+}
+
+
+class JobTable(DataTable):
+    """DataTable of jobs keyed by name; `update_jobs` diffs rows instead of rebuilding."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.jobs: dict[str, Job] = {}
+        self.sort_by = "name"
+        self.sort_reverse = False
+        self.filter_text = ""
+        self._order: list[str] = []
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    @property
+    def selected_name(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        except (CellDoesNotExist, RowDoesNotExist):
+            return None
+        return row_key.value
+
+    @property
+    def selected_job(self) -> Job | None:
+        name = self.selected_name
+        return self.jobs.get(name) if name else None
+
+    def visible_names(self) -> list[str]:
+        return list(self._order)
+
+    def select_name(self, name: str) -> bool:
+        """Move the cursor to the job `name`; False when it is not shown."""
+        try:
+            index = self.get_row_index(name)
+        except RowDoesNotExist:
+            return False
+        self.move_cursor(row=index, animate=False)
+        return True
+
+    def set_sort(self, column: str) -> None:
+        """Sort by `column`; choosing the same column again reverses the order."""
+        if column == self.sort_by:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_by, self.sort_reverse = column, False
+        self._apply_sort(self.selected_name)
+
+    def update_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
+        """Show `jobs`: remove gone rows, update changed cells, add new rows, keep the selection."""
+        selected = self.selected_name
+        wanted = {job.name: job for job in jobs if self._matches(job)}
+        self.jobs = {job.name: job for job in jobs}
+        with self.app.batch_update():
+            for name in [n for n in self._order if n not in wanted]:
+                self.remove_row(name)
+            shown = set(self._order)
+            for name, job in wanted.items():
+                cells = job_cells(job, now)
+                if name in shown:
+                    for column, value in cells.items():
+                        if self.get_cell(name, column) != value:
+                            self.update_cell(name, column, value, update_width=True)
+                else:
+                    self.add_row(*(cells[key] for key, _ in COLUMNS), key=name)
+            self._apply_sort(selected)
+
+    def _apply_sort(self, selected: str | None) -> None:
+        rank = SORTS.get(self.sort_by, SORTS["name"])
+        order = sorted(
+            (self.jobs[n] for n in self._row_names()), key=rank, reverse=self.sort_reverse
+        )
+        position = {job.name: i for i, job in enumerate(order)}
+        self.sort("name", key=lambda name: position.get(name, 0))
+        self._order = [job.name for job in order]
+        if selected is None or not self.select_name(selected):
+            self.move_cursor(row=min(self.cursor_row, max(0, self.row_count - 1)), animate=False)
+
+    def _row_names(self) -> list[str]:
+        return [str(key.value) for key in self.rows]
+
+    def _matches(self, job: Job) -> bool:
+        if not self.filter_text:
+            return True
+        needle = self.filter_text.lower()
+        return needle in job.name.lower() or needle in job.phase.value.lower()
