@@ -1,0 +1,517 @@
+"""`runai-local`: the embedded local cluster's command line, shaped like `runai` v2.
+
+    runai-local training pytorch submit|describe|logs|exec|delete|suspend|resume|list ...
+    runai-local pytorch <verb> ...            (alias, as `runai pytorch`)
+    runai-local training list | workload list|describe|logs|exec|delete ...
+    runai-local whoami | version
+
+Output formats are fixed in docs/contracts.md. Errors: one `Error: ...` line on stderr, exit 1
+(as cobra does); `--debug` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runai_tui import __version__
+from runai_tui.local import flags as F
+from runai_tui.local import jobs, jobspec, pvc, state
+from runai_tui.local.config import ConfigError, load_config
+from runai_tui.local.flags import Flag, FlagError, Parsed
+
+PROG = "runai-local"
+FOLLOW_POLL_SECONDS = 0.2
+
+
+class CliError(Exception):
+    """Printed as `Error: <message>`; exit 1."""
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+# ---- commands ------------------------------------------------------------------------------------
+
+
+def cmd_submit(p: Parsed, argv: list[str]) -> int:
+    config = load_config()
+    spec, mounts = jobspec.build_spec(p, config, argv, Path.cwd())
+    for mount in mounts:
+        try:
+            pvc.prepare(mount)
+        except OSError as exc:
+            raise CliError(f"cannot prepare PVC {mount.claim} at {mount.local}: {exc}") from None
+    for warning in _start_warnings(spec):
+        print(f"Warning: {warning}", file=sys.stderr)
+    jobs.create(spec)
+    name, project = spec["name"], spec["project"]
+    if not p["quiet"]:
+        _out(f"Creating pytorch training {name}...")
+        _out(
+            f"To track the workload's status, run '{PROG} training pytorch describe {name} "
+            f"-p {project}' (local cluster: pods run on this machine)"
+        )
+    return 0
+
+
+def _start_warnings(spec: dict[str, Any]) -> list[str]:
+    """Commands that will not start here: the pod will fail, as on a cluster; say so early."""
+    out = []
+    path = spec["baseEnv"].get("PATH", "")
+    for argv0 in dict.fromkeys(pod["argv"][0] for pod in spec["pods"]):
+        if "/" in argv0:
+            target = Path(spec["workingDir"], argv0)
+            if not (target.is_file() and os.access(target, os.X_OK)):
+                out.append(f"command {argv0} is not an executable file here; the pod will fail")
+        elif shutil.which(argv0, path=path) is None:
+            out.append(f"command {argv0} is not on the pods' PATH; the pod will fail")
+    return out
+
+
+def cmd_list(p: Parsed, argv: list[str]) -> int:
+    project = None if p["all"] else p["project"]
+    views = jobs.all_views(project)
+    for view in views:
+        if view.problem:
+            print(f"Warning: {view.problem}", file=sys.stderr)
+    if p["status"]:
+        views = [v for v in views if v.phase.lower() == p["status"].lower()]
+    views.sort(key=lambda v: (v.spec.get("createdAt", ""), v.project, v.name))
+    workloads = [v.workload() for v in views]
+    start = 0
+    if p["next-token"]:
+        try:
+            start = int(p["next-token"])
+        except ValueError:
+            raise CliError(f"invalid next token '{p['next-token']}'") from None
+    nxt = ""
+    if p["page-size"] is not None and p["page-size"] > 0:
+        end = start + p["page-size"]
+        nxt = str(end) if end < len(workloads) else ""
+        workloads = workloads[start:end]
+    else:
+        workloads = workloads[start:]
+    if p["max-items"] is not None and p["max-items"] >= 0:
+        workloads = workloads[: p["max-items"]]
+    if p["json"] or p["raw"]:
+        _out(json.dumps({"workloads": workloads, "next": nxt}, indent=2))
+        return 0
+    header = ["Workload", "Type", "Status", "Project", "Preemptible", "Running/Requested Pods"]
+    header.append("GPU Allocation")
+    rows = [
+        [
+            w["name"],
+            "Training",
+            w["phase"],
+            w["projectName"],
+            "Yes",
+            f"{w['runningPods']}/{w['requestedPods']}",
+            f"{w['allocatedGPUs']:.2f}",
+        ]
+        for w in workloads
+    ]
+    _table(header, rows, headers=not p["no-headers"])
+    if nxt:
+        _out(f"\nMore workloads: --next-token {nxt}")
+    return 0
+
+
+def _table(header: list[str], rows: list[list[str]], headers: bool = True) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    fmt = "   ".join(f"{{:<{w}}}" for w in widths)
+    if headers:
+        _out(fmt.format(*header).rstrip())
+        _out("─" * (sum(widths) + 3 * (len(widths) - 1)))
+    for row in rows:
+        _out(fmt.format(*row).rstrip())
+
+
+def describe_doc(view: jobs.JobView) -> dict[str, Any]:
+    doc = view.workload()
+    pods_spec = {p["name"]: p for p in view.spec.get("pods") or []}
+    doc["pods"] = [
+        {
+            "name": pod.get("name"),
+            "phase": pod.get("phase"),
+            "role": pod.get("role"),
+            "nodeName": "local",
+            "pid": pod.get("pid"),
+            "exitCode": pod.get("exitCode"),
+            "message": pod.get("message", ""),
+            "gpus": pod.get("gpus", 0),
+            "command": pods_spec.get(pod.get("name"), {}).get("argv", []),
+        }
+        for pod in view.status.get("pods") or []
+    ]
+    doc["events"] = view.status.get("events") or []
+    doc["resources"] = view.spec.get("resources") or {}
+    doc["notes"] = list(view.spec.get("notes") or [])
+    if view.problem:
+        doc["notes"].insert(0, view.problem)
+    doc["spec"] = {
+        k: view.spec.get(k)
+        for k in (
+            "submitArgv",
+            "flags",
+            "rest",
+            "image",
+            "workingDir",
+            "workingDirRequested",
+            "mounts",
+            "annotations",
+            "labels",
+            "noMaster",
+            "worldSize",
+            "graceSeconds",
+        )
+    }
+    doc["masterPort"] = view.status.get("masterPort")
+    doc["stateDir"] = str(view.jobdir)
+    return doc
+
+
+def cmd_describe(p: Parsed, argv: list[str]) -> int:
+    name = _one_name(p)
+    view = jobs.load(jobs.find(name, p["project"]))
+    doc = describe_doc(view)
+    if p["output"] in ("json", "yaml"):  # yaml: JSON is valid YAML
+        _out(json.dumps(doc, indent=2))
+        return 0
+    spec = doc["spec"]
+    lines = [
+        ("Name", doc["name"]),
+        ("Project", doc["projectName"]),
+        ("Id", doc["id"]),
+        ("Type", "Training (PyTorch) on the local cluster"),
+        ("Status", doc["phase"]),
+        ("Message", doc["message"]),
+        ("Created", doc["createdAt"]),
+        ("Pods", f"{doc['runningPods']} running / {doc['requestedPods']} requested"),
+        ("GPUs", f"{doc['allocatedGPUs']} allocated"),
+        ("Working dir", spec.get("workingDir") or ""),
+        ("Master port", str(doc.get("masterPort") or "")),
+        ("State", doc["stateDir"]),
+    ]
+    for key, value in lines:
+        _out(f"{key + ':':<13}{value}")
+    for mount in spec.get("mounts") or []:
+        _out(f"{'PVC:':<13}{mount['claim']} at {mount['path']} -> {mount['local']}")
+    _out("\nPods:")
+    _table(
+        ["Name", "Role", "Phase", "PID", "Exit", "Message"],
+        [
+            [
+                pod["name"],
+                pod["role"],
+                pod["phase"],
+                str(pod["pid"] or ""),
+                "" if pod["exitCode"] is None else str(pod["exitCode"]),
+                pod["message"],
+            ]
+            for pod in doc["pods"]
+        ],
+    )
+    _out("\nEvents:")
+    _table(
+        ["Time", "Type", "Reason", "Message"],
+        [[e["createdAt"], e["type"], e["reason"], e["message"]] for e in doc["events"]],
+    )
+    if doc["notes"]:
+        _out("\nNotes:")
+        for note in doc["notes"]:
+            _out(f"  - {note}")
+    return 0
+
+
+def _one_name(p: Parsed) -> str:
+    names = p.positionals
+    if p.values.get("name") and not names:
+        names = [p["name"]]
+    if not names:
+        raise CliError("workload name is required")
+    if len(names) > 1:
+        raise CliError(f"accepts at most 1 arg(s), received {len(names)}")
+    return names[0]
+
+
+def _pod_of(view: jobs.JobView, pod_name: str | None) -> dict[str, Any]:
+    pods = view.spec.get("pods") or []
+    if not pods:
+        raise CliError(f"workload '{view.name}' has no readable pods: {view.problem}")
+    if not pod_name:
+        return pods[0]  # the master, as the real CLI's "first pod"
+    for pod in pods:
+        if pod["name"] == pod_name:
+            return pod
+    names = ", ".join(p["name"] for p in pods)
+    raise CliError(f"pod '{pod_name}' could not be found in workload '{view.name}' (pods: {names})")
+
+
+def _pod_status(view: jobs.JobView, name: str) -> dict[str, Any]:
+    return next((p for p in view.status.get("pods") or [] if p.get("name") == name), {})
+
+
+def cmd_logs(p: Parsed, argv: list[str]) -> int:
+    name = _one_name(p)
+    jobdir = jobs.find(name, p["project"])
+    view = jobs.load(jobdir)
+    pod = _pod_of(view, p["pod"])
+    log_path = state.JobPaths(jobdir).pod_log(pod["name"])
+    out = sys.stdout.buffer
+    data = log_path.read_bytes() if log_path.exists() else b""
+    tail = p["tail"]
+    if tail is not None and tail >= 0:
+        lines = data.splitlines(keepends=True)
+        data = b"".join(lines[-tail:]) if tail else b""
+        offset = log_path.stat().st_size if log_path.exists() else 0
+    else:
+        offset = len(data)
+    out.write(data)
+    out.flush()
+    if not p["follow"]:
+        return 0
+    # Follow until the pod (or the whole job) ends, then drain what is left.
+    last_check = 0.0
+    while True:
+        offset = _copy_new(log_path, offset, out)
+        now = time.monotonic()
+        if now - last_check >= 1.0 or not jobdir.exists():
+            last_check = now
+            if not jobdir.exists():
+                return 0
+            view = jobs.load(jobdir)
+            pod_phase = _pod_status(view, pod["name"]).get("phase")
+            job_done = view.phase in ("Completed", "Failed", "Stopped", "Unknown", "Deleting")
+            if job_done or pod_phase in ("Succeeded", "Failed"):
+                _copy_new(log_path, offset, out)
+                return 0
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _copy_new(path: Path, offset: int, out: Any) -> int:
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < offset:  # restarted by resume: a new log
+                offset = 0
+            fh.seek(offset)
+            chunk = fh.read()
+    except FileNotFoundError:
+        return offset
+    if chunk:
+        out.write(chunk)
+        out.flush()
+    return offset + len(chunk)
+
+
+def cmd_exec(p: Parsed, argv: list[str]) -> int:
+    name = _one_name(p)
+    jobdir = jobs.find(name, p["project"])
+    view = jobs.load(jobdir)
+    pod = _pod_of(view, p["pod"])
+    phase = _pod_status(view, pod["name"]).get("phase", "Unknown")
+    if view.phase != "Running" or phase != "Running":
+        raise CliError(
+            f"pod '{pod['name']}' is {phase} (workload {view.phase}); exec needs a running pod"
+        )
+    command = p.rest or p.positionals[1:]
+    if not command:
+        command = ["bash"] if shutil.which("bash") else ["sh"]
+    env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
+    if os.environ.get("TERM"):
+        env["TERM"] = os.environ["TERM"]
+    try:
+        os.chdir(view.spec["workingDir"])
+    except OSError as exc:
+        raise CliError(f"cannot enter working dir {view.spec['workingDir']}: {exc}") from None
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as exc:
+        print(f'Error: exec: "{command[0]}": {exc.strerror or exc}', file=sys.stderr)
+        return 127
+    return 0  # not reached
+
+
+def cmd_delete(p: Parsed, argv: list[str]) -> int:
+    if not p.positionals:
+        raise CliError("workload name is required")
+    for name in p.positionals:
+        jobs.delete(jobs.find(name, p["project"]))
+        _out(f"Successfully deleted workload {name}")
+    return 0
+
+
+def cmd_suspend(p: Parsed, argv: list[str]) -> int:
+    name = _one_name(p)
+    jobs.suspend(jobs.load(jobs.find(name, p["project"])))
+    _out(f"Successfully suspended workload {name}")
+    return 0
+
+
+def cmd_resume(p: Parsed, argv: list[str]) -> int:
+    name = _one_name(p)
+    jobs.resume(jobs.load(jobs.find(name, p["project"])))
+    _out(f"Successfully resumed workload {name}")
+    return 0
+
+
+def cmd_standard(p: Parsed, argv: list[str]) -> int:
+    # `runai training describe|logs|...` act on *standard* training; the local cluster has only
+    # PyTorch workloads, so these find nothing -- as the real CLI would for a PyTorch job.
+    name = p.positionals[0] if p.positionals else ""
+    where = f"project '{p['project']}'" if p["project"] else "any project"
+    raise CliError(
+        f"workload '{name}' could not be found in {where} (standard training; "
+        f"use 'training pytorch' for PyTorch workloads)"
+    )
+
+
+def cmd_whoami(p: Parsed, argv: list[str]) -> int:
+    _out(getpass.getuser())
+    return 0
+
+
+def cmd_version(p: Parsed, argv: list[str]) -> int:
+    _out(f"{PROG} {__version__} (embedded local cluster)")
+    return 0
+
+
+# ---- command tree ----------------------------------------------------------------------------
+
+Handler = Callable[[Parsed, list[str]], int]
+Leaf = tuple[Handler, list[Flag], str]
+
+_PYTORCH: dict[str, Any] = {
+    "submit": (cmd_submit, F.SUBMIT_FLAGS, "Submit a PyTorch training workload"),
+    "list": (cmd_list, F.LIST_FLAGS, "List PyTorch training workloads"),
+    "describe": (cmd_describe, F.DESCRIBE_FLAGS, "Describe a PyTorch training workload"),
+    "logs": (cmd_logs, F.LOGS_FLAGS, "Show the logs of a pod"),
+    "exec": (cmd_exec, F.EXEC_FLAGS, "Run a command in a pod"),
+    "delete": (cmd_delete, F.ACTION_FLAGS, "Delete a workload and stop all its processes"),
+    "suspend": (cmd_suspend, F.ACTION_FLAGS, "Suspend a workload (stop its pods)"),
+    "resume": (cmd_resume, F.ACTION_FLAGS, "Resume a suspended workload"),
+}
+_STANDARD = {
+    verb: (cmd_standard, flags, "standard training (none exist on the local cluster)")
+    for verb, flags in (
+        ("describe", F.DESCRIBE_FLAGS),
+        ("logs", F.LOGS_FLAGS),
+        ("exec", F.EXEC_FLAGS),
+        ("delete", F.ACTION_FLAGS),
+        ("suspend", F.ACTION_FLAGS),
+        ("resume", F.ACTION_FLAGS),
+    )
+}
+TREE: dict[str, Any] = {
+    "training": {
+        "list": (cmd_list, F.LIST_FLAGS, "List training workloads of every framework"),
+        "pytorch": _PYTORCH,
+        **_STANDARD,
+    },
+    "pytorch": _PYTORCH,
+    "workload": {verb: _PYTORCH[verb] for verb in ("list", "describe", "logs", "exec", "delete")},
+    "whoami": (cmd_whoami, [], "Show the current user"),
+    "version": (cmd_version, F.PLAIN_FLAGS, "Show the version"),
+}
+
+_GLOBAL_WITH_VALUE = {"--config-file", "--config-path"}
+
+
+def _help(path: list[str], node: Any) -> str:
+    title = " ".join([PROG, *path])
+    if isinstance(node, dict):
+        lines = [f"Usage:\n  {title} [command]\n", "Available Commands:"]
+        for word, child in node.items():
+            desc = child[2] if isinstance(child, tuple) else f"{word} commands"
+            lines.append(f"  {word:<12} {desc}")
+        lines.append(f"\nGlobal Flags:\n{F.usage(F.GLOBAL_FLAGS)}")
+        return "\n".join(lines)
+    _handler, flags, desc = node
+    return f"{desc}\n\nUsage:\n  {title} [flags]\n\nFlags:\n{F.usage(flags)}\n\nGlobal Flags:\n{F.usage(F.GLOBAL_FLAGS)}"
+
+
+def _resolve(argv: list[str]) -> tuple[list[str], Any, list[str]]:
+    """Walk the command words (skipping global flags, as cobra does) to a node; return the rest."""
+    node: Any = TREE
+    path: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv) and isinstance(node, dict):
+        word = argv[i]
+        if word == "--":
+            rest.extend(argv[i:])
+            i = len(argv)
+            break
+        if word.startswith("-"):
+            rest.append(word)
+            if word in _GLOBAL_WITH_VALUE and i + 1 < len(argv):
+                rest.append(argv[i + 1])
+                i += 1
+            i += 1
+            continue
+        if word not in node:
+            where = " ".join([PROG, *path])
+            raise FlagError(
+                f'unknown command "{word}" for "{where}"\nRun \'{where} --help\' for usage.'
+            )
+        node = node[word]
+        path.append(word)
+        i += 1
+    return path, node, rest + argv[i:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in args or "-d" in args
+    try:
+        path, node, rest = _resolve(args)
+        if isinstance(node, dict):
+            parsed = F.parse(rest, F.GLOBAL_FLAGS)
+            if parsed.positionals:  # cobra: an unknown subcommand word
+                where = " ".join([PROG, *path])
+                raise FlagError(
+                    f'unknown command "{parsed.positionals[0]}" for "{where}"\n'
+                    f"Run '{where} --help' for usage."
+                )
+            _out(_help(path, node))
+            return 0
+        handler, flags, _desc = node
+        parsed = F.parse(rest, [*flags, *F.GLOBAL_FLAGS])
+        if parsed["help"]:
+            _out(_help(path, node))
+            return 0
+        return handler(parsed, [PROG, *args])
+    except (FlagError, CliError, jobs.JobError, jobspec.SpecError, pvc.PvcError) as exc:
+        return _fail(str(exc), debug)
+    except (ConfigError, state.StateError) as exc:
+        return _fail(str(exc), debug)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error for a log stream.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+def _fail(message: str, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"Error: {message}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Settings of the local cluster: GPU count, PVC directories, stop grace period.
+
+Read from ``$XDG_CONFIG_HOME/runai-tui/local.yaml`` (optional) and then environment variables,
+which win::
+
+    gpus: 0                       # RUNAI_LOCAL_GPUS
+    pvc_root: ~/pvcs              # RUNAI_LOCAL_PVC_ROOT   (default $XDG_DATA_HOME/runai-tui/local/pvc)
+    pvcs: {project-001: /srv/data}  # one claim -> one directory (default <pvc_root>/<claim>)
+    grace_seconds: 5              # RUNAI_LOCAL_GRACE_SECONDS (TERM -> KILL on stop/delete)
+    project: local                # RUNAI_LOCAL_PROJECT (project of a submit without -p)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runai_tui.local.state import data_root
+
+
+class ConfigError(Exception):
+    """The config file or an override is invalid (one line naming file, field and value)."""
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    gpus: int = 0
+    pvc_root: Path = field(default_factory=lambda: data_root() / "pvc")
+    pvcs: dict[str, Path] = field(default_factory=dict)
+    grace_seconds: float = 5.0
+    project: str = "local"
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "runai-tui" / "local.yaml"
+
+
+def _number(source: str, name: str, value: Any, kind: type) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{source}: {name}={value!r} is not a {kind.__name__}; set a number >= 0"
+        ) from None
+    if number < 0:
+        raise ConfigError(f"{source}: {name}={value!r} is negative; set a number >= 0")
+    return number
+
+
+def load_config() -> LocalConfig:
+    raw: dict[str, Any] = {}
+    path = config_path()
+    if path.is_file():
+        import yaml  # only when a config file exists: keeps `runai-local list` fast
+
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings")
+        unknown = set(loaded) - {"gpus", "pvc_root", "pvcs", "grace_seconds", "project"}
+        if unknown:
+            raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
+        raw = loaded
+    src = str(path)
+    gpus = _number(src, "gpus", raw.get("gpus", 0), int)
+    grace = _number(src, "grace_seconds", raw.get("grace_seconds", 5.0), float)
+    env = os.environ
+    if env.get("RUNAI_LOCAL_GPUS"):
+        gpus = _number("environment", "RUNAI_LOCAL_GPUS", env["RUNAI_LOCAL_GPUS"], int)
+    if env.get("RUNAI_LOCAL_GRACE_SECONDS"):
+        grace = _number(
+            "environment", "RUNAI_LOCAL_GRACE_SECONDS", env["RUNAI_LOCAL_GRACE_SECONDS"], float
+        )
+    pvc_root = Path(os.path.expanduser(str(raw.get("pvc_root") or data_root() / "pvc")))
+    if env.get("RUNAI_LOCAL_PVC_ROOT"):
+        pvc_root = Path(os.path.expanduser(env["RUNAI_LOCAL_PVC_ROOT"]))
+    pvcs_raw = raw.get("pvcs") or {}
+    if not isinstance(pvcs_raw, dict):
+        raise ConfigError(f"{src}: pvcs must map claim names to directories")
+    pvcs = {str(k): Path(os.path.expanduser(str(v))) for k, v in pvcs_raw.items()}
+    project = env.get("RUNAI_LOCAL_PROJECT") or str(raw.get("project") or "local")
+    return LocalConfig(
+        gpus=gpus, pvc_root=pvc_root, pvcs=pvcs, grace_seconds=grace, project=project
+    )

@@ -1,0 +1,272 @@
+"""Operations on local workloads: find, reconcile with real process state, submit, stop, remove.
+
+Every status.json change is a read-modify-write under the job's lock, so the CLI and the
+supervisor never lose each other's updates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runai_tui.local import state, supervisor
+from runai_tui.local.state import JobPaths, StateError, locked, read_json, write_json_atomic
+
+# How long a freshly submitted job may have no supervisor recorded before it counts as lost.
+_START_SLACK_SECONDS = 15.0
+
+
+class JobError(Exception):
+    """A failed operation on a workload (printed as one `Error:` line, exit 1)."""
+
+
+@dataclass
+class JobView:
+    """What list/describe show: spec and status merged, after checking real processes."""
+
+    jobdir: Path
+    name: str
+    project: str
+    spec: dict[str, Any]
+    status: dict[str, Any]
+    problem: str = ""  # a state file that could not be read
+
+    @property
+    def phase(self) -> str:
+        return str(self.status.get("phase") or "Unknown")
+
+    def workload(self) -> dict[str, Any]:
+        pods = self.status.get("pods") or []
+        return {
+            "name": self.name,
+            "id": self.spec.get("id", ""),
+            "type": "Training",
+            "framework": "PyTorch",
+            "phase": self.phase,
+            "projectName": self.project,
+            "runningPods": sum(1 for p in pods if p.get("phase") == "Running"),
+            "requestedPods": len(self.spec.get("pods") or pods),
+            "allocatedGPUs": int(self.status.get("allocatedGPUs") or 0),
+            "createdAt": self.spec.get("createdAt") or self.status.get("createdAt") or "",
+            "message": self.problem or str(self.status.get("message") or ""),
+        }
+
+
+def find(name: str, project: str | None) -> Path:
+    """The job directory of NAME (in PROJECT, or the only project holding NAME)."""
+    if project:
+        jobdir = state.job_dir(project, name)
+        if jobdir.is_dir():
+            return jobdir
+        raise JobError(f"workload '{name}' could not be found in project '{project}'")
+    matches = [d for d in state.iter_job_dirs() if d.name == name]
+    if not matches:
+        raise JobError(f"workload '{name}' could not be found in any project")
+    if len(matches) > 1:
+        projects = ", ".join(d.parent.name for d in matches)
+        raise JobError(f"workload '{name}' exists in projects {projects}; choose one with -p")
+    return matches[0]
+
+
+def load(jobdir: Path) -> JobView:
+    """Read a job and reconcile it: a dead supervisor turns an active job into Failed."""
+    paths = JobPaths(jobdir)
+    name, project = jobdir.name, jobdir.parent.name
+    try:
+        spec = read_json(paths.spec)
+    except StateError as exc:
+        return JobView(jobdir, name, project, {}, {"phase": "Unknown"}, problem=str(exc))
+    try:
+        with locked(paths.lock):
+            status = read_json(paths.status)
+            lost = _supervisor_lost(status)
+            if lost:
+                _mark_lost(status, lost)
+                write_json_atomic(paths.status, status)
+    except StateError as exc:
+        return JobView(jobdir, name, project, spec, {"phase": "Unknown"}, problem=str(exc))
+    if lost:
+        # Its pods are orphans now; a Failed job keeps no process running.
+        state.kill_job_processes(jobdir, float(spec.get("graceSeconds", 5.0)))
+    return JobView(jobdir, name, project, spec, status)
+
+
+def _supervisor_lost(status: dict[str, Any]) -> str:
+    phase = status.get("phase")
+    if phase not in state.ACTIVE_PHASES or phase == "Deleting":
+        return ""
+    sup = status.get("supervisor")
+    if not sup:
+        started = status.get("launchedAt") or 0.0
+        if time.time() - float(started) < _START_SLACK_SECONDS:
+            return ""
+        return "the supervisor of this workload never started"
+    if state.process_alive(sup.get("pid"), sup.get("startTicks")):
+        return ""
+    return f"the supervisor (pid {sup.get('pid')}) is gone; the pods were stopped"
+
+
+def _mark_lost(status: dict[str, Any], why: str) -> None:
+    for pod in status.get("pods") or []:
+        if pod.get("phase") in ("Running", "Pending"):
+            gone = pod.get("pid") and not state.process_alive(pod["pid"], pod.get("startTicks"))
+            pod["phase"] = "Failed"
+            pod["message"] = "process vanished" if gone else f"stopped: {why}"
+    status["phase"] = "Failed"
+    status["message"] = why
+    status["allocatedGPUs"] = 0
+    supervisor.add_event(status, "Warning", "SupervisorLost", why)
+
+
+def all_views(project: str | None) -> list[JobView]:
+    return [load(d) for d in state.iter_job_dirs(project)]
+
+
+# ---- submit / resume -------------------------------------------------------------------------
+
+
+def initial_status(spec: dict[str, Any], reason: str, message: str) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "phase": "Creating",
+        "message": "",
+        "supervisor": None,
+        "launchedAt": time.time(),
+        "allocatedGPUs": 0,
+        "masterPort": None,
+        "pods": [
+            {
+                "name": p["name"],
+                "role": p["role"],
+                "rank": p["rank"],
+                "gpus": p["gpus"],
+                "phase": "Pending",
+                "pid": None,
+                "exitCode": None,
+                "message": "",
+            }
+            for p in spec["pods"]
+        ],
+        "events": [],
+    }
+    supervisor.add_event(status, "Normal", reason, message)
+    return status
+
+
+def create(spec: dict[str, Any]) -> Path:
+    """Record a new job and start its supervisor. Refuses a name already used in the project."""
+    jobdir = state.job_dir(spec["project"], spec["name"])
+    with locked(state.state_root() / "submit.lock"):
+        if jobdir.exists():
+            raise JobError(
+                f"workload '{spec['name']}' already exists in project '{spec['project']}'; "
+                f"delete it first or choose another name"
+            )
+        jobdir.mkdir(parents=True)
+        paths = JobPaths(jobdir)
+        write_json_atomic(paths.spec, spec)
+        write_json_atomic(
+            paths.status,
+            initial_status(spec, "Submitted", f"created pytorch training {spec['name']}"),
+        )
+    _start_supervisor(jobdir)
+    return jobdir
+
+
+def _start_supervisor(jobdir: Path) -> None:
+    pid, ticks = supervisor.spawn(jobdir)
+    paths = JobPaths(jobdir)
+    with locked(paths.lock):
+        status = read_json(paths.status)
+        if not status.get("supervisor"):  # it may already have recorded itself
+            status["supervisor"] = {"pid": pid, "startTicks": ticks}
+            write_json_atomic(paths.status, status)
+
+
+def resume(view: JobView) -> None:
+    if view.phase != "Stopped":
+        raise JobError(f"workload '{view.name}' is {view.phase}; only a Stopped workload resumes")
+    paths = JobPaths(view.jobdir)
+    with locked(paths.lock):
+        status = read_json(paths.status)
+        fresh = initial_status(view.spec, "Resumed", "workload resumed")
+        fresh["phase"] = "Resuming"
+        fresh["events"] = (status.get("events") or []) + fresh["events"]
+        write_json_atomic(paths.status, fresh)
+    _start_supervisor(view.jobdir)
+
+
+# ---- suspend / delete ------------------------------------------------------------------------
+
+
+def _wait_dead(pid: int | None, ticks: int | None, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while state.process_alive(pid, ticks):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_supervisor(view: JobView, status: dict[str, Any]) -> None:
+    sup = status.get("supervisor") or {}
+    pid, ticks = sup.get("pid"), sup.get("startTicks")
+    if state.process_alive(pid, ticks):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+        # The supervisor gives pods the grace period, then KILLs; allow for that plus slack.
+        _wait_dead(pid, ticks, float(view.spec.get("graceSeconds", 5.0)) + 10.0)
+
+
+def suspend(view: JobView) -> None:
+    if view.phase not in state.ACTIVE_PHASES or view.phase == "Deleting":
+        raise JobError(f"workload '{view.name}' is {view.phase}; it cannot be suspended")
+    paths = JobPaths(view.jobdir)
+    paths.suspend_request.touch()
+    with locked(paths.lock):
+        status = read_json(paths.status)
+        status["phase"] = "Stopping"
+        write_json_atomic(paths.status, status)
+    _stop_supervisor(view, status)
+    state.kill_job_processes(view.jobdir, float(view.spec.get("graceSeconds", 5.0)))
+    with locked(paths.lock):
+        status = read_json(paths.status)
+        if status.get("phase") != "Stopped":  # the supervisor died before recording it
+            status["phase"] = "Stopped"
+            status["allocatedGPUs"] = 0
+            for pod in status.get("pods") or []:
+                if pod.get("phase") in ("Running", "Pending"):
+                    pod["phase"] = "Failed"
+                    pod["message"] = "stopped: workload suspended"
+            supervisor.add_event(status, "Normal", "Suspended", "workload suspended")
+            write_json_atomic(paths.status, status)
+    with contextlib.suppress(FileNotFoundError):
+        paths.suspend_request.unlink()
+
+
+def delete(jobdir: Path) -> None:
+    """Stop every process of the job (TERM, KILL after the grace period) and remove it."""
+    paths = JobPaths(jobdir)
+    paths.deleting.touch()  # a supervisor mid-start checks this before each pod
+    grace = 5.0
+    with contextlib.suppress(StateError):
+        grace = float(read_json(paths.spec).get("graceSeconds", 5.0))
+    status: dict[str, Any] = {}
+    with contextlib.suppress(StateError), locked(paths.lock):
+        status = read_json(paths.status)
+        status["phase"] = "Deleting"
+        write_json_atomic(paths.status, status)
+    view = JobView(jobdir, jobdir.name, jobdir.parent.name, {"graceSeconds": grace}, status)
+    _stop_supervisor(view, status)
+    survivors = state.kill_job_processes(jobdir, grace)
+    if survivors:
+        raise JobError(
+            f"workload '{jobdir.name}': processes {survivors} did not stop; "
+            f"kill them and delete again"
+        )
+    shutil.rmtree(jobdir)

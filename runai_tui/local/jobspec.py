@@ -1,0 +1,277 @@
+"""Turn a parsed `submit` into the job spec the supervisor runs, and compute each pod's env.
+
+Pods follow the Kubeflow PyTorchJob layout: ``NAME-master-0`` (rank 0) and ``NAME-worker-i``
+(rank i+1). Their env mirrors what the operator and Run:ai inject (runai-cli.md section 4), with
+MASTER_ADDR 127.0.0.1 because every pod runs on this machine.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import secrets
+import shlex
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from runai_tui.local import pvc
+from runai_tui.local.config import LocalConfig
+from runai_tui.local.flags import Parsed
+from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
+
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
+
+# Flags the local cluster acts on. Every other flag given is recorded and described as having
+# no effect here.
+HONOURED = {
+    "command",
+    "environment-variable",
+    "existing-pvc",
+    "gpu-devices-request",
+    "master-args",
+    "master-command",
+    "master-environment-variable",
+    "master-gpu-devices-request",
+    "name-prefix",
+    "no-master",
+    "project",
+    "termination-grace-period",
+    "working-dir",
+    "workers",
+}
+
+# Variables passed from the submitter's environment into pods: what a container image would
+# provide (a PATH, a HOME, a locale), not the caller's whole shell.
+_BASE_ENV_KEYS = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "SHELL")
+
+
+class SpecError(ValueError):
+    """A submit that cannot run locally (bad value or missing command): one line with the fix."""
+
+
+def _pairs(flag: str, values: list[str], what: str = "NAME=VALUE") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values:
+        key, eq, val = value.partition("=")
+        if not eq or not key:
+            raise SpecError(f'invalid argument "{value}" for "--{flag}" flag: expected {what}')
+        out[key] = val
+    return out
+
+
+def _duration_seconds(text: str) -> float:
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    total = 0.0
+    for number, unit in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", text):
+        total += float(number) * units[unit]
+    return total
+
+
+def base_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _BASE_ENV_KEYS if k in os.environ}
+    env.update({k: v for k, v in os.environ.items() if k.startswith("LC_")})
+    # The venv's python3/torchrun must win, as the image's would in a container.
+    venv_bin = str(Path(sys.executable).parent)
+    path = [p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep) if p != venv_bin]
+    env["PATH"] = os.pathsep.join([venv_bin, *path])
+    if os.environ.get("VIRTUAL_ENV"):
+        env["VIRTUAL_ENV"] = os.environ["VIRTUAL_ENV"]
+    return env
+
+
+def _notes(parsed: Parsed) -> list[str]:
+    notes = []
+    user = getpass.getuser()
+    for name in dict.fromkeys(parsed.seen):
+        if name in HONOURED:
+            continue
+        value = parsed.values[name]
+        if name in ("run-as-uid", "run-as-gid"):
+            notes.append(
+                f"--{name} {value} has no effect on the local cluster: pods run as {user} "
+                f"(uid {os.getuid()}, gid {os.getgid()})"
+            )
+        elif name == "image":
+            notes.append(
+                f"--image {value} has no effect on the local cluster: commands run on this "
+                f"machine with {sys.executable}"
+            )
+        elif name in ("restart-policy", "master-restart-policy"):
+            notes.append(f"--{name} {value} has no effect on the local cluster: pods never restart")
+        elif name.startswith(("cpu-", "master-cpu-")):
+            notes.append(f"--{name} has no effect on the local cluster (recorded, not enforced)")
+        else:
+            notes.append(f"--{name} has no effect on the local cluster")
+    return notes
+
+
+def build_spec(
+    parsed: Parsed, config: LocalConfig, argv: list[str], cwd: Path
+) -> tuple[dict[str, Any], list[pvc.Mount]]:
+    """Validate a parsed submit and return (spec, mounts). Raises SpecError/PvcError."""
+    v = parsed.values
+    if len(parsed.positionals) > 1:
+        raise SpecError(f"accepts at most 1 arg(s), received {len(parsed.positionals)}")
+    if parsed.positionals:
+        name = parsed.positionals[0]
+    else:
+        name = f"{v['name-prefix'] or 'pytorch'}-{secrets.token_hex(6)}"
+    if not NAME_RE.match(name) or len(name) > MAX_NAME:
+        raise SpecError(
+            f'invalid workload name "{name}": use lowercase letters, digits and "-", start and '
+            f"end with a letter or digit, at most {MAX_NAME} characters"
+        )
+    project = v["project"] or config.project
+    if not NAME_RE.match(project):
+        raise SpecError(f'invalid project "{project}": use a lowercase DNS-1123 name')
+
+    workers = v["workers"] if v["workers"] is not None else 1
+    if workers < 0 or (workers == 0 and v["no-master"]):
+        raise SpecError(f'invalid argument "{workers}" for "--workers" flag: need at least 1 pod')
+    worker_gpus = v["gpu-devices-request"] or 0
+    master_gpus = v["master-gpu-devices-request"]
+    if master_gpus is None:
+        master_gpus = worker_gpus  # as masterSpecSameAsWorker
+
+    mounts = [pvc.parse_existing_pvc(value, config) for value in v["existing-pvc"]]
+    claims = [m.path for m in mounts]
+    if len(set(claims)) != len(claims):
+        raise SpecError("two --existing-pvc values mount at the same path; give each its own path")
+
+    env = _pairs("environment-variable", v["environment-variable"])
+    master_env = _pairs("master-environment-variable", v["master-environment-variable"])
+    annotations = _pairs("annotation", v["annotation"])
+    labels = _pairs("label", v["label"])
+    extended = _pairs("extended-resource", v["extended-resource"], "resource_name=quantity")
+
+    rest = parsed.rest or []
+    command, args = (rest, []) if v["command"] else ([], rest)
+    worker_argv = command + args
+    try:
+        master_cmd = shlex.split(v["master-command"]) if v["master-command"] else command
+        master_args = shlex.split(v["master-args"]) if v["master-args"] is not None else args
+    except ValueError as exc:
+        raise SpecError(f"cannot split --master-command/--master-args: {exc}") from None
+    master_argv = master_cmd + master_args
+    if not worker_argv or (not v["no-master"] and not master_argv):
+        raise SpecError(
+            "no command to run: the local cluster has no image entrypoint; give one after '--', "
+            "e.g. --command -- python3 train.py"
+        )
+
+    working_dir_requested = v["working-dir"] or ""
+    working_dir = pvc.rewrite(working_dir_requested, mounts) if working_dir_requested else str(cwd)
+    if not working_dir.startswith("/"):
+        raise SpecError(f'invalid --working-dir "{working_dir_requested}": use an absolute path')
+
+    grace = config.grace_seconds
+    if v["termination-grace-period"]:
+        grace = _duration_seconds(v["termination-grace-period"])
+
+    pods: list[dict[str, Any]] = []
+    world = workers + (0 if v["no-master"] else 1)
+    if not v["no-master"]:
+        pods.append(
+            {
+                "name": f"{name}-master-0",
+                "role": "master",
+                "rank": 0,
+                "gpus": master_gpus,
+                "argv": pvc.rewrite_all(master_argv, mounts),
+                "env": {k: pvc.rewrite(x, mounts) for k, x in {**env, **master_env}.items()},
+            }
+        )
+    for i in range(workers):
+        pods.append(
+            {
+                "name": f"{name}-worker-{i}",
+                "role": "worker",
+                "rank": i + (0 if v["no-master"] else 1),
+                "gpus": worker_gpus,
+                "argv": pvc.rewrite_all(worker_argv, mounts),
+                "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
+            }
+        )
+
+    resources = {
+        "workers": workers,
+        "pods": world,
+        "gpu": {
+            "perWorker": worker_gpus,
+            "master": 0 if v["no-master"] else master_gpus,
+            "total": sum(p["gpus"] for p in pods),
+        },
+        "cpu": {"request": v["cpu-core-request"], "limit": v["cpu-core-limit"]},
+        "memory": {"request": v["cpu-memory-request"], "limit": v["cpu-memory-limit"]},
+        "extendedResources": extended,
+        "largeShm": v["large-shm"],
+    }
+    spec: dict[str, Any] = {
+        "name": name,
+        "project": project,
+        "id": str(uuid.uuid4()),
+        "type": "Training",
+        "framework": "PyTorch",
+        "createdAt": now_rfc3339(),
+        "submitArgv": argv,
+        "flags": {k: v[k] for k in dict.fromkeys(parsed.seen)},
+        "rest": rest,
+        "noMaster": bool(v["no-master"]),
+        "worldSize": world,
+        "image": v["image"] or "",
+        "workingDir": working_dir,
+        "workingDirRequested": working_dir_requested,
+        "mounts": [
+            {"claim": m.claim, "path": m.path, "local": str(m.local), "readonly": m.readonly}
+            for m in mounts
+        ],
+        "annotations": annotations,
+        "labels": labels,
+        "resources": resources,
+        "graceSeconds": grace,
+        "baseEnv": base_env(),
+        "pods": pods,
+        "notes": _notes(parsed),
+    }
+    return spec, mounts
+
+
+def pod_environment(
+    spec: dict[str, Any], pod: dict[str, Any], master_port: int, jobdir: Path
+) -> dict[str, str]:
+    """The full environment of POD: base, Run:ai/operator variables, then the job's own env."""
+    env = dict(spec.get("baseEnv") or {})
+    if not spec.get("noMaster"):
+        rank = str(pod["rank"])
+        world = str(spec["worldSize"])
+        env.update(
+            {
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(master_port),
+                "PET_MASTER_ADDR": "127.0.0.1",
+                "PET_MASTER_PORT": str(master_port),
+                "WORLD_SIZE": world,
+                "RANK": rank,
+                "PET_NNODES": world,
+                "PET_NODE_RANK": rank,
+            }
+        )
+    env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "RUNAI_JOB_NAME": spec["name"],
+            "RUNAI_PROJECT": spec["project"],
+            "RUNAI_JOB_UUID": spec["id"],
+            "RUNAI_NUM_OF_GPUS": str(pod["gpus"]),
+            "NODE_NAME": "local",
+            "POD_NAME": pod["name"],
+        }
+    )
+    env.update(pod.get("env") or {})
+    env[JOB_DIR_ENV] = str(jobdir)
+    env[POD_ENV] = pod["name"]
+    return env

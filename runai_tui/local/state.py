@@ -1,0 +1,243 @@
+"""On-disk state of the local cluster: where it lives, atomic JSON files, locks, process checks.
+
+Layout (all under ``$XDG_STATE_HOME/runai-tui/local/``)::
+
+    jobs/<project>/<name>/spec.json     the submitted job, written once by submit (never changed)
+    jobs/<project>/<name>/status.json   phase, pods, events; written under ``lock`` only
+    jobs/<project>/<name>/lock          flock(2) guard for status.json read-modify-write
+    jobs/<project>/<name>/deleting      marker: a delete is in progress, start nothing more
+    jobs/<project>/<name>/supervisor.log
+    jobs/<project>/<name>/logs/<pod>.log
+    scheduler.lock                      serialises GPU allocation between supervisors
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+# Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
+# delete can find and stop the whole job even when its records are lost or a process escaped
+# its process group.
+JOB_DIR_ENV = "RUNAI_LOCAL_JOB_DIR"
+POD_ENV = "RUNAI_LOCAL_POD"
+
+ACTIVE_PHASES = {
+    "Creating",
+    "Pending",
+    "Initializing",
+    "Running",
+    "Stopping",
+    "Resuming",
+    "Deleting",
+}
+TERMINAL_PHASES = {"Completed", "Failed"}
+
+
+class StateError(Exception):
+    """A state file is missing, truncated or hand-edited: one line naming the file."""
+
+
+def state_root() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "runai-tui" / "local"
+
+
+def data_root() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "runai-tui" / "local"
+
+
+def jobs_root() -> Path:
+    return state_root() / "jobs"
+
+
+def job_dir(project: str, name: str) -> Path:
+    return jobs_root() / project / name
+
+
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temp file in the same directory, fsync, rename: readers never see half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Read a JSON object; a missing, truncated or non-object file raises StateError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise StateError(f"state file {path} is missing") from exc
+    except OSError as exc:
+        raise StateError(f"state file {path} cannot be read: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(
+            f"state file {path} is not valid JSON (line {exc.lineno}: {exc.msg}); "
+            f"delete the workload to clean it up"
+        ) from exc
+    if not isinstance(data, dict):
+        raise StateError(f"state file {path} holds {type(data).__name__}, expected an object")
+    return data
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on PATH (created if needed); released if the holder dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    root: Path
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "spec.json"
+
+    @property
+    def status(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "lock"
+
+    @property
+    def deleting(self) -> Path:
+        return self.root / "deleting"
+
+    @property
+    def suspend_request(self) -> Path:
+        return self.root / "suspend-requested"
+
+    @property
+    def supervisor_log(self) -> Path:
+        return self.root / "supervisor.log"
+
+    def pod_log(self, pod: str) -> Path:
+        return self.root / "logs" / f"{pod}.log"
+
+
+def iter_job_dirs(project: str | None = None) -> Iterator[Path]:
+    """Every job directory, oldest project/name order; skips stray files."""
+    root = jobs_root()
+    if not root.is_dir():
+        return
+    projects = [root / project] if project else sorted(p for p in root.iterdir() if p.is_dir())
+    for proj in projects:
+        if not proj.is_dir():
+            continue
+        for job in sorted(proj.iterdir()):
+            if job.is_dir() and not job.name.startswith("."):
+                yield job
+
+
+# ---- processes -------------------------------------------------------------------------------
+
+
+def proc_start_ticks(pid: int) -> int | None:
+    """Start time of PID in clock ticks since boot (None if gone or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def process_alive(pid: int | None, start_ticks: int | None = None) -> bool:
+    """True when PID runs (not a zombie) and, if given, started at START_TICKS (no pid reuse)."""
+    if not pid:
+        return False
+    ticks = proc_start_ticks(pid)
+    if ticks is None:
+        return False
+    return start_ticks is None or ticks == start_ticks
+
+
+def processes_of_job(jobdir: Path, pod: str | None = None) -> list[int]:
+    """Pids whose environment marks them as part of JOBDIR (and POD, if given)."""
+    want = f"{JOB_DIR_ENV}={jobdir}".encode()
+    want_pod = f"{POD_ENV}={pod}".encode() if pod else None
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        matches = want in env and (want_pod is None or want_pod in env)
+        if matches and proc_start_ticks(int(entry)) is not None:
+            found.append(int(entry))
+    return found
+
+
+def signal_pids(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def kill_job_processes(jobdir: Path, grace: float, pod: str | None = None) -> list[int]:
+    """TERM every process of the job (or pod), KILL what remains after GRACE s; return survivors."""
+    pids = processes_of_job(jobdir, pod)
+    if not pids:
+        return []
+    signal_pids(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        pids = [p for p in pids if proc_start_ticks(p) is not None]
+        if not pids:
+            return []
+        time.sleep(0.05)
+    signal_pids(processes_of_job(jobdir, pod), signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        left = processes_of_job(jobdir, pod)
+        if not left:
+            return []
+        signal_pids(left, signal.SIGKILL)
+        time.sleep(0.05)
+    return processes_of_job(jobdir, pod)

@@ -1,0 +1,394 @@
+"""The detached per-job supervisor: schedules GPUs, starts the pods, watches them, stops them.
+
+One supervisor process runs one start of a job (submit or resume) and exits when the job is
+Completed, Failed or Stopped. It is the only writer of status.json while it lives (others write
+only after it is gone; every write holds the job's lock). Run as
+``python -m runai_tui.local.supervisor JOBDIR``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runai_tui.local import state
+from runai_tui.local.config import ConfigError, load_config
+from runai_tui.local.jobspec import pod_environment
+from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
+
+POLL_SECONDS = 0.1
+
+
+def spawn(jobdir: Path) -> tuple[int, int | None]:
+    """Start a detached supervisor for JOBDIR; returns (pid, start ticks)."""
+    paths = JobPaths(jobdir)
+    env = dict(os.environ)
+    env[state.JOB_DIR_ENV] = str(jobdir)
+    with open(paths.supervisor_log, "ab") as log:
+        # New session + no inherited pipes: the supervisor outlives the submitter and never
+        # holds the caller's stdout open (a client reading our output would hang otherwise).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runai_tui.local.supervisor", str(jobdir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+            env=env,
+        )
+    return proc.pid, state.proc_start_ticks(proc.pid)
+
+
+def add_event(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    status.setdefault("events", []).append(
+        {"createdAt": state.now_rfc3339(), "type": kind, "reason": reason, "message": message}
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _exit_description(code: int) -> tuple[int, str]:
+    """Popen returncode -> (container-style exit code, message)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return 128 - code, f"killed by {name}"
+    return code, "exited with code 0" if code == 0 else f"exited with code {code}"
+
+
+class Supervisor:
+    def __init__(self, jobdir: Path) -> None:
+        self.jobdir = jobdir
+        self.paths = JobPaths(jobdir)
+        self.spec = read_json(self.paths.spec)
+        self.grace = float(self.spec.get("graceSeconds", 5.0))
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.stop_requested = False
+
+    # -- status --------------------------------------------------------------------------------
+    def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        with locked(self.paths.lock):
+            status = read_json(self.paths.status)
+            change(status)
+            write_json_atomic(self.paths.status, status)
+            return status
+
+    def _pod(self, status: dict[str, Any], name: str) -> dict[str, Any]:
+        return next(p for p in status["pods"] if p["name"] == name)
+
+    def _should_stop(self) -> bool:
+        return self.stop_requested or self.paths.deleting.exists()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.stop_requested = True
+
+    # -- phases --------------------------------------------------------------------------------
+    def run(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        me, ticks = os.getpid(), state.proc_start_ticks(os.getpid())
+
+        def begin(st: dict[str, Any]) -> None:
+            st["supervisor"] = {"pid": me, "startTicks": ticks}
+            st["phase"] = "Pending"
+            st["message"] = ""
+
+        self.update(begin)
+        if not self._schedule():
+            self._finish_stopped()
+            return
+        self._start_pods()
+        self._watch()
+
+    def _schedule(self) -> bool:
+        """Wait until this machine has the GPUs the job asks for; False if stopped meanwhile."""
+        need = int(self.spec["resources"]["gpu"]["total"])
+        warned = False
+        while not self._should_stop():
+            try:
+                capacity = load_config().gpus
+            except ConfigError:
+                capacity = 0
+            with locked(state.state_root() / "scheduler.lock"):
+                used = _gpus_in_use(exclude=self.jobdir)
+                if capacity - used >= need:
+
+                    def scheduled(st: dict[str, Any]) -> None:
+                        st["phase"] = "Initializing"
+                        st["allocatedGPUs"] = need
+                        st["message"] = ""
+                        add_event(
+                            st, "Normal", "Scheduled", f"assigned to node local ({need} GPUs)"
+                        )
+
+                    self.update(scheduled)
+                    return True
+            if not warned:
+                warned = True
+                free = max(capacity - used, 0)
+                text = (
+                    f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. The workload "
+                    f"requests {need} GPUs; this machine has {capacity} ({free} free). "
+                    f"Set RUNAI_LOCAL_GPUS to emulate more."
+                )
+
+                def unschedulable(st: dict[str, Any], text: str = text) -> None:
+                    st["message"] = text
+                    add_event(st, "Warning", "Unschedulable", text)
+
+                self.update(unschedulable)
+            self._sleep(1.0)
+        return False
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self._should_stop():
+            time.sleep(POLL_SECONDS)
+
+    def _start_pods(self) -> None:
+        port = _free_port()
+        self.update(lambda st: st.update(masterPort=port))
+        workdir = Path(self.spec["workingDir"])
+        for pod in self.spec["pods"]:
+            if self._should_stop():
+                return
+            env = pod_environment(self.spec, pod, port, self.jobdir)
+            log_path = self.paths.pod_log(pod["name"])
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            error = ""
+            try:
+                workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
+                with open(log_path, "wb") as log:
+                    proc = subprocess.Popen(
+                        pod["argv"],
+                        cwd=workdir,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # one process group per pod
+                        close_fds=True,
+                    )
+            except OSError as exc:
+                error = (
+                    f'failed to start container: exec: "{pod["argv"][0]}": '
+                    f"{exc.strerror or exc} (working dir {workdir})"
+                )
+            if error:
+                with open(log_path, "ab") as log:
+                    log.write((error + "\n").encode())
+
+                def failed(st: dict[str, Any], name: str = pod["name"], error: str = error) -> None:
+                    entry = self._pod(st, name)
+                    entry.update(phase="Failed", exitCode=128, message=error)
+                    entry["finishedAt"] = state.now_rfc3339()
+                    add_event(st, "Warning", "StartError", f"pod {name}: {error}")
+
+                self.update(failed)
+                self._fail(f"pod {pod['name']} could not start")
+                return
+            self.procs[pod["name"]] = proc
+
+            def started(st: dict[str, Any], name: str = pod["name"], proc=proc) -> None:
+                entry = self._pod(st, name)
+                entry.update(
+                    phase="Running",
+                    pid=proc.pid,
+                    startTicks=state.proc_start_ticks(proc.pid),
+                    startedAt=state.now_rfc3339(),
+                    message="",
+                )
+                add_event(st, "Normal", "Started", f"started pod {name} (pid {proc.pid})")
+
+            self.update(started)
+
+        def running(st: dict[str, Any]) -> None:
+            st["phase"] = "Running"
+
+        self.update(running)
+
+    def _watch(self) -> None:
+        if self._finished:
+            return
+        while True:
+            if self._should_stop():
+                self._finish_stopped()
+                return
+            for name, proc in list(self.procs.items()):
+                code = proc.poll()
+                if code is None:
+                    continue
+                del self.procs[name]
+                exit_code, text = _exit_description(code)
+                # A pod ends with its main process, as a container does: KILL what it left.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                state.kill_job_processes(self.jobdir, 0.0, pod=name)
+
+                def ended(st: dict[str, Any], name=name, exit_code=exit_code, text=text) -> None:
+                    entry = self._pod(st, name)
+                    entry.update(
+                        phase="Succeeded" if exit_code == 0 else "Failed",
+                        exitCode=exit_code,
+                        message=text,
+                        finishedAt=state.now_rfc3339(),
+                    )
+                    if exit_code != 0:
+                        add_event(st, "Warning", "PodFailed", f"pod {name} {text}")
+
+                self.update(ended)
+                if exit_code != 0:
+                    self._fail(f"pod {name} {text}")
+                    return
+            if not self.procs:
+                self._complete()
+                return
+            time.sleep(POLL_SECONDS)
+
+    _finished = False
+
+    def _stop_pods(self, reason: str) -> None:
+        """TERM every running pod's group, KILL after the grace period, then sweep the job."""
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline and any(p.poll() is None for p in self.procs.values()):
+            time.sleep(POLL_SECONDS)
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        stopped = dict(self.procs)
+        self.procs.clear()
+        state.kill_job_processes(self.jobdir, 0.0)
+
+        def mark(st: dict[str, Any]) -> None:
+            for entry in st["pods"]:
+                if entry["name"] in stopped:
+                    code, _ = _exit_description(stopped[entry["name"]].returncode)
+                    entry.update(
+                        phase="Failed",
+                        exitCode=code,
+                        message=reason,
+                        finishedAt=state.now_rfc3339(),
+                    )
+                elif entry.get("phase") == "Pending":
+                    entry["message"] = reason
+
+        self.update(mark)
+
+    def _fail(self, why: str) -> None:
+        self._finished = True
+        self._stop_pods(f"stopped: {why}")
+
+        def failed(st: dict[str, Any]) -> None:
+            st["phase"] = "Failed"
+            st["message"] = why
+            st["allocatedGPUs"] = 0
+            add_event(st, "Warning", "Failed", f"workload failed: {why}")
+
+        self.update(failed)
+
+    def _complete(self) -> None:
+        self._finished = True
+        state.kill_job_processes(self.jobdir, 0.0)
+
+        def completed(st: dict[str, Any]) -> None:
+            st["phase"] = "Completed"
+            st["message"] = "every pod exited with code 0"
+            st["allocatedGPUs"] = 0
+            add_event(st, "Normal", "Completed", "workload completed: every pod exited with code 0")
+
+        self.update(completed)
+
+    def _finish_stopped(self) -> None:
+        self._finished = True
+        suspending = self.paths.suspend_request.exists()
+        deleting = self.paths.deleting.exists()
+        if deleting:
+            why = "deleted"
+        elif suspending:
+            why = "suspended"
+        else:
+            why = "supervisor was terminated"
+        self._stop_pods(f"stopped: workload {why}")
+
+        def stopped(st: dict[str, Any]) -> None:
+            st["allocatedGPUs"] = 0
+            if deleting:
+                st["phase"] = "Deleting"
+            elif suspending:
+                st["phase"] = "Stopped"
+                st["message"] = "suspended by the user"
+                add_event(st, "Normal", "Suspended", "workload suspended; resume to start it again")
+            else:
+                st["phase"] = "Failed"
+                st["message"] = why
+                add_event(st, "Warning", "Failed", f"workload failed: {why}")
+
+        self.update(stopped)
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.suspend_request.unlink()
+
+
+def _gpus_in_use(exclude: Path) -> int:
+    """GPUs held by other jobs whose supervisor is alive and past scheduling."""
+    used = 0
+    for jobdir in state.iter_job_dirs():
+        if jobdir == exclude:
+            continue
+        try:
+            st = read_json(JobPaths(jobdir).status)
+        except state.StateError:
+            continue
+        sup = st.get("supervisor") or {}
+        if st.get("phase") in ("Initializing", "Running") and state.process_alive(
+            sup.get("pid"), sup.get("startTicks")
+        ):
+            used += int(st.get("allocatedGPUs") or 0)
+    return used
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m runai_tui.local.supervisor JOBDIR", file=sys.stderr)
+        return 2
+    jobdir = Path(args[0])
+    try:
+        sup = Supervisor(jobdir)
+        sup.run()
+    except Exception:
+        # Leave a trace in supervisor.log and make the job fail visibly, never hang in Running.
+        traceback.print_exc()
+        with contextlib.suppress(Exception):
+            state.kill_job_processes(jobdir, 1.0)
+            with locked(JobPaths(jobdir).lock):
+                st = read_json(JobPaths(jobdir).status)
+                st["phase"] = "Failed"
+                st["message"] = "supervisor crashed; see supervisor.log"
+                add_event(st, "Warning", "SupervisorCrashed", st["message"])
+                write_json_atomic(JobPaths(jobdir).status, st)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
