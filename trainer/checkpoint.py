@@ -1,0 +1,145 @@
+"""Checkpoints: atomic files of plain data that ``torch.load(..., weights_only=True)`` accepts.
+
+Layout: OUTPUT_DIR/checkpoints/step-000001234.pt, newest K kept. Resume takes the newest file that
+loads; a file cut short by a crash never has its final name, because it is written to a temporary
+file, fsynced and renamed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import tempfile
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.errors import ConfigError, TrainerError
+
+FORMAT_VERSION = 1
+NAME = re.compile(r"^step-(\d{9})\.pt$")
+
+
+def checkpoint_dir(output_dir: str) -> str:
+    return os.path.join(output_dir, "checkpoints")
+
+
+def list_checkpoints(output_dir: str) -> list[tuple[int, str]]:
+    """(step, path), newest first."""
+    directory = checkpoint_dir(output_dir)
+    if not os.path.isdir(directory):
+        return []
+    found = []
+    for name in os.listdir(directory):
+        m = NAME.match(name)
+        if m:
+            found.append((int(m.group(1)), os.path.join(directory, name)))
+    return sorted(found, reverse=True)
+
+
+def atomic_torch_save(obj: Any, path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pt")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a power cut
+    finally:
+        os.close(dir_fd)
+
+
+def save_checkpoint(output_dir: str, step: int, state: dict[str, Any], keep: int) -> str:
+    """Write step-N.pt, then delete all but the newest ``keep`` (only once the new one loads)."""
+    path = os.path.join(checkpoint_dir(output_dir), f"step-{step:09d}.pt")
+    atomic_torch_save({"format": FORMAT_VERSION, **state}, path)
+    for _, old in list_checkpoints(output_dir)[keep:]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old)
+    return path
+
+
+def load_checkpoint(path: str) -> dict[str, Any]:
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file; torch raises several types
+        raise TrainerError(
+            f"{path}: cannot load checkpoint ({type(exc).__name__}: {exc})"
+        ) from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT_VERSION:
+        raise TrainerError(f"{path}: not a trainer checkpoint (format {FORMAT_VERSION} expected)")
+    return ckpt
+
+
+def find_resume_checkpoint(
+    output_dir: str, resume: str, warn: Any = print
+) -> tuple[str, dict[str, Any]] | None:
+    """``resume``: auto (newest loadable in the output dir), none, or a path."""
+    if resume == "none":
+        return None
+    if resume != "auto":
+        return resume, load_checkpoint(resume)
+    for _, path in list_checkpoints(output_dir):
+        try:
+            return path, load_checkpoint(path)
+        except TrainerError as exc:
+            warn(f"skipping unreadable checkpoint: {exc}")
+    return None
+
+
+def check_compatible(ckpt: dict[str, Any], path: str, model: str, class_names: list[str]) -> None:
+    saved = ckpt.get("config", {})
+    if saved.get("model") != model:
+        raise ConfigError(
+            f"{path}: checkpoint is for --model {saved.get('model')}, this run uses {model}; "
+            "use a fresh --output-dir or --resume none"
+        )
+    saved_classes = ckpt.get("class_names", [])
+    if len(saved_classes) != len(class_names):
+        raise ConfigError(
+            f"{path}: checkpoint has {len(saved_classes)} classes, the dataset has "
+            f"{len(class_names)}; use a fresh --output-dir or --resume none"
+        )
+    if saved_classes != class_names:
+        first = next(
+            i for i, (a, b) in enumerate(zip(saved_classes, class_names, strict=True)) if a != b
+        )
+        raise ConfigError(
+            f"{path}: class {first + 1} is {saved_classes[first]!r} in the checkpoint but "
+            f"{class_names[first]!r} in the dataset; use a fresh --output-dir or --resume none"
+        )
+
+
+def rng_state() -> dict[str, Any]:
+    """This process's generators as tensors and plain lists."""
+    np_state = np.random.get_state()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
+        "python": [random.getstate()[0], list(random.getstate()[1]), random.getstate()[2]],
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    kind, keys, *rest = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), *rest))
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])

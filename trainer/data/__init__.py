@@ -1,0 +1,157 @@
+"""Build the train and validation datasets a configuration asks for."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict
+
+from trainer.config import TrainConfig
+from trainer.data.coco import build_coco_index
+from trainer.data.dataset import DetectionDataset, collate
+from trainer.data.index import DetectionIndex, cache_key, cached_index
+from trainer.data.openimages import CLASSES, TRAIN_BOXES, VAL_BOXES, build_openimages_index
+from trainer.data.synthetic import SyntheticDataset, make_synthetic_index
+from trainer.distributed import DistContext
+from trainer.errors import ConfigError
+
+__all__ = ["DetectionDataset", "build_datasets", "collate"]
+
+
+def _path(explicit: str | None, root: str | None, default: str) -> str:
+    if explicit:
+        return explicit
+    return os.path.join(root or ".", default)
+
+
+def build_datasets(
+    cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None]
+) -> tuple[DetectionDataset, DetectionDataset | None]:
+    """(train, validation); validation is None when evaluation is off."""
+    common = {
+        "min_size": cfg.min_size,
+        "max_size": cfg.max_size,
+        "seed": cfg.seed,
+        "fast_decode": cfg.fast_decode,
+        "strict": cfg.strict,
+    }
+    want_val = cfg.eval_every > 0
+    if cfg.dataset == "synthetic":
+        train_index = make_synthetic_index(
+            cfg.synthetic_train_images, cfg.synthetic_classes, cfg.seed, cfg.min_size, "train"
+        )
+        train = SyntheticDataset(train_index, "", train=True, hflip_probability=cfg.hflip, **common)
+        val = None
+        if want_val:
+            val_index = make_synthetic_index(
+                cfg.synthetic_val_images, cfg.synthetic_classes, cfg.seed, cfg.min_size, "val"
+            )
+            val = SyntheticDataset(val_index, "", train=False, **common)
+        return train, val
+
+    if cfg.dataset == "coco":
+        train_json = _path(
+            cfg.coco_train_annotations, cfg.data_root, "annotations/instances_train2017.json"
+        )
+        val_json = _path(
+            cfg.coco_val_annotations, cfg.data_root, "annotations/instances_val2017.json"
+        )
+        train_dir = _path(cfg.train_images, cfg.data_root, "train2017")
+        val_dir = _path(cfg.val_images, cfg.data_root, "val2017")
+        _require_files([train_json] + ([val_json] if want_val else []))
+        train_index, stats = build_coco_index(train_json, train_dir, train=True, strict=cfg.strict)
+        log(f"coco train: {_describe(train_index)}; dropped {stats}")
+        train_index = _drop_empty(train_index, log)
+        train = DetectionDataset(
+            train_index, train_dir, train=True, hflip_probability=cfg.hflip, **common
+        )
+        val = None
+        if want_val:
+            val_index, stats = build_coco_index(val_json, val_dir, train=False, strict=cfg.strict)
+            log(f"coco val: {_describe(val_index)}; dropped {stats}")
+            val = DetectionDataset(val_index, val_dir, train=False, **common)
+            _check_same_classes(train_index, val_index, train_json, val_json)
+        return train, val
+
+    if cfg.dataset == "openimages":
+        classes = _path(cfg.oid_classes_file, cfg.data_root, CLASSES)
+        train_csv = _path(cfg.oid_train_annotations, cfg.data_root, TRAIN_BOXES)
+        val_csv = _path(cfg.oid_val_annotations, cfg.data_root, VAL_BOXES)
+        train_dir = _path(cfg.train_images, cfg.data_root, "train")
+        val_dir = _path(cfg.val_images, cfg.data_root, "validation")
+        _require_files([classes, train_csv] + ([val_csv] if want_val else []))
+        cache_dir = cfg.index_cache or os.path.join(cfg.output_dir, "cache")
+
+        def split(csv_path: str, images_dir: str, name: str) -> DetectionIndex:
+            key = cache_key(csv_path, classes, images_dir, cfg.classes, cfg.group_of, name)
+            cache_path = os.path.join(cache_dir, f"openimages-{name}-{key}.npz")
+            stats_path = cache_path[: -len(".npz")] + ".stats.json"
+
+            def build() -> DetectionIndex:
+                log(f"openimages {name}: parsing {csv_path} (cached afterwards in {cache_dir})")
+                index, stats = build_openimages_index(
+                    csv_path, classes, images_dir, cfg.classes, cfg.group_of, cfg.strict
+                )
+                os.makedirs(cache_dir, exist_ok=True)
+                with open(stats_path, "w", encoding="utf-8") as f:
+                    json.dump(asdict(stats), f)
+                return index
+
+            index = cached_index(ctx, cache_path, build)
+            stats = _read_json(stats_path)
+            log(
+                f"openimages {name}: {_describe(index)}; skipped missing images "
+                f"{stats.get('missing_images', '?')}, degenerate boxes {stats.get('degenerate', '?')}, "
+                f"group-of dropped {stats.get('group_of_dropped', '?')}, "
+                f"other-class boxes {stats.get('other_classes', '?')}"
+            )
+            return index
+
+        train_index = _drop_empty(split(train_csv, train_dir, "train"), log)
+        train = DetectionDataset(
+            train_index, train_dir, train=True, hflip_probability=cfg.hflip, **common
+        )
+        val = None
+        if want_val:
+            val_index = split(val_csv, val_dir, "validation")
+            val = DetectionDataset(val_index, val_dir, train=False, **common)
+        return train, val
+
+    raise ConfigError(f"--dataset {cfg.dataset!r}: expected one of openimages, coco, synthetic")
+
+
+def _require_files(paths: list[str]) -> None:
+    for path in paths:
+        if not os.path.isfile(path):
+            raise ConfigError(
+                f"{path}: annotation file not found (see trainer/README.md for the layout)"
+            )
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _describe(index: DetectionIndex) -> str:
+    return f"{len(index)} images, {index.num_boxes} boxes, {len(index.class_names)} classes"
+
+
+def _drop_empty(index: DetectionIndex, log: Callable[[str], None]) -> DetectionIndex:
+    """Training skips images with no boxes left after filtering."""
+    has_boxes = index.box_counts() > 0
+    if not has_boxes.all():
+        log(f"training skips {int((~has_boxes).sum())} images without boxes")
+        index = index.select(has_boxes)
+    if len(index) == 0:
+        raise ConfigError("the training split has no images with boxes after filtering")
+    return index
+
+
+def _check_same_classes(train: DetectionIndex, val: DetectionIndex, a: str, b: str) -> None:
+    if train.class_names != val.class_names:
+        raise ConfigError(f"{a} and {b} define different categories; use files from one release")

@@ -1,0 +1,116 @@
+"""The map-style dataset every format shares: a flat index plus a folder of images."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+
+from trainer.data.index import DetectionIndex
+from trainer.data.transforms import decode_image, flip_decision, hflip, resized_size
+from trainer.errors import TrainerError
+
+MAX_FALLBACKS = 8  # consecutive unreadable images tolerated before the run stops
+
+
+class DetectionDataset(Dataset):
+    """Items are ``(image uint8 CHW, target)``; keys are an index or ``(index, epoch)``.
+
+    The epoch in the key makes augmentation a pure function of (seed, epoch, index), which is what
+    lets a resumed run see exactly the samples it would have seen.
+    """
+
+    def __init__(
+        self,
+        index: DetectionIndex,
+        images_dir: str,
+        *,
+        train: bool,
+        min_size: int,
+        max_size: int,
+        hflip_probability: float = 0.5,
+        seed: int = 0,
+        fast_decode: bool = True,
+        strict: bool = False,
+    ) -> None:
+        self.index = index
+        self.images_dir = images_dir
+        self.train = train
+        self.min_size = min_size
+        self.max_size = max_size
+        self.hflip_probability = hflip_probability if train else 0.0
+        self.seed = seed
+        self.fast_decode = fast_decode
+        self.strict = strict
+
+    @property
+    def num_classes(self) -> int:
+        """Including background (label 0), as torchvision's RetinaNet counts them."""
+        return len(self.index.class_names) + 1
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def get_height_and_width(self, i: int) -> tuple[int, int]:
+        return int(self.index.heights[i]), int(self.index.widths[i])
+
+    def image_path(self, i: int) -> str:
+        return os.path.join(self.images_dir, self.index.file_name(i))
+
+    def load_image(self, i: int) -> torch.Tensor:
+        draft = None
+        if self.fast_decode and self.index.heights[i] > 0:
+            draft = resized_size(
+                int(self.index.heights[i]), int(self.index.widths[i]), self.min_size, self.max_size
+            )
+        return decode_image(self.image_path(i), draft)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[torch.Tensor, dict[str, Any]]:
+        i, epoch = key if isinstance(key, tuple) else (key, 0)
+        skipped: list[str] = []
+        for attempt in range(MAX_FALLBACKS):
+            # A deterministic stand-in keeps the batch full, so every rank still steps in lockstep.
+            j = i if attempt == 0 else (i + attempt * 7919) % len(self)
+            try:
+                image = self.load_image(j)
+            except (OSError, ValueError, SyntaxError) as exc:
+                if self.strict:
+                    raise TrainerError(
+                        f"{self.image_path(j)}: cannot read image ({exc}) (--strict)"
+                    ) from None
+                skipped.append(self.index.file_name(j))
+                continue
+            return self._sample(j, epoch, image, skipped)
+        raise TrainerError(
+            f"{MAX_FALLBACKS} unreadable images in a row near {self.image_path(i)}: "
+            f"{', '.join(skipped)}; check the images directory"
+        )
+
+    def _sample(
+        self, j: int, epoch: int, image: torch.Tensor, skipped: list[str]
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        height, width = image.shape[-2:]
+        rows = self.index.box_slice(j)
+        boxes = torch.from_numpy(self.index.boxes[rows].copy())
+        boxes[:, 0::2] *= width
+        boxes[:, 1::2] *= height
+        if self.train and flip_decision(self.seed, epoch, j, self.hflip_probability):
+            image, boxes = hflip(image, boxes)
+        return image, {
+            "boxes": boxes,
+            "labels": torch.from_numpy(self.index.labels[rows].astype("int64")),
+            "index": j,
+            "orig_size": (
+                int(self.index.heights[j]) or int(height),
+                int(self.index.widths[j]) or int(width),
+            ),
+            "skipped": skipped,
+        }
+
+
+def collate(batch: list[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
+    """Variable-size images stay a list; the model's transform pads them on the device."""
+    images, targets = zip(*batch, strict=True)
+    return list(images), list(targets)

@@ -1,0 +1,204 @@
+"""A detection dataset's annotations as a handful of flat numpy arrays.
+
+At Open Images scale (1.7 M images, 14.6 M boxes) a list of dicts would be copied into every loader
+worker page by page as reference counts change. Flat arrays are a few large buffers that forked
+workers share untouched. Boxes are stored normalised to [0, 1] (x1, y1, x2, y2), so they hold for
+the image at any decoded size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from trainer.distributed import DistContext, barrier
+
+INDEX_FORMAT = 1
+
+
+@dataclass
+class DetectionIndex:
+    file_names: np.ndarray  # bytes [n_images], path relative to the images dir
+    offsets: np.ndarray  # int64 [n_images + 1]; image i owns boxes[offsets[i]:offsets[i+1]]
+    boxes: np.ndarray  # float32 [n_boxes, 4], normalised x1, y1, x2, y2
+    labels: np.ndarray  # int32 [n_boxes], 1..num_classes (0 is background)
+    group_of: np.ndarray  # uint8 [n_boxes], 1 for group-of / crowd boxes
+    heights: np.ndarray  # int32 [n_images], 0 when not known yet
+    widths: np.ndarray  # int32 [n_images]
+    class_names: list[str]  # index k-1 names label k
+
+    def __len__(self) -> int:
+        return len(self.file_names)
+
+    @property
+    def num_boxes(self) -> int:
+        return int(self.offsets[-1])
+
+    def box_slice(self, i: int) -> slice:
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def box_counts(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def file_name(self, i: int) -> str:
+        return self.file_names[i].decode()
+
+    def select(self, keep: np.ndarray) -> DetectionIndex:
+        """The images where ``keep`` (bool [n_images]) is true, with their boxes."""
+        counts = self.box_counts()
+        box_keep = np.repeat(keep, counts)
+        new_counts = counts[keep]
+        offsets = np.zeros(len(new_counts) + 1, dtype=np.int64)
+        np.cumsum(new_counts, out=offsets[1:])
+        return DetectionIndex(
+            self.file_names[keep],
+            offsets,
+            self.boxes[box_keep],
+            self.labels[box_keep],
+            self.group_of[box_keep],
+            self.heights[keep],
+            self.widths[keep],
+            self.class_names,
+        )
+
+    def save(self, path: str) -> None:
+        """Atomic write: temp file in the same directory, fsync, rename."""
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(
+                    f,
+                    format=np.int64(INDEX_FORMAT),
+                    file_names=self.file_names,
+                    offsets=self.offsets,
+                    boxes=self.boxes,
+                    labels=self.labels,
+                    group_of=self.group_of,
+                    heights=self.heights,
+                    widths=self.widths,
+                    class_names=np.array(self.class_names, dtype=np.str_),
+                )
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str) -> DetectionIndex:
+        with np.load(path, allow_pickle=False) as z:
+            if int(z["format"]) != INDEX_FORMAT:
+                raise ValueError(
+                    f"{path}: index format {int(z['format'])}, expected {INDEX_FORMAT}"
+                )
+            return cls(
+                z["file_names"],
+                z["offsets"],
+                z["boxes"],
+                z["labels"],
+                z["group_of"],
+                z["heights"],
+                z["widths"],
+                [str(n) for n in z["class_names"]],
+            )
+
+
+def build_from_rows(
+    image_of_box: np.ndarray,
+    file_names: np.ndarray,
+    boxes: np.ndarray,
+    labels: np.ndarray,
+    group_of: np.ndarray,
+    class_names: list[str],
+    heights: np.ndarray | None = None,
+    widths: np.ndarray | None = None,
+) -> DetectionIndex:
+    """Group per-box rows (in any order) by image into the flat layout."""
+    order = np.argsort(image_of_box, kind="stable")
+    counts = np.bincount(image_of_box, minlength=len(file_names))
+    offsets = np.zeros(len(file_names) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    n = len(file_names)
+    return DetectionIndex(
+        file_names,
+        offsets,
+        boxes[order].astype(np.float32, copy=False).reshape(-1, 4),
+        labels[order].astype(np.int32, copy=False),
+        group_of[order].astype(np.uint8, copy=False),
+        np.zeros(n, np.int32) if heights is None else heights.astype(np.int32),
+        np.zeros(n, np.int32) if widths is None else widths.astype(np.int32),
+        class_names,
+    )
+
+
+def read_image_sizes(
+    images_dir: str, file_names: np.ndarray, threads: int = 16
+) -> tuple[np.ndarray, np.ndarray]:
+    """(heights, widths) from the file headers without decoding pixels; 0 for missing/unreadable."""
+
+    def size_of(name: bytes) -> tuple[int, int]:
+        try:
+            with Image.open(os.path.join(images_dir, name.decode())) as img:
+                w, h = img.size
+                return h, w
+        except (OSError, ValueError, Image.DecompressionBombError):
+            return 0, 0
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        sizes = list(pool.map(size_of, file_names, chunksize=256))
+    arr = np.array(sizes, dtype=np.int32).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
+
+
+def cache_key(*parts: object) -> str:
+    """A short hash of the inputs an index depends on (paths, sizes, mtimes, options)."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, str) and os.path.exists(part):
+            st = os.stat(part)
+            part = f"{os.path.abspath(part)}:{st.st_size}:{st.st_mtime_ns}"
+        h.update(repr(part).encode())
+        h.update(b"\0")
+    h.update(str(INDEX_FORMAT).encode())
+    return h.hexdigest()[:16]
+
+
+def cached_index(
+    ctx: DistContext, cache_path: str | None, build: Callable[[], DetectionIndex]
+) -> DetectionIndex:
+    """Rank 0 builds (or finds) the index and caches it; the other ranks wait and load it.
+
+    A rank that cannot see the cache file afterwards (no shared filesystem) builds its own copy.
+    """
+    if cache_path is None:
+        return build()
+    index = None
+    if ctx.is_main:
+        index = _try_load(cache_path)
+        if index is None:
+            index = build()
+            index.save(cache_path)
+    barrier(ctx)
+    if index is None:
+        index = _try_load(cache_path) or build()
+    return index
+
+
+def _try_load(path: str) -> DetectionIndex | None:
+    if not os.path.isfile(path):
+        return None
+    try:
+        return DetectionIndex.load(path)
+    except (OSError, ValueError, KeyError):
+        return None

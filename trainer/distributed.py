@@ -1,0 +1,124 @@
+"""Process-group setup from torchrun's environment, and the few collectives the trainer needs."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from trainer.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DistContext:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    backend: str | None  # None when running as a single process without a process group
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.backend is not None
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"environment {name}={value!r}: expected an integer") from None
+
+
+def init_distributed(device_choice: str = "auto", timeout_minutes: int = 30) -> DistContext:
+    """Join the process group torchrun prepared: NCCL on GPUs, gloo on CPU, one device per rank.
+
+    torchrun sets RANK/WORLD_SIZE/LOCAL_RANK per process. Without them (plain ``python -m trainer``)
+    this is a single process with no process group.
+    """
+    world_size = _env_int("WORLD_SIZE", 1)
+    local_rank = _env_int("LOCAL_RANK", 0)
+    if "LOCAL_RANK" not in os.environ and world_size > 1:
+        # A pod-level RANK/WORLD_SIZE (Kubeflow) without torchrun: those describe pods, not processes.
+        raise ConfigError(
+            "WORLD_SIZE is set but LOCAL_RANK is not: launch through torchrun "
+            "(scripts/train-retinanet-ddp.sh does), not plain python"
+        )
+    use_cuda = device_choice == "cuda" or (device_choice == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        if not torch.cuda.is_available():
+            raise ConfigError("--device cuda: no CUDA device is visible to this process")
+        if local_rank >= torch.cuda.device_count():
+            raise ConfigError(
+                f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} visible GPU(s): "
+                "nproc-per-node must not exceed the GPUs per pod"
+            )
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if world_size == 1:
+        return DistContext(0, 1, 0, device, None)
+    backend = "nccl" if use_cuda else "gloo"
+    dist.init_process_group(
+        backend=backend,
+        timeout=datetime.timedelta(minutes=timeout_minutes),
+        device_id=device if use_cuda else None,
+    )
+    return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend)
+
+
+def shutdown(ctx: DistContext) -> None:
+    if ctx.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def barrier(ctx: DistContext) -> None:
+    if ctx.distributed:
+        if ctx.backend == "nccl":
+            dist.barrier(device_ids=[ctx.device.index])
+        else:
+            dist.barrier()
+
+
+def all_reduce_sum(ctx: DistContext, tensor: torch.Tensor) -> torch.Tensor:
+    """Sum in place over ranks (a no-op for a single process) and return the tensor."""
+    if ctx.distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def all_gather_objects(ctx: DistContext, obj: Any) -> list[Any]:
+    if not ctx.distributed:
+        return [obj]
+    gathered: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(gathered, obj)
+    return gathered
+
+
+def broadcast_object(ctx: DistContext, obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank."""
+    if not ctx.distributed:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def gather_objects(ctx: DistContext, obj: Any) -> list[Any] | None:
+    """Every rank's ``obj`` on rank 0 (None elsewhere)."""
+    if not ctx.distributed:
+        return [obj]
+    gathered: list[Any] | None = [None] * ctx.world_size if ctx.is_main else None
+    dist.gather_object(obj, gathered, dst=0)
+    return gathered

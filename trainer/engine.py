@@ -1,0 +1,216 @@
+"""One epoch of training: micro-batches, AMP, accumulation, clipping, logging, checkpoints, stops."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from trainer.config import TrainConfig
+from trainer.data.transforms import to_model_input
+from trainer.distributed import DistContext, all_reduce_sum
+from trainer.errors import TrainerError
+from trainer.metrics import MetricsLog
+
+LOSS_TERMS = ("classification", "bbox_regression")
+
+
+@dataclass
+class Progress:
+    """Where the run is. ``step_in_epoch`` counts the batches of ``epoch`` already trained on."""
+
+    epoch: int = 0
+    step_in_epoch: int = 0
+    global_step: int = 0
+
+
+class WarmupCosine:
+    """LR multiplier per optimiser step: linear warmup, then cosine to 0 (or constant).
+
+    A callable object, so LambdaLR's state_dict keeps it as plain data.
+    """
+
+    def __init__(self, warmup_steps: int, warmup_factor: float, total_steps: int, cosine: bool):
+        self.warmup_steps = warmup_steps
+        self.warmup_factor = warmup_factor
+        self.total_steps = max(total_steps, 1)
+        self.cosine = cosine
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            alpha = step / self.warmup_steps
+            return self.warmup_factor * (1 - alpha) + alpha
+        if not self.cosine:
+            return 1.0
+        span = max(self.total_steps - self.warmup_steps, 1)
+        progress = min((step - self.warmup_steps) / span, 1.0)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+class StopRequest:
+    """SIGTERM/SIGINT only set a flag; the training loop agrees on it across ranks at a step
+    boundary, so every rank stops at the same step and no collective is left waiting."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.signal_name = ""
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.requested = True
+        self.signal_name = signal.Signals(signum).name
+
+
+@dataclass
+class Window:
+    """Measurements between two metrics records."""
+
+    steps: int = 0
+    images: int = 0
+    data_time: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    losses: dict[str, float] = field(default_factory=dict)
+
+
+def amp_dtype(cfg: TrainConfig) -> torch.dtype | None:
+    return {"none": None, "fp16": torch.float16, "bf16": torch.bfloat16}[cfg.amp]
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def train_one_epoch(
+    ctx: DistContext,
+    cfg: TrainConfig,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler | None,
+    loader: torch.utils.data.DataLoader,
+    progress: Progress,
+    total_steps: int,
+    metrics: MetricsLog,
+    save: Callable[[str], None],
+    stop: StopRequest,
+) -> str:
+    """Train until the epoch ends, ``total_steps`` is reached, or a stop is requested.
+
+    Returns "epoch_end", "max_steps" or "stopped".
+    """
+    model.train()
+    dtype = amp_dtype(cfg)
+    micro = cfg.micro_batch_size
+    window = Window()
+    fetch_start = time.perf_counter()
+    for images, targets in loader:
+        window.data_time += time.perf_counter() - fetch_start
+        inputs = to_model_input(images, ctx.device)
+        device_targets = [
+            {
+                "boxes": t["boxes"].to(ctx.device, non_blocking=True),
+                "labels": t["labels"].to(ctx.device, non_blocking=True),
+            }
+            for t in targets
+        ]
+        step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
+        for k in range(cfg.grad_accum):
+            last = k == cfg.grad_accum - 1
+            # Gradients all-reduce only on the last micro-batch.
+            sync = contextlib.nullcontext() if last or not ctx.distributed else model.no_sync()
+            chunk = slice(k * micro, (k + 1) * micro)
+            with sync:
+                with torch.autocast(ctx.device.type, dtype=dtype, enabled=dtype is not None):
+                    loss_dict = model(inputs[chunk], device_targets[chunk])
+                terms = torch.stack([loss_dict[name].float() for name in LOSS_TERMS])
+                loss = terms.sum() / cfg.grad_accum
+                (scaler.scale(loss) if scaler else loss).backward()
+            step_losses += terms.detach() / cfg.grad_accum
+
+        # One small all-reduce per step: the loss terms (for the finite check and the log), the
+        # stop flag (so all ranks stop at this same step), and the count of skipped images.
+        skipped = sum(len(t["skipped"]) for t in targets)
+        flags = torch.tensor([float(stop.requested), float(skipped)], device=ctx.device)
+        reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags])).cpu()
+        mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
+        total_loss = float(mean_losses.sum())
+        if not math.isfinite(total_loss):
+            terms_text = ", ".join(
+                f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True)
+            )
+            raise TrainerError(
+                f"non-finite loss {total_loss} at step {progress.global_step + 1} "
+                f"(epoch {progress.epoch}: {terms_text}); lower --lr, use --clip-grad, "
+                "or try --amp bf16 instead of fp16"
+            )
+
+        if scaler:
+            if cfg.clip_grad > 0:
+                scaler.unscale_(optimizer)
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            if cfg.clip_grad > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        lr = optimizer.param_groups[0]["lr"]
+        scheduler.step()
+        progress.global_step += 1
+        progress.step_in_epoch += 1
+
+        window.steps += 1
+        window.images += len(images) * ctx.world_size
+        for name, value in zip(
+            ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
+        ):
+            window.losses[name] = window.losses.get(name, 0.0) + value
+        window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + float(
+            reduced[-1]
+        )
+        if progress.global_step % cfg.log_every == 0:
+            _log(ctx, metrics, progress, window, lr)
+            window = Window()
+
+        if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
+            save("periodic")
+        if float(reduced[-2]) > 0:
+            return "stopped"
+        if progress.global_step >= total_steps:
+            return "max_steps"
+        fetch_start = time.perf_counter()
+    return "epoch_end"
+
+
+def _log(
+    ctx: DistContext, metrics: MetricsLog, progress: Progress, window: Window, lr: float
+) -> None:
+    elapsed = max(time.perf_counter() - window.started, 1e-9)
+    record = {
+        "kind": "train",
+        "step": progress.global_step,
+        "epoch": progress.epoch,
+        "loss": round(window.losses["loss"] / window.steps, 6),
+        "lr": lr,
+        "images_per_sec": round(window.images / elapsed, 3),
+        "data_time": round(window.data_time / window.steps, 6),
+        "step_time": round(elapsed / window.steps, 6),
+    }
+    for name in LOSS_TERMS:
+        record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
+    record["skipped_images"] = int(window.losses["skipped_images"])
+    record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    metrics.write(record)
