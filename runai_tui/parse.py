@@ -38,15 +38,15 @@ def strip_notices(text: str) -> str:
 
 def _looks_like_payload(value: Any) -> bool:
     return isinstance(value, dict) or (
-        isinstance(value, list) and all(isinstance(item, dict) for item in value)
+        isinstance(value, list) and (not value or any(isinstance(item, dict) for item in value))
     )
 
 
 def extract_json(text: str) -> Any:
     """The first JSON object or array in `text` (notices may surround it).
 
-    Tries every `{` / `[` in order and keeps the first that decodes to an object or a list of
-    objects; a stray `[2]` in a notice is skipped. Raises ValueError when there is none.
+    Tries every `{` / `[` in order and keeps the first that decodes to an object or to a list
+    holding objects (or empty); a stray `[2]` in a notice is skipped. Raises ValueError when there is none.
     """
     decoder = json.JSONDecoder()
     fallback: Any = None
@@ -226,7 +226,7 @@ _NO_ITEMS_RE = re.compile(r"\bno (workloads?|trainings?|jobs?|resources?)\b.*\bf
 def parse_list_page(text: str) -> tuple[list[Job], str]:
     """One page of `training list --json` → (jobs, next page token or "")."""
     body = strip_notices(text)
-    if not body or _NO_ITEMS_RE.search(body):
+    if not body or body == "null" or _NO_ITEMS_RE.search(body):
         return [], ""
     try:
         doc = extract_json(body)
