@@ -7,7 +7,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
-from textual.worker import get_current_worker
 
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job
@@ -41,6 +40,8 @@ class JobsScreen(AppScreen):
     def __init__(self) -> None:
         super().__init__()
         self._timer: Timer | None = None
+        self._fetching = False
+        self._again = False
         self.loaded = False  # at least one successful refresh
 
     def compose(self) -> ComposeResult:
@@ -64,10 +65,17 @@ class JobsScreen(AppScreen):
 
     # -- refresh loop: one fetch at a time, render, re-arm ------------------------------------
 
-    @work(exclusive=True, group="jobs-refresh", exit_on_error=False)
-    async def refresh_jobs(self) -> None:
+    def refresh_jobs(self) -> None:
+        """Fetch now; if a fetch is in flight, fetch again right after it (never two at once)."""
+        if self._fetching:
+            self._again = True
+            return
+        self._fetching = True
         self._stop_timer()
-        worker = get_current_worker()
+        self._fetch_jobs()
+
+    @work(group="jobs-refresh", exit_on_error=False)
+    async def _fetch_jobs(self) -> None:
         try:
             jobs = await self.tui.client.alist_jobs()
         except RunaiError as error:
@@ -76,7 +84,11 @@ class JobsScreen(AppScreen):
             self.show_jobs(jobs)
             self.tui.backend_ok()
         finally:
-            if not worker.is_cancelled:
+            self._fetching = False
+            if self._again:
+                self._again = False
+                self.refresh_jobs()
+            else:
                 self._arm_timer()
 
     def _arm_timer(self) -> None:

@@ -163,7 +163,9 @@ class LogView(ScrollView, can_focus=True):
         if self.follow and new_value < old_value and not at_end:
             self.follow = False
         elif not self.follow and at_end and new_value > old_value:
-            self.resume()
+            # Already at the bottom (maybe mid-animation): follow without scrolling again.
+            self.pending = 0
+            self.follow = True
 
     # -- search ------------------------------------------------------------------------------
 
@@ -228,12 +230,12 @@ class LogView(ScrollView, can_focus=True):
             return cached
         shown = literal(self._lines[index])
         text = Text(shown, style=base, no_wrap=True, end="")
+        if index == self.current_match:
+            text.stylize(self.get_component_rich_style("logview--current"))
         if self._search is not None:
             match_style = self.get_component_rich_style("logview--match")
             for found in self._search.finditer(shown):
                 text.stylize(match_style, found.start(), found.end())
-        if index == self.current_match:
-            text.stylize(self.get_component_rich_style("logview--current"))
         segments = [Segment(seg.text, seg.style) for seg in text.render(self.app.console)]
         strip = Strip(segments, cell_len(shown))
         self._cache[key] = strip
