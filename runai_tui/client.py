@@ -16,8 +16,9 @@ import re
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from runai_tui.backend import HINT_INSTALL_RUNAI, Backend
 from runai_tui.errors import ErrorKind, RunaiError
@@ -38,6 +39,7 @@ MAX_PAGES = 1000  # a guard against a CLI that keeps returning a next-page token
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _READ_CHUNK = 65536
 _MAX_LINE = 1 << 20  # a "line" longer than this is handed on in pieces
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -260,6 +262,13 @@ class RunaiClient:
             argv=argv,
         )
 
+    def _adapt(self, error: RunaiError, argv: list[str]) -> RunaiError:
+        """Fill in the argv, and drop the login advice on the local cluster (it has none)."""
+        error.argv = argv
+        if self.backend.is_local and error.kind is ErrorKind.NOT_FOUND:
+            error.hint = "check the name with `runai-tui list`"
+        return error
+
     def _finish(
         self,
         argv: list[str],
@@ -279,8 +288,7 @@ class RunaiClient:
             check_when_ok=check_when_ok,
         )
         if error is not None:
-            error.argv = argv
-            raise error
+            raise self._adapt(error, argv)
         return done
 
     def _run(
@@ -325,7 +333,7 @@ class RunaiClient:
         token, seen = "", set()
         for _page in range(MAX_PAGES):
             done = self._run(self.list_args(token))
-            page, token = parse_list_page(done.stdout or done.stderr)
+            page, token = self._parse_list_page(done)
             jobs.extend(page)
             if not token or token in seen:
                 break
@@ -337,14 +345,23 @@ class RunaiClient:
         return self._parse_describe(done, name)
 
     def _parse_describe(self, done: Completed, name: str) -> JobDetail:
+        return self._parse_or_classify(done, lambda: parse_describe(done.stdout), [name])
+
+    def _parse_list_page(self, done: Completed) -> tuple[list[Job], str]:
+        return self._parse_or_classify(done, lambda: parse_list_page(done.stdout or done.stderr))
+
+    def _parse_or_classify(
+        self, done: Completed, parse: Callable[[], _T], names: Sequence[str] = ()
+    ) -> _T:
+        """Parse; when that fails on an exit-0 answer that says "does not exist" or "not logged
+        in" (some versions exit 0), raise that instead of "could not parse"."""
         try:
-            return parse_describe(done.stdout)
-        except RunaiError:
-            # exit 0 with "does not exist" and no JSON: still a missing workload
-            error = classify_failure(done.output, 0, names=[name], check_when_ok=True)
+            return parse()
+        except RunaiError as exc:
+            error = classify_failure(done.output, 0, names=names, check_when_ok=True)
             if error is not None:
-                error.argv = done.argv
-                raise error from None
+                raise self._adapt(error, done.argv) from None
+            exc.argv = done.argv
             raise
 
     def submit(self, argv: Sequence[str]) -> SubmitResult:
@@ -431,8 +448,7 @@ class RunaiClient:
             check_when_ok=not yielded,
         )
         if error is not None:
-            error.argv = argv
-            raise error
+            raise self._adapt(error, argv)
 
     # -- async API ------------------------------------------------------------------------
 
@@ -441,7 +457,7 @@ class RunaiClient:
         token, seen = "", set()
         for _page in range(MAX_PAGES):
             done = await self._arun(self.list_args(token))
-            page, token = parse_list_page(done.stdout or done.stderr)
+            page, token = self._parse_list_page(done)
             jobs.extend(page)
             if not token or token in seen:
                 break

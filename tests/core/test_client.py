@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.backend import Backend
+from runai_tui.backend import Backend, find_local
 from runai_tui.client import DEFAULT_SHELL, RunaiClient
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.interactive import run_interactive
@@ -522,3 +522,34 @@ async def test_stream_logs_missing_with_exit_zero(
         async for _line in client_for(fake).stream_logs("job-a"):
             pass
     assert info.value.kind is ErrorKind.NOT_FOUND
+
+
+# --- exit 0 answers that are failures; the local cluster ---------------------------------------
+
+
+def test_list_exit_zero_not_logged_in(make_fake: MakeFake, client_for: ClientFor) -> None:
+    fake = make_fake([rule("list", stdout=NOTICE + "You are currently not logged in to Run:AI\n")])
+    with pytest.raises(RunaiError) as info:
+        client_for(fake).list_jobs()
+    assert info.value.kind is ErrorKind.NOT_LOGGED_IN
+    assert info.value.argv[1:] == ["training", "list", "--json"]
+
+
+def test_local_backend_not_found_has_no_login_hint(make_fake: MakeFake) -> None:
+    fake = make_fake([rule("describe", stderr="workload 'x' could not be found\n", exit=1)])
+    client = RunaiClient(Backend("local", [str(fake.path)]))
+    with pytest.raises(RunaiError) as info:
+        client.describe("x")
+    assert info.value.kind is ErrorKind.NOT_FOUND
+    assert info.value.hint == "check the name with `runai-tui list`"
+
+
+def test_against_the_real_local_cluster() -> None:
+    # The core talks to runai-local only through its command line, exactly as to runai.
+    client = RunaiClient(Backend("local", find_local()))
+    assert client.version().startswith("runai-local ")
+    assert client.list_jobs() == []  # a fresh XDG state (root conftest)
+    with pytest.raises(RunaiError) as info:
+        client.describe("no-such-job")
+    assert info.value.kind is ErrorKind.NOT_FOUND
+    assert "no-such-job" in info.value.message
