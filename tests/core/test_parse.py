@@ -17,6 +17,7 @@ from runai_tui.parse import (
     parse_list_page,
     parse_submitted_name,
     parse_time,
+    parse_version,
     strip_notices,
 )
 
@@ -350,3 +351,16 @@ def test_first_meaningful_line_trims_long_lines() -> None:
 )
 def test_submitted_name(output: str, name: str) -> None:
     assert parse_submitted_name(output) == name
+
+
+@pytest.mark.parametrize(
+    ("output", "version"),
+    [
+        ("Version: 2.18.94\nBuildDate: 2024-01-01\n", "2.18.94"),
+        (NOTICE_BEFORE + "runai version v2.25.3-rc.1\n", "2.25.3-rc.1"),
+        ("runai-local 0.1.0 (embedded local cluster)", "0.1.0"),
+        ("development build", "development build"),
+    ],
+)
+def test_parse_version(output: str, version: str) -> None:
+    assert parse_version(output) == version
