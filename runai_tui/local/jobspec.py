@@ -19,7 +19,7 @@ from typing import Any
 
 from runai_tui.local import pvc
 from runai_tui.local.config import LocalConfig
-from runai_tui.local.flags import Parsed
+from runai_tui.local.flags import GLOBAL_FLAGS, Parsed
 from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -47,6 +47,9 @@ HONOURED = {
 # Variables passed from the submitter's environment into pods: what a container image would
 # provide (a PATH, a HOME, a locale), not the caller's whole shell.
 _BASE_ENV_KEYS = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "SHELL")
+
+
+_GLOBAL_NAMES = {flag.name for flag in GLOBAL_FLAGS}
 
 
 class SpecError(ValueError):
@@ -87,7 +90,7 @@ def _notes(parsed: Parsed) -> list[str]:
     notes = []
     user = getpass.getuser()
     for name in dict.fromkeys(parsed.seen):
-        if name in HONOURED:
+        if name in HONOURED or name in _GLOBAL_NAMES:
             continue
         value = parsed.values[name]
         if name in ("run-as-uid", "run-as-gid"):

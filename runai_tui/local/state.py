@@ -99,7 +99,7 @@ def read_json(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise StateError(
-            f"state file {path} is not valid JSON (line {exc.lineno}: {exc.msg}); "
+            f"state file {path} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
             f"delete the workload to clean it up"
         ) from exc
     if not isinstance(data, dict):

@@ -1,0 +1,134 @@
+"""The runai-local flag parser: pflag syntax, cobra-style errors, and agreement with the builder."""
+
+from __future__ import annotations
+
+import pytest
+
+from runai_tui.local import flags as F
+from runai_tui.local.flags import FlagError
+from tests.local.conftest import run_local
+
+
+def parse_submit(*args: str) -> F.Parsed:
+    return F.parse(list(args), [*F.SUBMIT_FLAGS, *F.GLOBAL_FLAGS])
+
+
+def test_long_short_equals_and_repeated_forms() -> None:
+    p = parse_submit(
+        "job",
+        "--workers=2",
+        "-g",
+        "1",
+        "-pteam-a",
+        "-e",
+        "A=1",
+        "--environment-variable",
+        "B=x=y",
+        "--existing-pvc",
+        "claimname=c,path=/data",
+        "--large-shm",
+        "--command",
+        "--",
+        "python3",
+        "-m",
+        "trainer",
+        "--lr",
+        "1",
+    )
+    assert p.positionals == ["job"]
+    assert p["workers"] == 2 and p["gpu-devices-request"] == 1 and p["project"] == "team-a"
+    assert p["environment-variable"] == ["A=1", "B=x=y"]
+    assert p["large-shm"] is True and p["command"] is True
+    assert p.rest == ["python3", "-m", "trainer", "--lr", "1"]
+
+
+def test_combined_bool_shorthands_and_bool_values() -> None:
+    p = F.parse(["job", "-it", "--", "ls"], [*F.EXEC_FLAGS, *F.GLOBAL_FLAGS])
+    assert p["stdin"] and p["tty"] and p.rest == ["ls"]
+    p = parse_submit("--large-shm=false", "--command=true")
+    assert p["large-shm"] is False and p["command"] is True
+
+
+def test_negative_value_is_taken_as_the_flags_argument() -> None:
+    p = F.parse(["job", "--tail", "-1"], [*F.LOGS_FLAGS, *F.GLOBAL_FLAGS])
+    assert p["tail"] == -1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--foo"], "unknown flag: --foo"),
+        (["--environment", "A=1", "--bogus=1"], "unknown flag: --bogus"),
+        (["-x"], "unknown shorthand flag: 'x' in -x"),
+        (["--workers", "two"], 'invalid argument "two" for "--workers" flag'),
+        (["--image"], "flag needs an argument: --image"),
+        (["--preemptibility", "maybe"], "must be one of: preemptible, non-preemptible"),
+        (["--restart-policy", "Sometimes"], "must be one of: Always, OnFailure, Never"),
+        (["-g", "-1"], "must be a non-negative integer"),
+        (["--termination-grace-period", "5 s"], 'time: invalid duration "5 s"'),
+    ],
+)
+def test_bad_flags_raise_cobra_style_errors(args: list[str], message: str) -> None:
+    with pytest.raises(FlagError) as info:
+        parse_submit("job", *args)
+    assert message in str(info.value)
+
+
+def test_every_documented_submit_flag_is_accepted() -> None:
+    # runai-cli.md §1.3 (v2.25): a sample of each kind, all in one submit line.
+    argv = [
+        "job", "--annotation", "a=b", "--label", "team=vision", "--extended-resource",
+        "openshift.io/mellanoxnics=1", "--capability", "IPC_LOCK", "--node-pools", "a",
+        "--node-pools", "b", "--large-shm", "--run-as-uid", "2000", "--run-as-gid", "2000",
+        "--working-dir", "/w", "-g", "1", "--master-gpu-devices-request", "1",
+        "--cpu-core-request", "0.5", "--cpu-core-limit", "2", "--cpu-memory-request", "3846",
+        "--cpu-memory-limit", "8996", "--preemptibility", "preemptible", "--restart-policy",
+        "Never", "--master-restart-policy", "Never", "--backoff-limit", "0",
+        "--clean-pod-policy", "None", "-i", "img:1", "--image-pull-policy", "IfNotPresent",
+        "-p", "proj", "--supplemental-groups", "1,2", "--toleration", "operator=Exists",
+        "--priority", "high", "--master-args", "-a b", "--min-replicas", "1",
+        "--max-replicas", "2", "--no-master", "--attach", "--tty", "--stdin",
+        "--wait-for-submit", "1m", "--nfs", "server=s,path=/p,mountpath=/m",
+    ]  # fmt: skip
+    p = parse_submit(*argv, "--command", "--", "true")
+    assert p["supplemental-groups"] == [1, 2]
+    assert p["node-pools"] == ["a", "b"]
+    assert p.rest == ["true"]
+
+
+def test_builder_output_for_every_shipped_profile_parses_here(repo_root) -> None:
+    """The argv builder and this parser are the two places that spell flags: they must agree."""
+    command = pytest.importorskip("runai_tui.command")
+    profiles = pytest.importorskip("runai_tui.profiles")
+    store = profiles.ProfileStore([repo_root / "profiles"])
+    names = store.names()
+    assert "retinanet-local" in names
+    for name in names:
+        argv = command.build_submit_argv(store.load(name))
+        assert argv[:4] == ["runai", "training", "pytorch", "submit"]
+        parsed = parse_submit(*argv[4:])
+        assert parsed.positionals == [argv[4]], name
+        assert parsed.rest, f"{name}: no command after --"
+
+
+def test_cli_rejects_unknown_flags_verbs_and_extra_names() -> None:
+    cases = [
+        (["training", "pytorch", "submit", "j", "--nope", "--", "true"], "unknown flag: --nope"),
+        (["training", "list", "--jsn"], "unknown flag: --jsn"),
+        (["training", "pytorch", "logs", "j", "-z"], "unknown shorthand flag: 'z' in -z"),
+        (["training", "pytorch", "frobnicate"], 'unknown command "frobnicate"'),
+        (["trainings"], 'unknown command "trainings" for "runai-local"'),
+        (["training", "pytorch", "submit", "a", "b", "--", "true"], "accepts at most 1 arg(s)"),
+    ]
+    for args, message in cases:
+        res = run_local(*args)
+        assert res.code == 1, args
+        assert res.err.startswith("Error: ") and message in res.err, (args, res.err)
+        assert "Traceback" not in res.err
+
+
+def test_version_whoami_and_help() -> None:
+    assert run_local("version").out.strip().endswith("(embedded local cluster)")
+    assert run_local("whoami").out.strip()
+    res = run_local("training", "pytorch", "submit", "--help")
+    assert res.code == 0 and "--existing-pvc" in res.out and "--gpu-devices-request" in res.out

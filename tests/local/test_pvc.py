@@ -1,0 +1,83 @@
+"""PVC claims on the local cluster: value parsing, the path rewrite rule, seeding project-001."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runai_tui.local import pvc
+from runai_tui.local.config import LocalConfig
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> LocalConfig:
+    return LocalConfig(pvc_root=tmp_path / "pvc", pvcs={"mapped": tmp_path / "elsewhere"})
+
+
+def test_claim_maps_to_root_or_configured_directory(config: LocalConfig, tmp_path: Path) -> None:
+    mount = pvc.parse_existing_pvc("claimname=project-001,path=/data/", config)
+    assert (mount.claim, mount.path, mount.local) == (
+        "project-001",
+        "/data",
+        tmp_path / "pvc" / "project-001",
+    )
+    assert (
+        pvc.parse_existing_pvc("claimname=mapped,path=/m", config).local == tmp_path / "elsewhere"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("claimname=c", "path is missing"),
+        ("path=/data", "claimname is missing"),
+        ("claimname=c,path=data", "must be an absolute directory"),
+        ("claimname=c,path=/", "must be an absolute directory"),
+        ("claimname=C_x,path=/d", "is not a lowercase DNS-1123 name"),
+        ("claimname=c,path=/d,size=1G", 'unknown part "size=1G"'),
+        ("c:/data", 'unknown part "c:/data"'),
+    ],
+)
+def test_bad_values_name_the_problem_and_the_format(
+    config: LocalConfig, value: str, message: str
+) -> None:
+    with pytest.raises(pvc.PvcError) as info:
+        pvc.parse_existing_pvc(value, config)
+    assert message in str(info.value) and value in str(info.value)
+
+
+def test_rewrite_rule_whole_paths_only_longest_first(config: LocalConfig) -> None:
+    mounts = [
+        pvc.parse_existing_pvc("claimname=a,path=/data", config),
+        pvc.parse_existing_pvc("claimname=b,path=/data/ckpt", config),
+    ]
+    a, b = str(config.pvc_root / "a"), str(config.pvc_root / "b")
+    assert pvc.rewrite("/data", mounts) == a
+    assert pvc.rewrite("/data/scripts/x.sh", mounts) == f"{a}/scripts/x.sh"
+    assert pvc.rewrite("--output-dir=/data/ckpt/run1", mounts) == f"--output-dir={b}/run1"
+    assert pvc.rewrite("/data/a:/data/b", mounts) == f"{a}/a:{a}/b"
+    for untouched in ("/database", "/srv/data", "x/data", "data", "~/data"):
+        assert pvc.rewrite(untouched, mounts) == untouched
+
+
+def test_rewrite_never_rewrites_a_replacement(tmp_path: Path) -> None:
+    # The local directory itself contains the mount path: one pass keeps it intact.
+    cfg = LocalConfig(pvc_root=Path("/data/pvcs"))
+    mounts = [pvc.parse_existing_pvc("claimname=c,path=/data", cfg)]
+    assert pvc.rewrite("/data/x", mounts) == "/data/pvcs/c/x"
+
+
+def test_project_001_is_seeded_with_the_entry_script_and_trainer(
+    config: LocalConfig, repo_root: Path
+) -> None:
+    mount = pvc.parse_existing_pvc("claimname=project-001,path=/data", config)
+    pvc.prepare(mount)
+    shell = mount.local / "scripts/vision/shell"
+    assert shell.resolve() == (repo_root / "scripts").resolve()
+    trainer = mount.local / "scripts/vision/train/trainer"
+    assert (trainer / "__main__.py").is_file()
+    # A second prepare keeps what is there (never clobbers user files).
+    (mount.local / "runs").mkdir()
+    pvc.prepare(mount)
+    assert (mount.local / "runs").is_dir()
