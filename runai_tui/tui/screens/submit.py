@@ -174,16 +174,17 @@ class SubmitScreen(AppScreen):
         sets, errors = self.overrides()
         general: list[str] = []
         profile = self.base
-        if not errors:
-            try:
-                profile = apply_overrides(self.base, sets)
-            except ProfileError as error:
-                for problem in error.problems:
-                    field = problem.field.split(".")[0]
-                    if field in dict.fromkeys(f for f, _, _ in FIELDS):
-                        errors.setdefault(field, problem.message)
-                    else:
-                        general.append(str(problem))
+        # Validate whatever parsed, so every field's problem shows at once.
+        try:
+            profile = apply_overrides(self.base, sets)
+        except ProfileError as error:
+            known = {field for field, _, _ in FIELDS}
+            for problem in error.problems:
+                field = problem.field.split(".")[0]
+                if field in known:
+                    errors.setdefault(field, problem.message)
+                else:
+                    general.append(str(problem))
         for field, _, _ in FIELDS:
             message = errors.get(field, "")
             self.query_one(f"#err-{field}", Static).update(message)

@@ -1,0 +1,60 @@
+"""Fixtures for TUI tests on the real embedded local cluster (`runai-local`, real processes)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runai_tui.backend import select_backend
+from runai_tui.client import RunaiClient
+from runai_tui.errors import RunaiError
+from runai_tui.profiles import ProfileStore
+
+# A pod that prints a greeting, a hostile line, five trainer metric lines, then idles.
+JOB_SCRIPT = r"""
+echo "hello from the pod"
+printf '[bold red]not markup[/] \033[2J \033]0;pwned\007 end\n'
+i=1
+while [ $i -le 5 ]; do
+  echo "{\"kind\":\"train\",\"step\":$i,\"epoch\":0,\"loss\":0.$((10 - i)),\"lr\":0.01,\"images_per_sec\":12.5}"
+  i=$((i + 1))
+done
+echo ready
+exec sleep 600
+"""
+
+DEMO_PROFILE = """\
+description: demo job for the TUI tests
+job_name: demo
+image: local/demo:1
+workers: 1
+gpus: 0
+env:
+  GREETING: hi
+command: [sh, {script}]
+"""
+
+
+@pytest.fixture
+def local_client() -> Iterator[RunaiClient]:
+    """A client on the local cluster; every job left at the end is deleted (pods killed)."""
+    client = RunaiClient(select_backend("local"), timeout=30)
+    yield client
+    with contextlib.suppress(RunaiError):
+        for job in client.list_jobs():
+            with contextlib.suppress(RunaiError):
+                client.delete(job.name)
+
+
+@pytest.fixture
+def demo_store(tmp_path: Path) -> ProfileStore:
+    """A profile store with one `demo` profile whose pods run JOB_SCRIPT."""
+    script = tmp_path / "job.sh"
+    script.write_text(JOB_SCRIPT)
+    shipped = tmp_path / "profiles"
+    shipped.mkdir()
+    (shipped / "demo.yaml").write_text(DEMO_PROFILE.format(script=script))
+    return ProfileStore([shipped, tmp_path / "user-profiles"])
