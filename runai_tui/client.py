@@ -166,6 +166,8 @@ class RunaiClient:
         self.backend = backend
         self.project = project or None
         self.timeout = timeout
+        # runai waits for the cluster to accept a submit (--wait-for-submit, default 1m).
+        self.submit_timeout = timeout + 60.0
         self._extra_env = dict(env or {})
 
     # -- argv -----------------------------------------------------------------------------
@@ -292,25 +294,35 @@ class RunaiClient:
         return done
 
     def _run(
-        self, args: Sequence[str], names: Sequence[str] = (), check_when_ok: bool = False
+        self,
+        args: Sequence[str],
+        names: Sequence[str] = (),
+        check_when_ok: bool = False,
+        timeout: float | None = None,
     ) -> Completed:
         argv = self._argv(args)
+        timeout = timeout or self.timeout
         try:
-            code, out, err = run_sync(argv, self.timeout, self._env())
+            code, out, err = run_sync(argv, timeout, self._env())
         except _Timeout:
-            raise self._timeout_error(argv, args, self.timeout) from None
+            raise self._timeout_error(argv, args, timeout) from None
         except OSError as exc:
             raise self._not_installed(argv, exc) from None
         return self._finish(argv, args, code, out, err, names, check_when_ok)
 
     async def _arun(
-        self, args: Sequence[str], names: Sequence[str] = (), check_when_ok: bool = False
+        self,
+        args: Sequence[str],
+        names: Sequence[str] = (),
+        check_when_ok: bool = False,
+        timeout: float | None = None,
     ) -> Completed:
         argv = self._argv(args)
+        timeout = timeout or self.timeout
         try:
-            code, out, err = await run_async(argv, self.timeout, self._env())
+            code, out, err = await run_async(argv, timeout, self._env())
         except _Timeout:
-            raise self._timeout_error(argv, args, self.timeout) from None
+            raise self._timeout_error(argv, args, timeout) from None
         except OSError as exc:
             raise self._not_installed(argv, exc) from None
         return self._finish(argv, args, code, out, err, names, check_when_ok)
@@ -365,7 +377,7 @@ class RunaiClient:
             raise
 
     def submit(self, argv: Sequence[str]) -> SubmitResult:
-        done = self._run(self.submit_args(argv))
+        done = self._run(self.submit_args(argv), timeout=self.submit_timeout)
         return self._submit_result(argv, done)
 
     def delete(self, name: str) -> str:
@@ -469,7 +481,7 @@ class RunaiClient:
         return self._parse_describe(done, name)
 
     async def asubmit(self, argv: Sequence[str]) -> SubmitResult:
-        done = await self._arun(self.submit_args(argv))
+        done = await self._arun(self.submit_args(argv), timeout=self.submit_timeout)
         return self._submit_result(argv, done)
 
     async def adelete(self, name: str) -> str:
