@@ -142,3 +142,114 @@ def test_every_subcommand_has_help() -> None:
     for sub in ["submit", "profiles", "list", "describe", "logs", "delete", "exec", "info"]:
         out = run(sub, "--help")
         assert out.returncode == 0 and "usage:" in out.stdout, sub
+
+
+# --- against a fake `runai` that records its argv -------------------------------------------
+
+LIST_JSON = json.dumps(
+    {
+        "workloads": [
+            {"name": "train-a", "phase": "Running", "projectName": "team-a", "runningPods": 3},
+            {"name": "train-b", "status": "Succeeded", "project": "team-a"},
+        ],
+        "next": "",
+    }
+)
+DESCRIBE_JSON = json.dumps(
+    {
+        "name": "train-a",
+        "phase": "Running",
+        "projectName": "team-a",
+        "pods": [{"name": "train-a-master-0", "phase": "Running"}],
+        "events": [{"createdAt": "t0", "type": "Normal", "reason": "Started", "message": "ok"}],
+    }
+)
+
+
+def test_cli_against_fake_runai(tmp_path: Path) -> None:
+    from tests.fakes import fake_runai, rule
+
+    fake = fake_runai(
+        tmp_path,
+        [
+            rule("training", "list", stdout="A new version (v9) is available.\n" + LIST_JSON),
+            rule("pytorch", "describe", "train-a", stdout=DESCRIBE_JSON),
+            rule("pytorch", "logs", stdout="line 1\n[red]literal[/red]\n"),
+            rule("pytorch", "delete", stdout="workload train-a deleted\n"),
+            rule("pytorch", "submit", stdout="Creating pytorch training retinanet-tcp...\n"),
+        ],
+    )
+    env = fake.env()
+    out = run("submit", "--profile", "retinanet-tcp", env=env)
+    assert out.returncode == 0, out.stderr
+    assert (
+        "Submitted job retinanet-tcp" in out.stdout
+        and "runai-tui logs retinanet-tcp -f" in out.stdout
+    )
+    dry = json.loads(run("submit", "--profile", "retinanet-tcp", "--dry-run", "--json").stdout)
+    assert fake.calls()[-1] == dry["argv"][1:]  # exactly the builder's argv, minus "runai"
+
+    listed = json.loads(run("list", "--json", env=env).stdout)
+    assert [(j["name"], j["status"]) for j in listed] == [
+        ("train-a", "Running"),
+        ("train-b", "Completed"),
+    ]
+    assert fake.calls()[-1] == ["training", "list", "--json"]
+    table = run("-p", "team-a", "list", env=env)
+    assert "train-a" in table.stdout and "Running" in table.stdout
+    assert fake.calls()[-1] == ["training", "list", "--json", "-p", "team-a"] or fake.calls()[
+        -1
+    ] == ["training", "list", "-p", "team-a", "--json"]
+
+    described = run("describe", "train-a", env=env)
+    assert "train-a-master-0" in described.stdout and "Running" in described.stdout
+    assert fake.calls()[-1][:4] == ["training", "pytorch", "describe", "train-a"]
+    logs = run("logs", "train-a", "--pod", "train-a-worker-0", "--tail", "5", env=env)
+    assert logs.stdout == "line 1\n[red]literal[/red]\n"
+    assert {"--pod", "train-a-worker-0", "--tail", "5"} <= set(fake.calls()[-1])
+    deleted = run("delete", "train-a", "--yes", env=env)
+    assert deleted.returncode == 0 and fake.calls()[-1][:4] == [
+        "training",
+        "pytorch",
+        "delete",
+        "train-a",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("response", "words", "hint"),
+    [
+        (
+            {"stderr": "workload 'ghost' could not be found in project 'p'\n", "exit": 1},
+            "ghost",
+            "runai-tui list",
+        ),
+        (
+            {"stdout": "Job ghost does not exist in project p.\n", "exit": 0},
+            "ghost",
+            "",
+        ),
+        ({"stderr": "Error: token is expired\n", "exit": 1}, "log", "runai login"),
+        ({"stderr": "Error: something odd happened\n", "exit": 3}, "something odd", ""),
+    ],
+)
+def test_runtime_failures_exit_1_with_one_error_line(
+    tmp_path: Path, response: dict, words: str, hint: str
+) -> None:
+    from tests.fakes import fake_runai, rule
+
+    fake = fake_runai(tmp_path, [rule("describe", **response), rule("delete", **response)])
+    for args in (["describe", "ghost"], ["delete", "ghost", "--yes"]):
+        out = run(*args, env=fake.env())
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and words in errors[0].lower(), out.stderr
+        if hint:
+            assert hint in out.stderr
+
+
+def test_runai_not_installed(tmp_path: Path) -> None:
+    out = run(
+        "--backend", "runai", "list", env={"RUNAI_TUI_RUNAI": str(tmp_path / "missing-runai")}
+    )
+    assert out.returncode == 1 and "error:" in out.stderr and "Traceback" not in out.stderr
