@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -139,7 +140,10 @@ class RunaiTuiApp(App[int]):
             except RunaiError as error:
                 self.report_error(error)
             else:
-                self.set_header(backend=f"runai {version.strip()}".strip())
+                from runai_tui.parse import parse_version
+
+                label = dataclasses.replace(backend, version=parse_version(version)).label
+                self.set_header(backend=label)
         try:
             user = await self.client.awhoami()
         except RunaiError as error:

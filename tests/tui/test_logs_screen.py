@@ -1,0 +1,62 @@
+"""Logs screen keys: pause by scrolling, the pending count, resume, search, save, pod switch."""
+
+from __future__ import annotations
+
+from runai_tui.tui.app import RunaiTuiApp
+from runai_tui.tui.screens.logs import LogsScreen
+from runai_tui.tui.screens.prompt import PromptDialog
+from runai_tui.tui.widgets.log_view import LogView
+from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
+from tests.tui.helpers import notifications, wait_for
+from tests.tui.screen_text import screen_text
+
+
+async def test_logs_follow_pause_search_save_and_pods(tmp_path) -> None:
+    client = FakeClient(
+        jobs=[make_job("a", pods=2)],
+        logs={
+            "a-master-0": [f"master line {i}" for i in range(200)],
+            "a-worker-0": ["worker says hi"],
+        },
+    )
+    app = RunaiTuiApp(
+        client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW, save_dir=tmp_path
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.screen.loaded)
+        await pilot.press("l")
+        logs = app.screen
+        assert isinstance(logs, LogsScreen)
+        view = logs.query_one(LogView)
+        await wait_for(pilot, lambda: view.line_count == 200)
+        assert "FOLLOWING" in screen_text(app)
+
+        await pilot.press("pageup")
+        assert not view.follow
+        client.push("a-master-0", *[f"late {i}" for i in range(5)])
+        await wait_for(pilot, lambda: view.pending == 5)
+        await pilot.pause()
+        assert "PAUSED: 5 new lines (f to follow)" in screen_text(app)
+        assert "late 4" not in screen_text(app)
+        await pilot.press("f")
+        await pilot.pause()
+        assert view.follow and "late 4" in screen_text(app)
+
+        await pilot.press("slash", *"line 42", "enter")
+        assert view.current_match == 42
+        assert not view.follow
+        assert any("1 lines match" in note for note in notifications(app))
+        await pilot.press("n")
+        assert view.current_match == 42  # the only match
+
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, PromptDialog)
+        target = tmp_path / "out" / "master.log"
+        app.screen.query_one("#prompt-input").value = str(target)
+        await pilot.press("enter")
+        assert target.read_text().splitlines() == list(view.lines)
+        assert not [p for p in target.parent.iterdir() if p.name != "master.log"]  # no temp left
+
+        await pilot.press("o")
+        await wait_for(pilot, lambda: logs.pod == "a-worker-0" and view.lines == ["worker says hi"])
+        assert ("logs", "a", "a-worker-0", True) in client.calls
