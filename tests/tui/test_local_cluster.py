@@ -19,7 +19,6 @@ from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from tests.tui.helpers import notifications, wait_for
-from tests.tui.localcluster import demo_store, local_client  # noqa: F401  (fixtures)
 from tests.tui.screen_text import screen_text
 
 
@@ -48,7 +47,7 @@ class PipedShellRunner:
 async def test_submit_from_profile_with_validation_then_new_job_selected(
     local_client,
     demo_store,
-    tmp_path,  # noqa: F811
+    tmp_path,
 ) -> None:
     app = RunaiTuiApp(local_client, store=demo_store, refresh_interval=0.5, save_dir=tmp_path)
     async with app.run_test(size=(120, 45)) as pilot:
@@ -90,7 +89,7 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
         assert any("Submitted demo-tui" in note for note in notifications(app))
 
 
-async def test_watch_describe_logs_exec_delete(local_client, demo_store, tmp_path) -> None:  # noqa: F811
+async def test_watch_describe_logs_exec_delete(local_client, demo_store, tmp_path) -> None:
     argv = build_submit_argv(demo_store.load("demo"), "demo-run")
     local_client.submit(argv)
     runner = PipedShellRunner()

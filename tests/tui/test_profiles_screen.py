@@ -10,7 +10,6 @@ from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.screens.submit import SubmitScreen
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner
 from tests.tui.helpers import notifications, wait_for
-from tests.tui.localcluster import demo_store  # noqa: F401  (fixture)
 from tests.tui.screen_text import screen_text
 
 
@@ -22,7 +21,7 @@ async def open_profiles(app, pilot) -> ProfilesScreen:
     return app.screen
 
 
-async def test_view_and_valid_edit_saved_to_user_dir(demo_store) -> None:  # noqa: F811
+async def test_view_and_valid_edit_saved_to_user_dir(demo_store) -> None:
     shipped = demo_store.raw_text("demo")
     edited = shipped.replace("demo job for the TUI tests", "edited in the editor")
     runner = RecordingRunner(edits=[edited])
@@ -43,7 +42,7 @@ async def test_view_and_valid_edit_saved_to_user_dir(demo_store) -> None:  # noq
         assert screen.selected_name == "demo"
 
 
-async def test_invalid_edit_is_never_saved_reedit_then_discard(demo_store) -> None:  # noqa: F811
+async def test_invalid_edit_is_never_saved_reedit_then_discard(demo_store) -> None:
     shipped = demo_store.raw_text("demo")
     invalid = shipped.replace("workers: 1", "workers: lots")
     runner = RecordingRunner(edits=[invalid, invalid + "# still bad\n"])
@@ -69,7 +68,7 @@ async def test_invalid_edit_is_never_saved_reedit_then_discard(demo_store) -> No
         assert any("discarded" in note for note in notifications(app))
 
 
-async def test_duplicate_and_new(demo_store) -> None:  # noqa: F811
+async def test_duplicate_and_new(demo_store) -> None:
     app = RunaiTuiApp(
         FakeClient(),
         store=demo_store,
@@ -99,7 +98,7 @@ async def test_duplicate_and_new(demo_store) -> None:  # noqa: F811
         assert any("invalid profile name" in note for note in notifications(app))
 
 
-async def test_submit_from_profiles_preselects_profile(demo_store) -> None:  # noqa: F811
+async def test_submit_from_profiles_preselects_profile(demo_store) -> None:
     app = RunaiTuiApp(
         FakeClient(),
         store=demo_store,
