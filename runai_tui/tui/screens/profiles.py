@@ -67,7 +67,9 @@ class ProfilesScreen(AppScreen):
             entries = []
         self.entries = {entry.name: entry for entry in entries}
         for entry in entries:
-            description = f"INVALID: {entry.error}" if entry.error else entry.description
+            description = entry.description
+            if entry.error:  # the path is shown below the table; keep the problem itself
+                description = "INVALID: " + entry.error.replace(f"{entry.path}:", "line ", 1)
             origin = entry.origin + (" (shadows project)" if entry.shadows else "")
             table.add_row(entry.name, origin, literal(description), key=entry.name)
         if keep in self.entries:

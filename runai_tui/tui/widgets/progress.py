@@ -22,7 +22,7 @@ class TrainingPanel(Vertical):
     }
     TrainingPanel.-seen { display: block; }
     TrainingPanel #training-summary { height: 1; }
-    TrainingPanel Sparkline { height: 2; margin-top: 0; }
+    TrainingPanel Sparkline { height: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -1,0 +1,158 @@
+"""Snapshots of the main screens (pytest-textual-snapshot). Deterministic: an in-process client,
+a fixed clock, no periodic refresh, no cursor blink, profiles in a fixed directory.
+
+Regenerate after an intended change: pytest tests/tui/test_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from runai_tui.models import Phase
+from runai_tui.profiles import ProfileStore
+from runai_tui.tui.app import RunaiTuiApp
+from runai_tui.tui.widgets.job_table import JobTable
+from runai_tui.tui.widgets.log_view import LogView
+from runai_tui.tui.widgets.progress import TrainingPanel
+from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
+from tests.tui.helpers import wait_for
+
+SIZE = (110, 32)
+PROFILES_DIR = Path(tempfile.gettempdir()) / "runai-tui-snapshot-profiles"
+
+PROFILE = """\
+description: RetinaNet on the local cluster, 1 master + 1 worker
+job_name: retinanet-local
+image: local/retinanet:1
+workers: 1
+gpus: 0
+env: {NCCL_DEBUG: INFO}
+command: [python, -m, trainer, --epochs, "1"]
+"""
+
+METRICS = [
+    f'{{"kind":"train","step":{s},"epoch":{s // 20},"loss":{2.0 / (1 + s / 10):.4f},'
+    f'"lr":0.01,"images_per_sec":{20 + s % 3}.5,"total_steps":100}}'
+    for s in range(1, 61)
+]
+HOSTILE = [
+    "[bold red]this is not markup[/]",
+    "clear screen: \x1b[2J and title: \x1b]0;pwned\x07 stay inert",
+    "a very long line " + "x" * 300,
+]
+
+
+@pytest.fixture(autouse=True)
+def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
+@pytest.fixture
+def store() -> ProfileStore:
+    shutil.rmtree(PROFILES_DIR, ignore_errors=True)
+    (PROFILES_DIR / "project").mkdir(parents=True)
+    (PROFILES_DIR / "project" / "retinanet-local.yaml").write_text(PROFILE)
+    (PROFILES_DIR / "project" / "broken.yaml").write_text("workers: lots\n")
+    yield ProfileStore([PROFILES_DIR / "project", PROFILES_DIR / "user"])
+    shutil.rmtree(PROFILES_DIR, ignore_errors=True)
+
+
+def make_app(store: ProfileStore, readonly: bool = False) -> RunaiTuiApp:
+    client = FakeClient(
+        jobs=[
+            make_job("retinanet-local", Phase.RUNNING, age_s=754),
+            make_job("retinanet-tcp", Phase.PENDING, age_s=40),
+            make_job("old-run", Phase.COMPLETED, age_s=3 * 86400),
+            make_job("broken-run", Phase.FAILED, age_s=7200),
+        ],
+        logs={"retinanet-local-master-0": ["starting trainer", *HOSTILE, *METRICS]},
+    )
+    return RunaiTuiApp(
+        client,
+        store=store,
+        readonly=readonly,
+        refresh_interval=0,
+        runner=RecordingRunner(),
+        clock=lambda: NOW,
+    )
+
+
+async def jobs_loaded(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.screen.query_one(JobTable).row_count == 4)
+    await wait_for(pilot, lambda: pilot.app.header_state["logged_in"] is True)
+
+
+def test_jobs_screen(snap_compare, store) -> None:
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=jobs_loaded)
+
+
+def test_jobs_screen_readonly_on_finished_job(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("down", "down")  # old-run: Completed, so Shell is greyed
+
+    assert snap_compare(make_app(store, readonly=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_describe_screen_with_training_progress(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("down", "down", "d")
+        panel = pilot.app.screen.query_one(TrainingPanel)
+        await wait_for(pilot, lambda: panel.progress.step == 60)
+
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_logs_screen_hostile_lines_paused(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("down", "down", "l")
+        view = pilot.app.screen.query_one(LogView)
+        await wait_for(pilot, lambda: view.line_count == 64)
+        view.scroll_home(animate=False)
+        await pilot.pause()
+        pilot.app.client.push("retinanet-local-master-0", "one more", "and another")
+        await wait_for(pilot, lambda: view.pending == 2)
+
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_delete_dialog(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("ctrl+d")
+
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_submit_screen_with_validation_error(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: pilot.app.screen.argv is not None)
+        pilot.app.screen.query_one("#in-workers").value = "0"
+        await pilot.pause()
+
+    assert snap_compare(make_app(store), terminal_size=(110, 44), run_before=run_before)
+
+
+def test_profiles_screen(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("p")
+
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("question_mark")
+
+    assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
