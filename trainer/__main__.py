@@ -1,46 +1,28 @@
-"""``python -m trainer``: distributed RetinaNet training, read top to bottom.
+"""``python -m trainer``: distributed RetinaNet training.
 
 Launched by torchrun (scripts/train-retinanet-ddp.sh works out its arguments); also runs as a single
 plain process. Rank 0 alone writes files and prints; every line it prints that starts with ``{`` is
-a metrics record.
+a metrics record. The code reads top to bottom in trainer/train.py.
 """
 
 from __future__ import annotations
 
-import os
-import platform
-import socket
 import sys
-import time
 import traceback
-from datetime import datetime, timezone
 
-import numpy as np
-import PIL
-import torch
-import torchvision
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
-
-from trainer import checkpoint
-from trainer.config import TrainConfig, parse_config, validate
-from trainer.data import build_datasets, collate
-from trainer.data.sampler import DistributedGroupedBatchSampler, aspect_ratio_groups
-from trainer.distributed import DistContext, all_gather_objects, init_distributed, shutdown
-from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
-from trainer.errors import ConfigError, TrainerError
-from trainer.evaluate import evaluate
-from trainer.metrics import MetricsLog, write_run_json
-from trainer.model import build_model, parameter_groups
-
-PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
+from trainer.config import parse_config, validate
+from trainer.errors import TrainerError
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_config(argv)
-    ctx: DistContext | None = None
+    ctx = None
     try:
         validate(cfg)
+        # Heavy imports only once the command line is known to be good.
+        from trainer.distributed import init_distributed
+        from trainer.train import train
+
         ctx = init_distributed(cfg.device, cfg.dist_timeout)
         return train(cfg, ctx)
     except TrainerError as exc:
@@ -51,229 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     finally:
         if ctx is not None:
+            from trainer.distributed import shutdown
+
             shutdown(ctx)
-
-
-def train(cfg: TrainConfig, ctx: DistContext) -> int:
-    def log(message: str) -> None:
-        if ctx.is_main:
-            print(f"trainer: {message}", flush=True)
-
-    torch.manual_seed(cfg.seed)  # same initial weights on every rank (DDP also broadcasts them)
-    np.random.seed(cfg.seed + ctx.rank)
-    if ctx.is_main:
-        os.makedirs(cfg.output_dir, exist_ok=True)
-    log(
-        f"world size {ctx.world_size} ({ctx.backend or 'single process'}), device {ctx.device}, "
-        f"torch {torch.__version__}, torchvision {torchvision.__version__}"
-    )
-
-    # Data: the index knows every image's size and boxes before any image is decoded.
-    train_set, val_set = build_datasets(cfg, ctx, log)
-    class_names = train_set.index.class_names
-    groups = aspect_ratio_groups(
-        train_set.index.heights, train_set.index.widths, cfg.aspect_ratio_group_factor
-    )
-    sampler = DistributedGroupedBatchSampler(
-        groups, cfg.batch_size, ctx.rank, ctx.world_size, cfg.seed
-    )
-    steps_per_epoch = sampler.batches_per_rank
-    if steps_per_epoch == 0:
-        raise ConfigError(
-            f"{len(train_set)} training images are too few for --batch-size {cfg.batch_size} "
-            f"on {ctx.world_size} rank(s) (per aspect-ratio group); add data, lower the batch size, "
-            "or pass --aspect-ratio-group-factor -1"
-        )
-    total_steps = cfg.epochs * steps_per_epoch
-    if cfg.max_steps:
-        total_steps = min(total_steps, cfg.max_steps)
-    loader_options = {}
-    if cfg.workers > 0:
-        loader_options = {"persistent_workers": True, "prefetch_factor": cfg.prefetch_factor}
-    loader = DataLoader(
-        train_set,
-        batch_sampler=sampler,
-        num_workers=cfg.workers,
-        collate_fn=collate,
-        pin_memory=cfg.pin_memory and ctx.device.type == "cuda",
-        **loader_options,
-    )
-
-    # Model, optimiser, schedule.
-    model = build_model(cfg, train_set.num_classes).to(ctx.device)
-    if cfg.sync_bn and ctx.distributed:
-        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    model_without_ddp = model
-    if ctx.distributed:
-        model = DistributedDataParallel(
-            model,
-            device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-            gradient_as_bucket_view=True,
-        )
-    global_batch = cfg.batch_size * ctx.world_size
-    lr = cfg.resolved_lr(global_batch)
-    weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
-    param_groups = parameter_groups(model_without_ddp, weight_decay, norm_weight_decay)
-    fused = {"fused": True} if ctx.device.type == "cuda" else {}
-    if cfg.optimizer == "sgd":
-        optimizer = torch.optim.SGD(param_groups, lr=lr, momentum=cfg.momentum, **fused)
-    else:
-        optimizer = torch.optim.AdamW(param_groups, lr=lr, **fused)
-    schedule = WarmupCosine(
-        cfg.warmup_steps, cfg.warmup_factor, total_steps, cfg.lr_schedule == "cosine"
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    scaler = torch.amp.GradScaler(ctx.device.type) if cfg.amp == "fp16" else None
-    log(
-        f"model {cfg.model}, {train_set.num_classes} classes incl. background, "
-        f"{sum(p.numel() for p in model_without_ddp.parameters()) / 1e6:.1f}M parameters; "
-        f"{cfg.optimizer} lr {lr:g} (= {cfg.resolved_lr(cfg.lr_base_batch):g} x global batch "
-        f"{global_batch} / {cfg.lr_base_batch}), weight decay {weight_decay:g} "
-        f"(norm layers {norm_weight_decay:g}); {steps_per_epoch} steps per epoch, "
-        f"{total_steps} steps in total"
-    )
-
-    # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
-    progress = Progress()
-    metrics = MetricsLog(cfg.output_dir, ctx.is_main)
-    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
-    if found:
-        path, ckpt = found
-        checkpoint.check_compatible(ckpt, path, cfg.model, class_names)
-        model_without_ddp.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        if scaler and ckpt.get("scaler"):
-            scaler.load_state_dict(ckpt["scaler"])
-        progress = Progress(**ckpt["progress"])
-        rng = ckpt.get("rng", [])
-        if ctx.rank < len(rng):
-            checkpoint.set_rng_state(rng[ctx.rank])
-        if progress.step_in_epoch >= steps_per_epoch:
-            progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-        metrics.truncate_after(progress.global_step)
-        log(
-            f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
-            f"batch {progress.step_in_epoch} of the epoch"
-        )
-    if ctx.is_main:
-        write_run_json(cfg.output_dir, _run_info(cfg, ctx, found[0] if found else None))
-
-    stop = StopRequest()
-    stop.install()
-    last_saved = {"step": -1}
-
-    def save(reason: str) -> None:
-        """Collective (gathers every rank's RNG state); rank 0 writes."""
-        rngs = all_gather_objects(ctx, checkpoint.rng_state())
-        if not ctx.is_main or last_saved["step"] == progress.global_step:
-            return
-        state = {
-            "model": model_without_ddp.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict() if scaler else None,
-            "progress": vars(progress).copy(),
-            "rng": rngs,
-            "config": cfg.to_dict(),
-            "class_names": list(class_names),
-            "world_size": ctx.world_size,
-            "reason": reason,
-            "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__},
-        }
-        path = checkpoint.save_checkpoint(
-            cfg.output_dir, progress.global_step, state, cfg.keep_checkpoints
-        )
-        last_saved["step"] = progress.global_step
-        log(f"saved checkpoint {path} ({reason})")
-
-    def run_eval() -> None:
-        started = time.perf_counter()
-        result = evaluate(
-            ctx,
-            model_without_ddp,
-            val_set,
-            cfg.batch_size,
-            cfg.workers,
-            cfg.eval_max_images,
-            amp_dtype(cfg),
-        )
-        metrics.write(
-            {
-                "kind": "eval",
-                "step": progress.global_step,
-                "epoch": progress.epoch,
-                "map": round(result["map"], 6),
-                "map50": round(result["map50"], 6),
-                "images": result["images"],
-                "eval_time": round(time.perf_counter() - started, 3),
-            }
-        )
-
-    # The loop. An epoch ends early only at --max-steps or on a stop request.
-    outcome = "epoch_end"
-    evaluated_at = -1
-    while progress.epoch < cfg.epochs and progress.global_step < total_steps:
-        sampler.set_epoch(progress.epoch, start_batch=progress.step_in_epoch)
-        log(f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of {steps_per_epoch}")
-        outcome = train_one_epoch(
-            ctx, cfg, model, optimizer, scheduler, scaler, loader, progress,
-            total_steps, metrics, save, stop,
-        )  # fmt: skip
-        if outcome == "stopped":
-            log(
-                f"received {stop.signal_name or 'a stop request'}: saving at step {progress.global_step}"
-            )
-            save("preempted")
-            metrics.write(
-                {"kind": "stopped", "step": progress.global_step, "epoch": progress.epoch}
-            )
-            return PREEMPTED_EXIT_CODE
-        if outcome == "epoch_end":
-            epoch_done = progress.epoch
-            if val_set is not None and (epoch_done + 1) % cfg.eval_every == 0:
-                run_eval()
-                evaluated_at = progress.global_step
-            progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-    save("final")
-    if val_set is not None and evaluated_at != progress.global_step:
-        run_eval()
-    metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
-    log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
-    return 0
-
-
-def _run_info(cfg: TrainConfig, ctx: DistContext, resumed_from: str | None) -> dict:
-    devices = []
-    if ctx.device.type == "cuda":
-        devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return {
-        "config": cfg.to_dict(),
-        "world_size": ctx.world_size,
-        "backend": ctx.backend,
-        "device": str(ctx.device),
-        "devices_on_rank0_host": devices,
-        "host": socket.gethostname(),
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "resumed_from": resumed_from,
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "torchvision": torchvision.__version__,
-            "numpy": np.__version__,
-            "Pillow": PIL.__version__,
-            "cuda": torch.version.cuda,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version()))
-            if torch.cuda.is_available()
-            else None,
-        },
-        "env": {
-            k: v
-            for k, v in sorted(os.environ.items())
-            if k.startswith(("NCCL_", "PET_", "TORCHELASTIC_", "RUNAI_"))
-            or k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "OMP_NUM_THREADS")
-        },
-    }
 
 
 if __name__ == "__main__":

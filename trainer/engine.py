@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import os
 import resource
 import signal
 import time
@@ -117,6 +119,8 @@ def train_one_epoch(
     fetch_start = time.perf_counter()
     for images, targets in loader:
         window.data_time += time.perf_counter() - fetch_start
+        if cfg.log_samples:
+            _log_samples(ctx, cfg, progress, targets)
         inputs = to_model_input(images, ctx.device)
         device_targets = [
             {
@@ -193,6 +197,22 @@ def train_one_epoch(
             return "max_steps"
         fetch_start = time.perf_counter()
     return "epoch_end"
+
+
+def _log_samples(
+    ctx: DistContext, cfg: TrainConfig, progress: Progress, targets: list[dict]
+) -> None:
+    """Which samples this rank trains on at which step (to audit sharding and resume order)."""
+    directory = os.path.join(cfg.output_dir, "samples")
+    os.makedirs(directory, exist_ok=True)
+    record = {
+        "step": progress.global_step + 1,
+        "epoch": progress.epoch,
+        "rank": ctx.rank,
+        "indices": [int(t["index"]) for t in targets],
+    }
+    with open(os.path.join(directory, f"rank-{ctx.rank}.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 def _log(

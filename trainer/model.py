@@ -93,8 +93,9 @@ def load_model_weights(model: nn.Module, path: str, model_name: str) -> None:
     state = _read_state_dict(path)
     own = model.state_dict()
     cls_keys = {k for k in own if k.startswith("head.classification_head.cls_logits.")}
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
+    # BatchNorm counters are absent from FrozenBatchNorm2d (v1 with weights): not a mismatch.
+    missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
+    unexpected = [k for k in state if k not in own and not k.endswith("num_batches_tracked")]
     wrong = [k for k in own if k in state and state[k].shape != own[k].shape]
     if missing or unexpected or set(wrong) - cls_keys:
         example = (missing or unexpected or wrong)[0]
@@ -106,8 +107,8 @@ def load_model_weights(model: nn.Module, path: str, model_name: str) -> None:
         print(
             f"trainer: --weights {path}: class count differs; classification layer re-initialised"
         )
-        state = {k: v for k, v in state.items() if k not in cls_keys}
-    model.load_state_dict(state, strict=not wrong)
+    state = {k: v for k, v in state.items() if k not in cls_keys or not wrong}
+    model.load_state_dict(state, strict=False)  # every mismatch was ruled out above
 
 
 def _freeze_backbone_layers(model: nn.Module, trainable: int) -> None:

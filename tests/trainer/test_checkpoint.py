@@ -1,0 +1,65 @@
+"""Checkpoint files: plain data for weights_only loads, atomic, rotated, chosen newest-loadable."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from trainer import checkpoint
+from trainer.errors import ConfigError
+
+
+def state(step: int) -> dict:
+    return {
+        "model": {"w": torch.full((2,), float(step))},
+        "progress": {"epoch": 0, "step_in_epoch": step, "global_step": step},
+        "config": {"model": "retinanet_resnet18_fpn", "lr": None, "amp": "none"},
+        "class_names": ["a", "b"],
+        "rng": [checkpoint.rng_state()],
+    }
+
+
+def test_rotation_keeps_the_newest_and_loads_weights_only(tmp_path):
+    for step in (5, 10, 15, 20):
+        checkpoint.save_checkpoint(str(tmp_path), step, state(step), keep=2)
+    found = checkpoint.list_checkpoints(str(tmp_path))
+    assert [s for s, _ in found] == [20, 15]
+    loaded = torch.load(found[0][1], map_location="cpu", weights_only=True)
+    assert loaded["progress"]["global_step"] == 20 and loaded["format"] == checkpoint.FORMAT_VERSION
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp")]
+
+
+def test_resume_auto_skips_a_corrupt_newest_file(tmp_path):
+    checkpoint.save_checkpoint(str(tmp_path), 7, state(7), keep=3)
+    (tmp_path / "checkpoints" / "step-000000009.pt").write_bytes(b"not a checkpoint")
+    warnings = []
+    path, ckpt = checkpoint.find_resume_checkpoint(str(tmp_path), "auto", warn=warnings.append)
+    assert path.endswith("step-000000007.pt") and ckpt["progress"]["global_step"] == 7
+    assert "step-000000009.pt" in warnings[0]
+    assert checkpoint.find_resume_checkpoint(str(tmp_path), "none") is None
+    assert checkpoint.find_resume_checkpoint(str(tmp_path / "empty"), "auto") is None
+
+
+def test_compatibility_checks_name_the_difference(tmp_path):
+    ckpt = {"config": {"model": "retinanet_resnet18_fpn"}, "class_names": ["a", "b"]}
+    checkpoint.check_compatible(ckpt, "c.pt", "retinanet_resnet18_fpn", ["a", "b"])
+    with pytest.raises(ConfigError, match="checkpoint is for --model retinanet_resnet18_fpn"):
+        checkpoint.check_compatible(ckpt, "c.pt", "retinanet_resnet50_fpn_v2", ["a", "b"])
+    with pytest.raises(ConfigError, match="checkpoint has 2 classes, the dataset has 3"):
+        checkpoint.check_compatible(ckpt, "c.pt", "retinanet_resnet18_fpn", ["a", "b", "c"])
+    with pytest.raises(ConfigError, match="class 2 is 'b' in the checkpoint but 'x'"):
+        checkpoint.check_compatible(ckpt, "c.pt", "retinanet_resnet18_fpn", ["a", "x"])
+
+
+def test_rng_state_round_trips_through_a_file(tmp_path):
+    saved = checkpoint.rng_state()
+    path = tmp_path / "rng.pt"
+    checkpoint.atomic_torch_save({"rng": saved}, str(path))
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    checkpoint.set_rng_state(torch.load(path, weights_only=True)["rng"])
+    again = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(expected[0], again[0])
+    assert np.array_equal(expected[1], again[1]) and expected[2] == again[2]

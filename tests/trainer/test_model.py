@@ -1,0 +1,97 @@
+"""Model construction: the default v2 detector, weights from files only, channels-last that sticks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torchvision.models import resnet18, resnet50
+
+from trainer.config import parse_config
+from trainer.errors import ConfigError
+from trainer.model import build_model, parameter_groups
+
+
+def config(*args: str):
+    return parse_config(["--min-size", "64", "--max-size", "64", *args])
+
+
+def one_target():
+    return [{"boxes": torch.tensor([[4.0, 6.0, 40.0, 50.0]]), "labels": torch.tensor([1])}]
+
+
+def test_default_model_is_resnet50_fpn_v2_sized_for_the_dataset():
+    cfg = config()
+    assert cfg.model == "retinanet_resnet50_fpn_v2"
+    model = build_model(cfg, num_classes=601)
+    assert model.head.classification_head.num_classes == 601
+    assert model.head.classification_head.cls_logits.out_channels == 9 * 601
+    assert isinstance(model.head.classification_head.conv[0][1], torch.nn.GroupNorm)  # v2 head
+    assert model.head.regression_head._loss_type == "giou"
+    losses = model([torch.rand(3, 64, 80)], one_target())
+    assert set(losses) == {"classification", "bbox_regression"}
+    assert all(torch.isfinite(v) for v in losses.values())
+
+
+def test_full_weights_round_trip_and_class_count_change(tmp_path):
+    source = build_model(config("--model", "retinanet_resnet18_fpn"), num_classes=5)
+    path = tmp_path / "detector.pth"
+    torch.save(source.state_dict(), path)
+    same = build_model(config("--model", "retinanet_resnet18_fpn", "--weights", str(path)), 5)
+    loaded = same.state_dict()  # FrozenBatchNorm2d (weights given) has no num_batches_tracked
+    assert len(loaded) > 100
+    for key, value in loaded.items():
+        assert torch.equal(value, source.state_dict()[key]), key
+    other = build_model(config("--model", "retinanet_resnet18_fpn", "--weights", str(path)), 9)
+    assert other.head.classification_head.cls_logits.out_channels == 9 * 9
+    assert torch.equal(
+        other.backbone.body.layer1[0].conv1.weight, source.backbone.body.layer1[0].conv1.weight
+    )
+
+
+def test_weights_of_another_architecture_are_refused(tmp_path):
+    path = tmp_path / "v1.pth"
+    torch.save(build_model(config("--model", "retinanet_resnet18_fpn"), 3).state_dict(), path)
+    with pytest.raises(ConfigError, match=r"not a retinanet_resnet50_fpn_v2 state dict"):
+        build_model(config("--weights", str(path)), 3)
+
+
+def test_backbone_weights_from_an_imagenet_file(tmp_path):
+    classifier = resnet18(weights=None)
+    path = tmp_path / "resnet18.pth"
+    torch.save(classifier.state_dict(), path)
+    model = build_model(
+        config("--model", "retinanet_resnet18_fpn", "--weights-backbone", str(path)), 3
+    )
+    assert torch.equal(
+        model.backbone.body.layer3[1].conv2.weight, classifier.layer3[1].conv2.weight
+    )
+    # With weights, 3 trainable layers (torchvision's default): conv1 and layer1 stay frozen.
+    assert not model.backbone.body.conv1.weight.requires_grad
+    assert not model.backbone.body.layer1[0].conv1.weight.requires_grad
+    assert model.backbone.body.layer2[0].conv1.weight.requires_grad
+    wrong = tmp_path / "resnet50.pth"
+    torch.save(resnet50(weights=None).state_dict(), wrong)
+    with pytest.raises(ConfigError, match="does not fit"):
+        build_model(
+            config("--model", "retinanet_resnet18_fpn", "--weights-backbone", str(wrong)), 3
+        )
+
+
+def test_channels_last_reaches_the_backbone_input():
+    model = build_model(config("--model", "retinanet_resnet18_fpn", "--channels-last"), 3)
+    seen = []
+    model.backbone.body.conv1.register_forward_pre_hook(
+        lambda _m, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last))
+    )
+    model([torch.rand(3, 64, 72)], one_target())
+    assert seen == [True]
+    assert model.backbone.body.conv1.weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_norm_layers_get_their_own_weight_decay():
+    model = build_model(config("--model", "retinanet_resnet18_fpn"), 3)
+    groups = parameter_groups(model, 0.05, 0.0)
+    assert [g["weight_decay"] for g in groups] == [0.05, 0.0]
+    norm_ids = {id(p) for p in groups[1]["params"]}
+    assert id(model.backbone.body.bn1.weight) in norm_ids
+    assert id(model.head.regression_head.bbox_reg.weight) not in norm_ids
