@@ -15,17 +15,26 @@ from pathlib import Path
 
 from runai_tui.local.config import LocalConfig
 
-# What the shipped profiles expect on claim project-001 (mounted at /data): the entry script at
+# What the shipped profiles expect on claim project-001 (mounted at /data): the entry scripts in
 # scripts/vision/shell/ and the trainer package importable from the working dir
-# scripts/vision/train. Seeded as symlinks into this checkout, only where nothing exists yet, so
-# the PVC follows code edits and never loses user files.
+# scripts/vision/train. Seeded as symlinks into this checkout (one per script, so the scripts'
+# own directory is a real one on the PVC), only where nothing exists yet: the PVC follows code
+# edits and never loses user files.
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SEEDS: dict[str, list[tuple[str, Path]]] = {
-    "project-001": [
-        ("scripts/vision/shell", _PROJECT_ROOT / "scripts"),
-        ("scripts/vision/train/trainer", _PROJECT_ROOT / "trainer"),
-    ],
-}
+
+
+def _seeds(claim: str) -> list[tuple[str, Path]]:
+    if claim != "project-001":
+        return []
+    scripts = _PROJECT_ROOT / "scripts"
+    seeds = [
+        (f"scripts/vision/shell/{script.name}", script)
+        for script in sorted(scripts.glob("*"))
+        if script.is_file()
+    ]
+    seeds.append(("scripts/vision/train/trainer", _PROJECT_ROOT / "trainer"))
+    return seeds
+
 
 _CLAIM_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -82,7 +91,7 @@ def prepare(mount: Mount) -> list[str]:
     """Create the claim's directory and seed it; returns what was seeded (relative paths)."""
     mount.local.mkdir(parents=True, exist_ok=True)
     seeded = []
-    for rel, target in SEEDS.get(mount.claim, []):
+    for rel, target in _seeds(mount.claim):
         dest = mount.local / rel
         if dest.exists() or dest.is_symlink() or not target.exists():
             continue

@@ -73,8 +73,9 @@ def test_project_001_is_seeded_with_the_entry_script_and_trainer(
 ) -> None:
     mount = pvc.parse_existing_pvc("claimname=project-001,path=/data", config)
     pvc.prepare(mount)
-    shell = mount.local / "scripts/vision/shell"
-    assert shell.resolve() == (repo_root / "scripts").resolve()
+    script = mount.local / "scripts/vision/shell/train-retinanet-ddp.sh"
+    assert script.resolve() == (repo_root / "scripts/train-retinanet-ddp.sh").resolve()
+    assert not script.parent.is_symlink()  # the script's own dir is on the PVC
     trainer = mount.local / "scripts/vision/train/trainer"
     assert (trainer / "__main__.py").is_file()
     # A second prepare keeps what is there (never clobbers user files).

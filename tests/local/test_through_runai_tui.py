@@ -1,0 +1,107 @@
+"""The product path: `runai-tui` (auto backend, no runai installed) driving the local cluster.
+
+Each command is a new `runai-tui` process, so a job submitted by one is seen by the next.
+The RetinaNet test trains for real (2 CPU processes, gloo) and is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.local.conftest import describe, pid_alive, wait_until
+
+RUNAI_TUI = [sys.executable, "-c", "import sys; from runai_tui.cli import main; sys.exit(main())"]
+
+
+def tui(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    # No `runai` on PATH: auto selects the local cluster, as on a laptop.
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
+    return subprocess.run(
+        [*RUNAI_TUI, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def jobs() -> dict[str, dict]:
+    res = tui("list", "--json")
+    assert res.returncode == 0, res.stderr
+    return {job["name"]: job for job in json.loads(res.stdout)}
+
+
+@pytest.fixture
+def user_profile() -> Path:
+    pytest.importorskip("runai_tui.cli")
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "hello.yaml"
+    path.write_text(
+        "description: two pods that print their rank and wait\n"
+        "job_name: hello\n"
+        "image: busybox:1\n"
+        "workers: 1\n"
+        "env: {GREETING: hi}\n"
+        "command: [sh, -c, 'echo $GREETING rank $RANK of $WORLD_SIZE; sleep 300']\n"
+    )
+    return path
+
+
+def test_a_new_runai_tui_process_sees_jobs_of_an_earlier_one(user_profile: Path) -> None:
+    assert shutil.which("runai", path=str(Path(sys.executable).parent)) is None
+    res = tui("submit", "--profile", "hello")
+    assert res.returncode == 0, res.stderr
+    assert "LOCAL" in res.stdout  # every surface says jobs are local
+    job = wait_until(
+        lambda: jobs().get("hello", {}).get("status") == "Running" and jobs()["hello"],
+        "hello to run",
+    )
+    assert job["requested_pods"] == 2 and job["project"] == "local"
+    wait_until(lambda: tui("logs", "hello").stdout == "hi rank 0 of 2\n", "master log line")
+    res = tui("logs", "hello", "--pod", "hello-worker-0")
+    assert res.stdout == "hi rank 1 of 2\n"
+    res = tui("exec", "hello", "--", "sh", "-c", "echo $GREETING $RANK")
+    assert res.returncode == 0 and res.stdout == "hi 0\n", res.stderr
+    detail = json.loads(tui("describe", "hello", "--json").stdout)
+    assert [pod["name"] for pod in detail["pods"]] == ["hello-master-0", "hello-worker-0"]
+    pids = [pod["pid"] for pod in describe("hello")["pods"]]  # runai-local's own view
+    assert len(pids) == 2 and all(pid_alive(pid) for pid in pids)
+    res = tui("delete", "hello", "--yes")
+    assert res.returncode == 0, res.stderr
+    assert "hello" not in jobs()
+    assert [pid for pid in pids if pid_alive(pid)] == []
+
+
+@pytest.mark.slow
+def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_root: Path) -> None:
+    pytest.importorskip("runai_tui.cli")
+    pytest.importorskip("torch")
+    if not (repo_root / "scripts" / "train-retinanet-ddp.sh").is_file():
+        pytest.skip("scripts/train-retinanet-ddp.sh (the trainer's entry script) is not there yet")
+    res = tui("submit", "--profile", "retinanet-local")
+    assert res.returncode == 0, res.stderr
+    # `logs -f` ends when the master pod ends; the whole run takes about a minute on 2 cores.
+    follow = tui("logs", "retinanet-local", "-f", timeout=900)
+    assert follow.returncode == 0, follow.stderr
+    job = wait_until(
+        lambda: (
+            jobs()["retinanet-local"]["status"] in ("Completed", "Failed")
+            and jobs()["retinanet-local"]
+        ),
+        "retinanet-local to finish",
+    )
+    assert job["status"] == "Completed", follow.stdout[-3000:]
+    assert "nnodes=2" in follow.stdout  # the entry script saw the 2-pod topology
+    metrics = [json.loads(line) for line in follow.stdout.splitlines() if line.startswith("{")]
+    assert metrics[-1]["kind"] == "done" and metrics[-1]["step"] == 20
+    pvc = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001"
+    checkpoints = sorted((pvc / "runs/retinanet-local/checkpoints").glob("*.pt"))
+    assert [c.name for c in checkpoints][-1] == "step-000000020.pt"
+    worker_log = tui("logs", "retinanet-local", "--pod", "retinanet-local-worker-0").stdout
+    assert "node-rank=1" in worker_log
+    res = tui("delete", "retinanet-local", "--yes")
+    assert res.returncode == 0 and "retinanet-local" not in jobs()
