@@ -474,7 +474,8 @@ def _resolve(argv: list[str]) -> tuple[list[str], Any, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    debug = "--debug" in args or "-d" in args
+    flag_part = args[: args.index("--")] if "--" in args else args
+    debug = "--debug" in flag_part or "-d" in flag_part
     try:
         path, node, rest = _resolve(args)
         if isinstance(node, dict):
