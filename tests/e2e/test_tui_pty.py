@@ -5,6 +5,7 @@ is left in its normal mode."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -110,10 +111,8 @@ def local_job(tmp_path: Path):
     )
     yield "e2e-job"
     for job in client.list_jobs():
-        try:
+        with contextlib.suppress(RunaiError):
             client.delete(job.name)
-        except RunaiError:
-            pass
 
 
 @pytest.mark.slow
