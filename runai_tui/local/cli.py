@@ -505,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug or an unexpected state: one line, traceback with --debug
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", debug)
 
 
 def _fail(message: str, debug: bool) -> int:

@@ -79,12 +79,12 @@ def load(jobdir: Path) -> JobView:
     paths = JobPaths(jobdir)
     name, project = jobdir.name, jobdir.parent.name
     try:
-        spec = read_json(paths.spec)
+        spec = state.check_spec(read_json(paths.spec), paths.spec)
     except StateError as exc:
         return JobView(jobdir, name, project, {}, {"phase": "Unknown"}, problem=str(exc))
     try:
         with locked(paths.lock):
-            status = read_json(paths.status)
+            status = state.check_status(read_json(paths.status), paths.status)
             lost = _supervisor_lost(status)
             if lost:
                 _mark_lost(status, lost)
@@ -258,9 +258,10 @@ def delete(jobdir: Path) -> None:
         grace = float(read_json(paths.spec).get("graceSeconds", 5.0))
     status: dict[str, Any] = {}
     with contextlib.suppress(StateError), locked(paths.lock):
-        status = read_json(paths.status)
-        status["phase"] = "Deleting"
-        write_json_atomic(paths.status, status)
+        current = state.check_status(read_json(paths.status), paths.status)
+        current["phase"] = "Deleting"
+        write_json_atomic(paths.status, current)
+        status = current
     view = JobView(jobdir, jobdir.name, jobdir.parent.name, {"graceSeconds": grace}, status)
     _stop_supervisor(view, status)
     survivors = state.kill_job_processes(jobdir, grace)

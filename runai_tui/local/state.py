@@ -241,3 +241,89 @@ def kill_job_processes(jobdir: Path, grace: float, pod: str | None = None) -> li
         signal_pids(left, signal.SIGKILL)
         time.sleep(0.05)
     return processes_of_job(jobdir, pod)
+
+
+# ---- shape checks (hand-edited files must be reported, not crash a reader) ------------------
+
+
+def _expect(ok: bool, path: Path, field: str, expected: str) -> None:
+    if not ok:
+        raise StateError(
+            f"state file {path}: field '{field}' is not {expected}; delete the workload"
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_spec(spec: dict[str, Any], path: Path) -> dict[str, Any]:
+    for key in ("name", "project", "id", "createdAt", "workingDir"):
+        _expect(isinstance(spec.get(key), str), path, key, "a string")
+    _expect(_is_int(spec.get("worldSize")), path, "worldSize", "an integer")
+    _expect(isinstance(spec.get("graceSeconds"), (int, float)), path, "graceSeconds", "a number")
+    _expect(isinstance(spec.get("baseEnv"), dict), path, "baseEnv", "a mapping")
+    gpu = (
+        (spec.get("resources") or {}).get("gpu")
+        if isinstance(spec.get("resources"), dict)
+        else None
+    )
+    _expect(
+        isinstance(gpu, dict) and _is_int(gpu.get("total")),
+        path,
+        "resources.gpu.total",
+        "an integer",
+    )
+    pods = spec.get("pods")
+    _expect(isinstance(pods, list) and bool(pods), path, "pods", "a non-empty list")
+    for i, pod in enumerate(pods):
+        where = f"pods[{i}]"
+        _expect(isinstance(pod, dict), path, where, "a mapping")
+        _expect(isinstance(pod.get("name"), str), path, f"{where}.name", "a string")
+        _expect(_is_int(pod.get("rank")) and _is_int(pod.get("gpus")), path, where, "ranked")
+        argv = pod.get("argv")
+        _expect(
+            isinstance(argv, list) and bool(argv) and all(isinstance(a, str) for a in argv),
+            path,
+            f"{where}.argv",
+            "a non-empty list of strings",
+        )
+        env = pod.get("env")
+        _expect(
+            isinstance(env, dict) and all(isinstance(v, str) for v in env.values()),
+            path,
+            f"{where}.env",
+            "a mapping of strings",
+        )
+    return spec
+
+
+def check_status(status: dict[str, Any], path: Path) -> dict[str, Any]:
+    _expect(isinstance(status.get("phase"), str), path, "phase", "a string")
+    pods = status.get("pods")
+    _expect(isinstance(pods, list), path, "pods", "a list")
+    for i, pod in enumerate(pods):
+        _expect(
+            isinstance(pod, dict) and isinstance(pod.get("name"), str), path, f"pods[{i}]", "a pod"
+        )
+        pid = pod.get("pid")
+        _expect(pid is None or _is_int(pid), path, f"pods[{i}].pid", "an integer")
+    events = status.get("events", [])
+    _expect(
+        isinstance(events, list) and all(isinstance(e, dict) for e in events),
+        path,
+        "events",
+        "a list of events",
+    )
+    sup = status.get("supervisor")
+    _expect(
+        sup is None or (isinstance(sup, dict) and _is_int(sup.get("pid"))),
+        path,
+        "supervisor",
+        "a process",
+    )
+    port = status.get("masterPort")
+    _expect(port is None or _is_int(port), path, "masterPort", "an integer")
+    gpus = status.get("allocatedGPUs")
+    _expect(gpus is None or _is_int(gpus), path, "allocatedGPUs", "an integer")
+    return status

@@ -76,7 +76,7 @@ class Supervisor:
     def __init__(self, jobdir: Path) -> None:
         self.jobdir = jobdir
         self.paths = JobPaths(jobdir)
-        self.spec = read_json(self.paths.spec)
+        self.spec = state.check_spec(read_json(self.paths.spec), self.paths.spec)
         self.grace = float(self.spec.get("graceSeconds", 5.0))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested = False

@@ -174,7 +174,12 @@ def test_killed_supervisor_shows_failed_with_a_reason_and_stops_pods(tmp_path: P
     doc = wait_phase("orphan", "Running")
     pod_pids = [p["pid"] for p in doc["pods"]]
     status = json.loads((Path(doc["stateDir"]) / "status.json").read_text())
-    os.kill(status["supervisor"]["pid"], signal.SIGKILL)
+    sup = status["supervisor"]["pid"]
+    # Detached: its own session (a closed terminal or a killed TUI does not reach it), and each
+    # pod is its own process group.
+    assert os.getsid(sup) == sup != os.getsid(0)
+    assert all(os.getpgid(pid) == pid for pid in pod_pids)
+    os.kill(sup, signal.SIGKILL)
     wait_until(lambda: not pid_alive(status["supervisor"]["pid"]), "supervisor to die")
     doc = describe("orphan")
     assert doc["phase"] == "Failed"
@@ -307,6 +312,14 @@ def test_unreadable_state_is_reported_and_the_job_can_still_be_deleted() -> None
     assert job["phase"] == "Unknown" and "not valid JSON" in job["message"]
     status_file.write_text("[1, 2]")  # hand-edited into the wrong shape
     assert describe("broken")["phase"] == "Unknown"
+    status_file.write_text('{"phase": "Running", "pods": "x"}')  # a field of the wrong type
+    assert "field 'pods' is not a list" in describe("broken")["message"]
+    spec_file = Path(doc["stateDir"]) / "spec.json"
+    spec = json.loads(spec_file.read_text())
+    spec["pods"][0]["argv"] = 5
+    spec_file.write_text(json.dumps(spec))
+    res = run_local("training", "pytorch", "logs", "broken")
+    assert res.code == 1 and "field 'pods[0].argv'" in res.err and "Traceback" not in res.err
     pids = [p["pid"] for p in doc["pods"]]
     assert run_local("training", "pytorch", "delete", "broken").code == 0
     assert [pid for pid in pids if pid_alive(pid)] == []
