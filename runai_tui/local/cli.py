@@ -104,7 +104,7 @@ def cmd_list(p: Parsed, argv: list[str]) -> int:
         workloads = workloads[start:]
     if p["max-items"] is not None and p["max-items"] >= 0:
         workloads = workloads[: p["max-items"]]
-    if p["json"] or p["raw"]:
+    if p["json"] or p["raw"] or p["yaml"]:  # JSON is valid YAML
         _out(json.dumps({"workloads": workloads, "next": nxt}, indent=2))
         return 0
     header = ["Workload", "Type", "Status", "Project", "Preemptible", "Running/Requested Pods"]
@@ -234,10 +234,22 @@ def cmd_describe(p: Parsed, argv: list[str]) -> int:
     return 0
 
 
+def _names(p: Parsed) -> list[str]:
+    """Workload names from the positionals, else `--name`, else the job with `--uuid`."""
+    if p.positionals:
+        return p.positionals
+    if p.values.get("name"):
+        return [p["name"]]
+    if p.values.get("uuid"):
+        for view in jobs.all_views(p["project"]):
+            if view.spec.get("id") == p["uuid"]:
+                return [view.name]
+        raise CliError(f"workload with uuid '{p['uuid']}' could not be found")
+    return []
+
+
 def _one_name(p: Parsed) -> str:
-    names = p.positionals
-    if p.values.get("name") and not names:
-        names = [p["name"]]
+    names = _names(p)
     if not names:
         raise CliError("workload name is required")
     if len(names) > 1:
@@ -345,9 +357,10 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
 
 
 def cmd_delete(p: Parsed, argv: list[str]) -> int:
-    if not p.positionals:
+    names = _names(p)
+    if not names:
         raise CliError("workload name is required")
-    for name in p.positionals:
+    for name in names:
         jobs.delete(jobs.find(name, p["project"]))
         _out(f"Successfully deleted workload {name}")
     return 0

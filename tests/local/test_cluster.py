@@ -362,3 +362,17 @@ def test_standard_training_verbs_find_no_pytorch_job(verb: str) -> None:
     submit("std", command=["true"])
     res = run_local("training", verb, "std")
     assert res.code == 1 and "could not be found" in res.err
+
+
+def test_master_command_override_and_no_master() -> None:
+    res = run_local(*SUBMIT, "mc", "--workers", "1", "--master-command", "echo 'master says'",
+                    "--master-args", "hi there", "--command", "--", "echo", "worker")  # fmt: skip
+    assert res.code == 0, res.err
+    assert wait_phase("mc", "Completed", "Failed")["phase"] == "Completed"
+    assert logs("mc") == "master says hi there\n"
+    assert logs("mc", "--pod", "mc-worker-0") == "worker\n"
+    show = "echo ${MASTER_ADDR:-none} ${RANK:-none} ${WORLD_SIZE:-none} $RUNAI_JOB_NAME"
+    submit("nm", "--no-master", "--workers", "2", command=["sh", "-c", show])
+    doc = wait_phase("nm", "Completed", "Failed")
+    assert [p["name"] for p in doc["pods"]] == ["nm-worker-0", "nm-worker-1"]
+    assert logs("nm") == "none none none nm\n"  # the operator sets no rendezvous env
