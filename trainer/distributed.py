@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import os
+import signal
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +49,7 @@ def init_distributed(device_choice: str = "auto", timeout_minutes: int = 30) -> 
     torchrun sets RANK/WORLD_SIZE/LOCAL_RANK per process. Without them (plain ``python -m trainer``)
     this is a single process with no process group.
     """
+    die_with_launcher()
     world_size = _env_int("WORLD_SIZE", 1)
     local_rank = _env_int("LOCAL_RANK", 0)
     if "LOCAL_RANK" not in os.environ and world_size > 1:
@@ -76,6 +80,19 @@ def init_distributed(device_choice: str = "auto", timeout_minutes: int = 30) -> 
         device_id=device if use_cuda else None,
     )
     return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend)
+
+
+def die_with_launcher() -> None:
+    """torchrun starts each worker in a session of its own, so a kill of the launcher's process
+    group (how a local pod is killed) would leave the workers running. Ask Linux to SIGKILL this
+    worker when its parent, the launcher, dies."""
+    if sys.platform != "linux" or "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not fatal: without it, a hard kill of the launcher leaves this process behind
 
 
 def shutdown(ctx: DistContext) -> None:

@@ -157,7 +157,10 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             "class_names": list(class_names),
             "world_size": ctx.world_size,
             "reason": reason,
-            "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__},
+            "versions": {
+                "torch": str(torch.__version__),
+                "torchvision": str(torchvision.__version__),
+            },
         }
         path = checkpoint.save_checkpoint(
             cfg.output_dir, progress.global_step, state, cfg.keep_checkpoints

@@ -1,0 +1,278 @@
+"""Real DDP runs: 2 processes, gloo, tiny images, through torchrun and through the pod entry script.
+
+One uninterrupted run is the reference; a second run of the same configuration is killed with
+SIGKILL after a checkpoint and resumed, and must continue from that checkpoint with the same
+samples and the same losses as the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from trainer_fixtures import write_coco, write_openimages
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "train-retinanet-ddp.sh"
+TINY = [
+    "--dataset", "synthetic", "--synthetic-train-images", "32", "--synthetic-val-images", "4",
+    "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
+    "--batch-size", "2", "--workers", "0", "--log-every", "1", "--lr", "0.01",
+    "--warmup-steps", "2", "--log-samples",
+]  # fmt: skip
+RESUME_RUN = [
+    *TINY,
+    "--max-steps",
+    "12",
+    "--epochs",
+    "3",
+    "--checkpoint-every",
+    "4",
+    "--eval-every",
+    "1",
+]
+
+pytestmark = pytest.mark.slow
+
+
+def base_env() -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PET_", "RUNAI_", "TORCHELASTIC"))
+    }
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    env.update({"OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"})
+    return env
+
+
+def torchrun(args: list[str], **popen) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "trainer", *args]  # fmt: skip
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True, **popen,
+    )  # fmt: skip
+
+
+def script_nodes(args: list[str]) -> list[subprocess.Popen]:
+    """Two 'pods' on this machine, as the local cluster runs them: 2 nodes x 1 CPU process."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pods = []
+    for rank in (0, 1):
+        env = base_env() | {
+            "PET_NNODES": "2", "PET_NODE_RANK": str(rank), "RANK": str(rank), "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RUNAI_NUM_OF_GPUS": "0",
+        }  # fmt: skip
+        pods.append(
+            subprocess.Popen(
+                [str(SCRIPT), *args],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )  # fmt: skip
+        )
+    return pods
+
+
+def finish(proc: subprocess.Popen, timeout: float = 240) -> str:
+    out, _ = proc.communicate(timeout=timeout)
+    return out
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def stdout_records(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def samples(out_dir: Path) -> dict[tuple[int, int], dict]:
+    """(rank, step) -> record; a step run twice (before a kill and after resume) keeps the last."""
+    found = {}
+    for path in sorted((out_dir / "samples").glob("rank-*.jsonl")):
+        for rec in records(path):
+            found[(rec["rank"], rec["step"])] = rec
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def wait_gone(pids: list[int], limit: float = 60) -> list[int]:
+    deadline = time.monotonic() + limit
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+        time.sleep(0.1)
+    return alive
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run every resume is compared with."""
+    out_dir = tmp_path_factory.mktemp("reference")
+    proc = torchrun([*RESUME_RUN, "--output-dir", str(out_dir)])
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    return out_dir, out
+
+
+def test_training_reports_metrics_checkpoints_and_distinct_samples(reference):
+    out_dir, out = reference
+    metrics = records(out_dir / "metrics.jsonl")
+    train = [r for r in metrics if r["kind"] == "train"]
+    assert [r["step"] for r in train] == list(range(1, 13))
+    for rec in train:
+        assert {"step", "epoch", "loss", "lr", "images_per_sec", "data_time", "step_time",
+                "loss_classification", "loss_bbox_regression", "peak_memory_mb"} <= set(rec)  # fmt: skip
+        assert math.isfinite(rec["loss"]) and rec["images_per_sec"] > 0
+    assert train[-1]["epoch"] >= 1  # 12 steps cross into a second epoch
+    evals = [r for r in metrics if r["kind"] == "eval"]
+    assert len(evals) >= 2 and all(
+        0.0 <= r["map"] <= 1.0 and 0.0 <= r["map50"] <= 1.0 for r in evals
+    )
+    assert metrics[-1]["kind"] == "done"
+    # Rank 0 prints the same records on stdout, one JSON object a line; rank 1 prints none.
+    assert stdout_records(out) == metrics
+    run = json.loads((out_dir / "run.json").read_text())
+    assert run["world_size"] == 2 and run["backend"] == "gloo"
+    assert run["config"]["model"] == "retinanet_resnet18_fpn"
+    ckpts = sorted((out_dir / "checkpoints").glob("step-*.pt"))
+    assert [p.name for p in ckpts] == [
+        "step-000000004.pt",
+        "step-000000008.pt",
+        "step-000000012.pt",
+    ]
+    ckpt = torch.load(ckpts[-1], map_location="cpu", weights_only=True)
+    assert ckpt["progress"]["global_step"] == 12 and len(ckpt["rng"]) == 2
+    assert ckpt["config"]["max_steps"] == 12 and ckpt["class_names"] == [
+        "class1",
+        "class2",
+        "class3",
+    ]
+    # No sample reaches two ranks within an epoch; each epoch has its own order.
+    seen = samples(out_dir)
+    by_epoch: dict[int, list[int]] = {}
+    for rec in seen.values():
+        by_epoch.setdefault(rec["epoch"], []).extend(rec["indices"])
+    for indices in by_epoch.values():
+        assert len(indices) == len(set(indices))
+    first_steps = [seen[(0, s)]["indices"] for s in (1, 2)]
+    epoch1_start = min(s for (r, s), rec in seen.items() if r == 0 and rec["epoch"] == 1)
+    assert seen[(0, epoch1_start)]["indices"] not in first_steps
+
+
+def test_killed_run_resumes_from_its_checkpoint_with_the_same_samples(reference, tmp_path):
+    ref_dir, _ = reference
+    out_dir = tmp_path / "killed"
+    args = [*RESUME_RUN, "--output-dir", str(out_dir)]
+    pods = script_nodes(args)
+    for line in pods[0].stdout:  # the master pod's log
+        if "saved checkpoint" in line and "step-000000004.pt" in line:
+            break
+    else:
+        pytest.fail("the run ended before its first checkpoint:\n" + finish(pods[0]))
+    # The script exec'd torchrun, so each pod's pid is its launcher; the trainers are its children.
+    workers = [kid for pod in pods for kid in children_of(pod.pid)]
+    assert len(workers) >= 2
+    for pod in pods:
+        os.killpg(pod.pid, signal.SIGKILL)  # the process groups the pods run in, as a pod kill does
+        pod.wait(timeout=30)
+    assert wait_gone(workers) == [], "trainer processes outlived their killed launcher"
+    newest = max(int(p.stem.split("-")[1]) for p in (out_dir / "checkpoints").glob("step-*.pt"))
+    assert 4 <= newest < 12
+
+    resumed = script_nodes(args)
+    outs = [finish(pod) for pod in resumed]
+    assert [pod.returncode for pod in resumed] == [0, 0], outs[0] + outs[1]
+    assert f"resumed from {out_dir}/checkpoints/step-{newest:09d}.pt: step {newest}" in outs[0]
+    train_after = [r for r in stdout_records(outs[0]) if r["kind"] == "train"]
+    assert train_after[0]["step"] == newest + 1  # not step 1
+
+    # The same samples at the same steps as the uninterrupted run, and the same losses.
+    assert samples(out_dir) == samples(ref_dir)
+    ref_train = {r["step"]: r for r in records(ref_dir / "metrics.jsonl") if r["kind"] == "train"}
+    got_train = [r for r in records(out_dir / "metrics.jsonl") if r["kind"] == "train"]
+    assert [r["step"] for r in got_train] == list(
+        range(1, 13)
+    )  # steps past the checkpoint not doubled
+    for rec in got_train:
+        assert rec["loss"] == pytest.approx(ref_train[rec["step"]]["loss"], rel=1e-4, abs=1e-5)
+        assert rec["lr"] == pytest.approx(ref_train[rec["step"]]["lr"], rel=1e-9)
+
+
+def test_sigterm_saves_and_exits_nonzero(tmp_path):
+    out_dir = tmp_path / "preempted"
+    proc = torchrun([*TINY, "--max-steps", "2000", "--eval-every", "0", "--checkpoint-every", "1000",
+                     "--output-dir", str(out_dir)])  # fmt: skip
+    for line in proc.stdout:
+        if line.startswith('{"kind": "train"'):
+            break
+    proc.send_signal(signal.SIGTERM)  # to torchrun, as the kubelet does; it forwards to the workers
+    out = line + finish(proc, timeout=120)
+    assert proc.returncode != 0
+    stopped = [r for r in stdout_records(out) if r["kind"] == "stopped"]
+    assert len(stopped) == 1, out
+    step = stopped[0]["step"]
+    ckpt_path = out_dir / "checkpoints" / f"step-{step:09d}.pt"
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    assert ckpt["reason"] == "preempted" and ckpt["progress"]["global_step"] == step
+    assert "received SIGTERM: saving at step" in out
+
+
+@pytest.mark.parametrize("dataset", ["openimages", "coco"])
+def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
+    root = tmp_path / dataset
+    if dataset == "openimages":
+        write_openimages(root, train_images=12, val_images=4)
+    else:
+        write_coco(root, train_images=12, val_images=4)
+    out_dir = tmp_path / "out"
+    proc = torchrun([
+        "--dataset", dataset, "--data-root", str(root), "--output-dir", str(out_dir),
+        "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "96",
+        "--batch-size", "2", "--workers", "1", "--max-steps", "3", "--log-every", "1",
+        "--eval-every", "1", "--checkpoint-every", "0",
+    ])  # fmt: skip
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    metrics = records(out_dir / "metrics.jsonl")
+    losses = [r["loss"] for r in metrics if r["kind"] == "train"]
+    assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
+    evals = [r for r in metrics if r["kind"] == "eval"]
+    assert len(evals) == 1 and evals[0]["images"] == 4  # the listed-but-missing image is skipped
+    expected_log = "skipped missing images 1" if dataset == "openimages" else "'missing_images': 1"
+    assert expected_log in out
+    assert (out_dir / "checkpoints" / "step-000000003.pt").exists()
