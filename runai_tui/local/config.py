@@ -43,7 +43,8 @@ def _number(source: str, name: str, value: Any, kind: type) -> Any:
         number = kind(value)
     except (TypeError, ValueError):
         raise ConfigError(
-            f"{source}: {name}={value!r} is not a {kind.__name__}; set a number >= 0"
+            f"{source}: {name}={value!r} is not {'an integer' if kind is int else 'a number'}; "
+            f"set a number >= 0"
         ) from None
     if number < 0:
         raise ConfigError(f"{source}: {name}={value!r} is negative; set a number >= 0")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,27 @@ def test_project_001_is_seeded_with_the_entry_script_and_trainer(
     (mount.local / "runs").mkdir()
     pvc.prepare(mount)
     assert (mount.local / "runs").is_dir()
+
+
+def test_settings_file_and_environment_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runai_tui.local.config import ConfigError, config_path, load_config
+
+    default = load_config()
+    assert default.gpus == 0 and default.project == "local"
+    assert default.pvc_root == Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc"
+    config_path().parent.mkdir(parents=True, exist_ok=True)
+    config_path().write_text(f"gpus: 2\npvcs: {{project-001: {tmp_path / 'data'}}}\n")
+    loaded = load_config()
+    assert loaded.gpus == 2 and loaded.pvcs == {"project-001": tmp_path / "data"}
+    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "4")
+    monkeypatch.setenv("RUNAI_LOCAL_PVC_ROOT", str(tmp_path / "root"))
+    assert (load_config().gpus, load_config().pvc_root) == (4, tmp_path / "root")
+    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "many")
+    with pytest.raises(ConfigError, match="RUNAI_LOCAL_GPUS='many' is not an integer"):
+        load_config()
+    monkeypatch.delenv("RUNAI_LOCAL_GPUS")
+    config_path().write_text("gpu: 1\n")
+    with pytest.raises(ConfigError, match="unknown setting"):
+        load_config()
