@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runai_tui.local import flags as F
+from runai_tui.local import jobspec
+from runai_tui.local.config import LocalConfig
 from runai_tui.local.flags import FlagError
 from tests.local.conftest import run_local
 
@@ -96,7 +98,7 @@ def test_every_documented_submit_flag_is_accepted() -> None:
     assert p.rest == ["true"]
 
 
-def test_builder_output_for_every_shipped_profile_parses_here(repo_root) -> None:
+def test_builder_output_for_every_shipped_profile_parses_here(repo_root, tmp_path) -> None:
     """The argv builder and this parser are the two places that spell flags: they must agree."""
     command = pytest.importorskip("runai_tui.command")
     profiles = pytest.importorskip("runai_tui.profiles")
@@ -109,6 +111,21 @@ def test_builder_output_for_every_shipped_profile_parses_here(repo_root) -> None
         parsed = parse_submit(*argv[4:])
         assert parsed.positionals == [argv[4]], name
         assert parsed.rest, f"{name}: no command after --"
+        # ... and mean the same: the job this cluster would run is the profile's job.
+        profile = store.load(name)
+        spec, _mounts = jobspec.build_spec(parsed, LocalConfig(pvc_root=tmp_path), argv, tmp_path)
+        assert len(spec["pods"]) == profile.workers + 1
+        assert [p["gpus"] for p in spec["pods"]][1:] == [profile.gpus] * profile.workers
+        assert spec["pods"][1]["env"] == {
+            k: str(v).replace("/data", str(tmp_path / "project-001"))
+            for k, v in profile.env.items()
+        }
+        words = [*profile.command, *profile.args]
+        local = [w.replace("/data", str(tmp_path / "project-001")) for w in words]
+        assert spec["pods"][0]["argv"] == local
+        assert spec["workingDir"] == profile.working_dir.replace(
+            "/data", str(tmp_path / "project-001")
+        )
 
 
 def test_cli_rejects_unknown_flags_verbs_and_extra_names() -> None:
