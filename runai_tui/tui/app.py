@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, RunaiError, RuntimeFailure, UsageError
 from runai_tui.tui.runner import InteractiveRunner
@@ -21,6 +22,7 @@ from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
     from runai_tui.client import RunaiClient
+    from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
 
 
@@ -61,8 +63,8 @@ class RunaiTuiApp(App[int]):
     TITLE = "runai-tui"
     COMMANDS = App.COMMANDS | {ScreenActions}
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
     ]
 
     def __init__(
@@ -199,6 +201,42 @@ class RunaiTuiApp(App[int]):
             self.refresh(layout=True)
 
     suspended_refresh = False
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A bug in a worker must not take the app down: say what failed and carry on.
+        (Screens forward their workers' events here: the message does not bubble.)"""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.notify(
+                literal(f"{type(error).__name__}: {error}"),
+                title=f"internal error in {event.worker.name or 'a task'}",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+
+    def confirm_delete(self, job: Job, on_deleted: Callable[[], object] | None = None) -> None:
+        """Ask (Cancel focused), then delete `job` and call `on_deleted`."""
+        from runai_tui.tui.screens.confirm import ConfirmDialog
+
+        name = job.name
+
+        async def delete() -> None:
+            try:
+                await self.client.adelete(name)
+            except RuntimeFailure as error:
+                self.report_error(error)
+                return
+            self.notify(f"Deleting {name}.", title="delete")
+            if on_deleted is not None:
+                on_deleted()
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(delete(), group="delete", exit_on_error=False)
+
+        question = f"Delete job {name!r} (project {job.project or 'default'})?\nIts pods stop."
+        self.push_screen(ConfirmDialog(question, "Delete", title="delete job"), answered)
 
     def exec_into(
         self, job: str, pod: str | None, after: Callable[[], object] | None = None

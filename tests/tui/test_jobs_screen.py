@@ -237,3 +237,33 @@ async def test_help_lists_keys_and_palette_runs_actions() -> None:
         await wait_for(pilot, lambda: "key l" in screen_text(app), "palette hit")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen), "logs screen")
+
+
+async def test_unexpected_failure_is_reported_not_fatal() -> None:
+    client = FakeClient(jobs=[make_job("a")])
+
+    async def broken() -> list:
+        raise ValueError("unexpected shape from the backend")
+
+    client.alist_jobs = broken
+    app = make_app(client)
+    async with app.run_test(size=(100, 20)) as pilot:
+        await wait_for(pilot, lambda: any("unexpected shape" in n for n in notifications(app)))
+        assert app.is_running and isinstance(app.screen, JobsScreen)
+
+
+async def test_delete_from_describe_returns_to_jobs() -> None:
+    client = FakeClient(jobs=[make_job("a"), make_job("b")])
+    app = make_app(client)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == 2)
+        await pilot.press("d")
+        assert isinstance(app.screen, DescribeScreen)
+        await pilot.press("ctrl+d")
+        assert isinstance(app.screen, ConfirmDialog) and app.focused.id == "cancel"
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
+        assert ("delete", "a") in client.calls
+        await refreshed(pilot, app)
+        assert table.visible_names() == ["b"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from textual.screen import Screen
+from textual.worker import Worker
 
 from runai_tui.tui.widgets.header import StatusHeader
 
@@ -24,6 +25,9 @@ class AppScreen(Screen):
     def on_screen_resume(self) -> None:
         for header in self.query(StatusHeader):
             self.tui.apply_header(header)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.tui.on_worker_state_changed(event)
 
     def make_header(self) -> StatusHeader:
         header = StatusHeader()

@@ -160,10 +160,12 @@ class DescribeScreen(AppScreen):
         age = format_age(detail.job.created, self.tui.now())
         self.query_one("#describe-summary", Static).update(summary_renderable(detail, age))
         raw = self.query_one("#describe-raw", LogView)
-        raw.clear()
-        raw.write_lines(raw_lines(detail))
-        raw.follow = False
-        raw.scroll_home(animate=False)
+        lines = raw_lines(detail)
+        if lines != list(raw.lines):  # a periodic reload must not reset the reader's place
+            raw.clear()
+            raw.write_lines(lines)
+            raw.follow = False
+            raw.scroll_home(animate=False)
         pod = master_pod(detail.pods)
         if pod is not None and pod.name != self._metrics_pod:
             self._metrics_pod = pod.name
@@ -211,23 +213,4 @@ class DescribeScreen(AppScreen):
         self.tui.exec_into(self.job.name, None, after=self.load)
 
     def action_delete(self) -> None:
-        from runai_tui.tui.screens.confirm import ConfirmDialog
-
-        name = self.job.name
-
-        def confirmed(answer: bool | None) -> None:
-            if answer:
-                self.delete_job(name)
-
-        question = f"Delete job {name!r} (project {self.job.project or 'default'})?\nIts pods stop."
-        self.app.push_screen(ConfirmDialog(question, "Delete", title="delete job"), confirmed)
-
-    @work(group="describe-delete", exit_on_error=False)
-    async def delete_job(self, name: str) -> None:
-        try:
-            await self.tui.client.adelete(name)
-        except RunaiError as error:
-            self.tui.report_error(error)
-            return
-        self.notify(f"Deleting {name}.", title="delete")
-        self.dismiss()
+        self.tui.confirm_delete(self.job, on_deleted=self.dismiss)

@@ -189,29 +189,9 @@ class JobsScreen(AppScreen):
         self.tui.exec_into(job.name, None, after=self.refresh_jobs)
 
     def action_delete(self) -> None:
-        from runai_tui.tui.screens.confirm import ConfirmDialog
-
         job = self._selected()
-        if job is None:
-            return
-        name = job.name
-
-        def confirmed(answer: bool | None) -> None:
-            if answer:
-                self.delete_job(name)
-
-        question = f"Delete job {name!r} (project {job.project or 'default'})?\nIts pods stop."
-        self.app.push_screen(ConfirmDialog(question, "Delete", title="delete job"), confirmed)
-
-    @work(group="jobs-delete", exit_on_error=False)
-    async def delete_job(self, name: str) -> None:
-        try:
-            await self.tui.client.adelete(name)
-        except RunaiError as error:
-            self.tui.report_error(error)
-        else:
-            self.notify(f"Deleting {name}.", title="delete")
-        self.refresh_jobs()
+        if job is not None:
+            self.tui.confirm_delete(job, on_deleted=self.refresh_jobs)
 
     def action_new_job(self) -> None:
         from runai_tui.tui.screens.submit import SubmitScreen

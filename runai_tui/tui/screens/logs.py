@@ -34,6 +34,7 @@ class LogsScreen(AppScreen):
         Binding("n", "next_match", "Next match"),
         Binding("N", "previous_match", "Previous match"),
         Binding("o", "next_pod", "Next pod"),
+        Binding("r", "reconnect", "Reconnect"),
         Binding("ctrl+s", "save", "Save"),
         Binding("s", "shell", "Shell"),
     ]
@@ -181,6 +182,10 @@ class LogsScreen(AppScreen):
             self.view.focus()
             return
         self.dismiss()
+
+    def action_reconnect(self) -> None:
+        """Start the stream again (after it ended or failed, or the pod restarted)."""
+        self.choose_pod()
 
     def action_follow(self) -> None:
         self.view.resume()
