@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("exec", help="run a command (default: a shell) in a job's pod")
     ex.add_argument("job")
     ex.add_argument("--pod", help="pod name (default: the master)")
-    ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="command to run")
+    # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
+    ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
     sub.add_parser("info", help="paths, backend and runai version in use")
     return parser
 
@@ -262,9 +263,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
     print(f"Project:  {job.project or '-'}")
     if job.created:
         print(f"Created:  {job.created.isoformat()}")
-    if detail.resources:
+    resources = _flatten(detail.resources)
+    if resources:
         print("Resources:")
-        for key, value in detail.resources.items():
+        for key, value in resources:
             print(f"  {key}: {value}")
     print("Pods:")
     for pod in detail.pods:
@@ -277,6 +279,20 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for note in detail.notes:
         print(f"Note: {note}")
     return 0
+
+
+def _flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested describe data as `a.b: value` rows, leaving out what is unset."""
+    if isinstance(data, dict):
+        rows = []
+        for key, value in data.items():
+            rows.extend(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return rows
+    if data in (None, "", [], {}):
+        return []
+    if isinstance(data, list):
+        return [(prefix, ", ".join(str(item) for item in data))]
+    return [(prefix, str(data))]
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -312,8 +328,6 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from runai_tui.interactive import run_interactive
 
     cmd = list(args.cmd)
-    if cmd[:1] == ["--"]:
-        cmd = cmd[1:]
     client = _client(args)
     argv = client.exec_argv(args.job, pod=args.pod, command=cmd or None, tty=sys.stdin.isatty())
     return run_interactive(argv)
@@ -371,7 +385,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in raw
     try:
-        args = build_parser().parse_args(raw)
+        head, tail = raw, None
+        if "--" in raw:
+            split = raw.index("--")
+            head, tail = raw[:split], raw[split + 1 :]
+        args = build_parser().parse_args(head)
+        if tail is not None and args.command != "exec":
+            raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")
+        args.cmd = tail or []
         return COMMANDS[args.command](args)
     except ProfileError as exc:
         for problem in exc.problems:

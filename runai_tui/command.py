@@ -36,8 +36,9 @@ def build_submit_argv(profile: Profile, name: str | None = None) -> list[str]:
     if profile.large_shm:
         argv.append("--large-shm")
     opt("--workers", profile.workers)
-    opt("--gpu-devices-request", profile.gpus)
-    opt("--master-gpu-devices-request", profile.master_gpus)
+    # positiveInt in the CLI: zero GPUs is said by leaving the flag out.
+    opt("--gpu-devices-request", profile.gpus or None)
+    opt("--master-gpu-devices-request", profile.master_gpus or None)
     opt("--cpu-core-request", profile.cpu.get("request"))
     opt("--cpu-core-limit", profile.cpu.get("limit"))
     opt("--cpu-memory-request", profile.memory.get("request"))

@@ -253,3 +253,18 @@ def test_runai_not_installed(tmp_path: Path) -> None:
         "--backend", "runai", "list", env={"RUNAI_TUI_RUNAI": str(tmp_path / "missing-runai")}
     )
     assert out.returncode == 1 and "error:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_exec_options_may_come_before_the_command(tmp_path: Path) -> None:
+    from tests.fakes import fake_runai, rule
+
+    fake = fake_runai(tmp_path, [rule("exec", stdout="done\n")])
+    out = run(
+        "exec", "job-a", "--pod", "job-a-worker-0", "--", "ls", "--pod", "-la", env=fake.env()
+    )
+    assert out.returncode == 0, out.stderr
+    call = fake.calls()[-1]
+    assert call[:4] == ["training", "pytorch", "exec", "job-a"]
+    assert call[call.index("--pod") + 1] == "job-a-worker-0"
+    assert call[call.index("--") + 1 :] == ["ls", "--pod", "-la"]
+    assert run("list", "--", "x").returncode == 2

@@ -166,3 +166,9 @@ def test_hostile_values_reach_argv_unchanged() -> None:
     profile = Profile(name="p", image="i", env={"X": HOSTILE[4]}, command=[HOSTILE[5], HOSTILE[6]])
     argv = build_submit_argv(profile)
     assert "X=$(rm -rf /)" in argv and argv[-2:] == ["`id`", "a\nb"]
+
+
+def test_zero_gpus_leave_the_flags_out() -> None:
+    # The CLI types GPU counts as positiveInt; a CPU-only pod is said by omitting the flags.
+    argv = build_submit_argv(Profile(name="p", image="i", gpus=0, master_gpus=0))
+    assert "--gpu-devices-request" not in argv and "--master-gpu-devices-request" not in argv
