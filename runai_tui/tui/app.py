@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
+from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
@@ -195,6 +195,13 @@ class RunaiTuiApp(App[int]):
             return self.runner.run(argv)
         except RuntimeFailure as error:
             self.report_error(error)
+            return None
+        except SuspendNotSupported:
+            self.notify(
+                "This terminal cannot hand over to a shell (the app cannot suspend here).",
+                severity="error",
+                title="exec",
+            )
             return None
         finally:
             self.suspended_refresh = False
