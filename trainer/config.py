@@ -209,6 +209,12 @@ class TrainConfig:
     eval_max_images: int = field(
         default=0, metadata=_opt("evaluate on the first N validation images (0: all)", "output")
     )
+    log_samples: bool = field(
+        default=False,
+        metadata=_opt(
+            "each rank appends its sample indices per step to OUTPUT_DIR/samples/", "output"
+        ),
+    )
     # runtime
     device: str = field(
         default="auto",
@@ -221,12 +227,6 @@ class TrainConfig:
         default=4, metadata=_opt("batches each loader worker prepares", "runtime")
     )
     dist_timeout: int = field(default=30, metadata=_opt("collective timeout in minutes", "runtime"))
-    log_samples: bool = field(
-        default=False,
-        metadata=_opt(
-            "each rank appends its sample indices per step to OUTPUT_DIR/samples/", "output"
-        ),
-    )
     debug: bool = field(default=False, metadata=_opt("tracebacks on errors", "runtime"))
 
     def to_dict(self) -> dict[str, Any]:

@@ -79,8 +79,12 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     # Model, optimiser, schedule.
     model = build_model(cfg, train_set.num_classes).to(ctx.device)
-    if cfg.sync_bn and ctx.distributed:
-        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    if cfg.sync_bn and ctx.distributed and ctx.device.type == "cuda":
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
+    elif cfg.sync_bn:
+        log("--sync-bn ignored: SyncBatchNorm needs CUDA devices and more than one rank")
+    if cfg.amp == "fp16" and ctx.device.type == "cpu":
+        log("note: --amp fp16 on CPU is emulated and very slow; use bf16 or none on CPU")
     model_without_ddp = model
     if ctx.distributed:
         model = DistributedDataParallel(

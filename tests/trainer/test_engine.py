@@ -1,0 +1,72 @@
+"""Schedule, learning-rate scaling, and the optional training paths run end to end in one process."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from pathlib import Path
+
+import pytest
+
+from trainer import __main__ as entry
+from trainer.config import build_parser, parse_config
+from trainer.engine import WarmupCosine
+
+
+def test_warmup_then_cosine():
+    schedule = WarmupCosine(warmup_steps=10, warmup_factor=0.001, total_steps=110, cosine=True)
+    assert schedule(0) == pytest.approx(0.001)
+    assert schedule(5) == pytest.approx(0.001 * 0.5 + 0.5)
+    assert schedule(10) == pytest.approx(1.0)
+    assert schedule(60) == pytest.approx(0.5)
+    assert schedule(110) == pytest.approx(0.0, abs=1e-12)
+    flat = WarmupCosine(warmup_steps=0, warmup_factor=0.001, total_steps=50, cosine=False)
+    assert flat(0) == flat(49) == 1.0
+
+
+def test_learning_rate_scales_with_the_global_batch_and_recipes_differ():
+    sgd = parse_config([])
+    assert sgd.resolved_lr(16) == pytest.approx(0.02)
+    assert sgd.resolved_lr(64) == pytest.approx(0.08)
+    assert sgd.resolved_weight_decay() == (1e-4, 1e-4)
+    adamw = parse_config(["--optimizer", "adamw"])
+    assert adamw.resolved_lr(8) == pytest.approx(5e-5)
+    assert adamw.resolved_weight_decay() == (0.05, 0.0)
+    custom = parse_config(["--lr", "0.1", "--lr-base-batch", "8"])
+    assert custom.resolved_lr(16) == pytest.approx(0.2)
+
+
+def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = entry.main([
+            "--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
+            "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+            "--batch-size", "4", "--grad-accum", "2", "--clip-grad", "1.0", "--channels-last",
+            "--optimizer", "adamw", "--max-steps", "2", "--eval-every", "0", "--log-every", "1",
+            "--output-dir", str(tmp_path),
+        ])  # fmt: skip
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    train = [json.loads(x) for x in out.splitlines() if x.startswith('{"kind": "train"')]
+    assert [r["step"] for r in train] == [1, 2]
+    assert all(math.isfinite(r["loss"]) for r in train)
+    assert "adamw lr 2.5e-05 (= 0.0001 x global batch 4 / 16)" in out
+
+
+def test_readme_documents_every_flag():
+    readme = (Path(__file__).resolve().parents[2] / "trainer" / "README.md").read_text()
+    flags = [
+        option
+        for action in build_parser()._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help" and not option.startswith("--no-")
+    ]
+    assert len(flags) > 50
+    assert [flag for flag in flags if f"`{flag}`" not in readme] == []
