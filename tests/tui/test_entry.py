@@ -1,0 +1,41 @@
+"""`runai-tui` with no subcommand: bad choices end with one line and the right exit code, before
+any screen is drawn."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+RUNAI_TUI = Path(sys.executable).parent / "runai-tui"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
+    return subprocess.run(
+        [str(RUNAI_TUI), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_missing_runai_is_one_line_exit_1() -> None:
+    done = run("--backend", "runai")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert (
+        len(lines) == 1 and "runai is not installed" in lines[0] and "--backend local" in lines[0]
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_negative_refresh_is_a_usage_error() -> None:
+    done = run("--backend", "local", "--refresh", "-1")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "runai-tui: --refresh must be 0 (off) or a positive number of seconds"
+    )
