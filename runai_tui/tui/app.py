@@ -272,6 +272,11 @@ def run_tui(backend_choice: str | None, readonly: bool, refresh: float, project:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
+    if refresh < 0:
+        print(
+            "runai-tui: --refresh must be 0 (off) or a positive number of seconds", file=sys.stderr
+        )
+        return 2
     try:
         backend = select_backend(backend_choice)
         client = RunaiClient(backend, project=project)
@@ -279,11 +284,6 @@ def run_tui(backend_choice: str | None, readonly: bool, refresh: float, project:
         hint = f" ({error.hint})" if error.hint else ""
         print(f"runai-tui: {error}{hint}", file=sys.stderr)
         return error.exit_code
-    if refresh < 0:
-        print(
-            "runai-tui: --refresh must be 0 (off) or a positive number of seconds", file=sys.stderr
-        )
-        return 2
     app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
     result = app.run()
     return int(result or app.return_code or 0)
