@@ -38,6 +38,7 @@ class FakeClient:
     fail_list: RunaiError | None = None
     calls: list[tuple] = field(default_factory=list)
     queues: dict[str, asyncio.Queue] = field(default_factory=dict)
+    log_failures: int = 0  # the next N log streams fail as if the pod had not started
 
     def job(self, name: str) -> Job:
         for job in self.jobs:
@@ -96,6 +97,9 @@ class FakeClient:
         self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
     ) -> AsyncIterator[str]:
         self.calls.append(("logs", name, pod, follow))
+        if self.log_failures > 0:
+            self.log_failures -= 1
+            raise RunaiError(ErrorKind.OTHER, f"pod {pod} has not started yet", "wait for it")
         key = pod or f"{name}-master-0"
         for line in self.logs.get(key, []):
             yield line

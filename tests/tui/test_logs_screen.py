@@ -60,3 +60,21 @@ async def test_logs_follow_pause_search_save_and_pods(tmp_path) -> None:
         await pilot.press("o")
         await wait_for(pilot, lambda: logs.pod == "a-worker-0" and view.lines == ["worker says hi"])
         assert ("logs", "a", "a-worker-0", True) in client.calls
+
+
+async def test_logs_of_a_pod_not_started_yet_are_retried() -> None:
+    from runai_tui.models import Phase
+
+    client = FakeClient(
+        jobs=[make_job("p", Phase.PENDING, pods=1)], logs={"p-master-0": ["finally started"]}
+    )
+    client.log_failures = 2
+    app = RunaiTuiApp(client, refresh_interval=0.05, runner=RecordingRunner(), clock=lambda: NOW)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.screen.loaded)
+        await pilot.press("l")
+        view = app.screen.query_one(LogView)
+        await wait_for(pilot, lambda: view.lines == ["finally started"])
+        assert sum(1 for call in client.calls if call[0] == "logs") == 3
+        failures = [n for n in notifications(app) if "has not started" in n]
+        assert len(failures) == 1  # one toast, not one per retry

@@ -47,6 +47,7 @@ class LogsScreen(AppScreen):
         self.max_lines = max_lines
         self._incoming: list[str] = []
         self.stream_state = "connecting"
+        self._retrying = False
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -101,22 +102,36 @@ class LogsScreen(AppScreen):
 
     @work(exclusive=True, group="logs-stream", exit_on_error=False)
     async def stream_logs(self, pod: str | None) -> None:
-        follow = self.job.phase.is_active or not self.job.phase.is_terminal
+        follow = not self.job.phase.is_terminal
         self.stream_state = "following the pod" if follow else "reading"
         self._update_status()
+        received = 0
         stream = self.tui.client.stream_logs(self.job.name, pod=pod, follow=follow)
         try:
             async for line in stream:
                 self._incoming.append(line)
+                received += 1
         except RunaiError as error:
             self.stream_state = f"stream failed: {literal(str(error))}"
-            self.tui.report_error(error)
+            if not self._retrying:  # one toast; the status line tracks the retries
+                self.tui.report_error(error)
         else:
             self.stream_state = "stream ended"
         finally:
             await stream.aclose()
             self._flush()
-            self._update_status()
+        # A pod that has not started yet has no log: try again until it has (never for a
+        # finished job, and never after lines arrived, which would repeat them).
+        interval = self.tui.refresh_interval
+        self._retrying = follow and received == 0 and interval > 0
+        if self._retrying:
+            self.stream_state += f"; retrying every {interval:g}s (r to retry now)"
+            self.set_timer(interval, self._retry)
+        self._update_status()
+
+    def _retry(self) -> None:
+        if self._retrying and self.is_attached:
+            self.choose_pod()
 
     def _flush(self) -> None:
         if not self._incoming:
