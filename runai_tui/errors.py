@@ -13,8 +13,8 @@ class ErrorKind(str, enum.Enum):
     OTHER = "other"
 
 
-class RuntimeFailure(Exception):
-    """A failure at run time: exit code 1."""
+class Failure(Exception):
+    """An error we expect and explain: a one-line message, a fix, and the exit code to use."""
 
     exit_code = 1
 
@@ -25,6 +25,10 @@ class RuntimeFailure(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class RuntimeFailure(Failure):
+    """A failure at run time: exit code 1."""
 
 
 class RunaiError(RuntimeFailure):
@@ -45,15 +49,7 @@ class RunaiError(RuntimeFailure):
         self.output = output
 
 
-class UsageError(Exception):
+class UsageError(Failure):
     """Bad input from the user (arguments, profile files, --set values): exit code 2."""
 
     exit_code = 2
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message

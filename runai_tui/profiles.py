@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from runai_tui.atomic import atomic_write
 from runai_tui.errors import UsageError
 
 MAX_PROFILE_BYTES = 256 * 1024
@@ -616,21 +616,6 @@ def default_dirs() -> list[Path]:
 def user_profiles_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "runai-tui" / "profiles"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write text to path so that a reader sees the old file or the new one, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class ProfileStore:

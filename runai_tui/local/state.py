@@ -18,13 +18,14 @@ import fcntl
 import json
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from runai_tui.atomic import atomic_open
 
 # Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
 # delete can find and stop the whole job even when its records are lost or a process escaped
@@ -72,19 +73,9 @@ def now_rfc3339() -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temp file in the same directory, fsync, rename: readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path) as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
+        fh.write("\n")
 
 
 def read_json(path: Path) -> dict[str, Any]:
