@@ -110,6 +110,12 @@ class TrainConfig:
             "where parsed annotation indexes are cached (default OUTPUT_DIR/cache)", "data"
         ),
     )
+    prepare_only: bool = field(
+        default=False,
+        metadata=_opt(
+            "build (and cache) the annotation indexes, then exit without training", "data"
+        ),
+    )
     workers: int = field(default=4, metadata=_opt("data loader processes per rank", "data"))
     aspect_ratio_group_factor: int = field(
         default=3,

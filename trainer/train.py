@@ -49,6 +49,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     # Data: the index knows every image's size and boxes before any image is decoded.
     train_set, val_set = build_datasets(cfg, ctx, log)
     class_names = train_set.index.class_names
+    if cfg.prepare_only:
+        log("--prepare-only: datasets indexed, exiting without training")
+        return 0
     groups = aspect_ratio_groups(
         train_set.index.heights, train_set.index.widths, cfg.aspect_ratio_group_factor
     )

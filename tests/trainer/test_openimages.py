@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from trainer_fixtures import MIDS, image_id, write_openimages
@@ -113,3 +117,45 @@ def test_index_round_trips_through_cache_file(tmp_path):
     for name in ("file_names", "offsets", "boxes", "labels", "group_of", "heights", "widths"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(index, name))
     assert loaded.class_names == index.class_names
+
+
+def test_prepare_only_caches_the_index_and_trains_nothing(tmp_path, monkeypatch, capsys):
+    from trainer import __main__ as entry
+
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    write_openimages(tmp_path / "oid", train_images=4, val_images=2)
+    out = tmp_path / "out"
+    args = [
+        "--dataset",
+        "openimages",
+        "--data-root",
+        str(tmp_path / "oid"),
+        "--output-dir",
+        str(out),
+    ]
+    assert entry.main([*args, "--prepare-only"]) == 0
+    cached = sorted(p.name for p in (out / "cache").glob("*.npz"))
+    assert len(cached) == 2 and cached[0].startswith("openimages-train-")
+    assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
+    assert entry.main([*args, "--prepare-only"]) == 0  # second time from the cache
+    text = capsys.readouterr().out
+    assert text.count("parsing") == 2  # train and validation parsed once, not twice
+    assert "skipped missing images 1" in text
+
+
+def test_image_list_for_the_official_downloader(tmp_path):
+    write_openimages(tmp_path, train_images=3, val_images=1)
+    script = Path(__file__).resolve().parents[2] / "scripts" / "oid-image-list.py"
+    csv_path = tmp_path / "oidv6-train-annotations-bbox.csv"
+    result = subprocess.run(
+        [sys.executable, str(script), str(csv_path), "train"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert sorted(lines) == sorted(f"train/{image_id(i)}" for i in [*range(3), 999])
+    only_cars = subprocess.run(
+        [sys.executable, str(script), str(csv_path), "train", "--mids", "/m/0k4j"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert 0 < len(only_cars.stdout.splitlines()) < len(lines)
