@@ -58,3 +58,9 @@ def demo_store(tmp_path: Path) -> ProfileStore:
     shipped.mkdir()
     (shipped / "demo.yaml").write_text(DEMO_PROFILE.format(script=script))
     return ProfileStore([shipped, tmp_path / "user-profiles"])
+
+
+@pytest.fixture(autouse=True)
+def no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scrolls and tab underlines jump instead of animating: the same end state, sooner."""
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
