@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
-from runai_tui.errors import ErrorKind, RunaiError, RuntimeFailure, UsageError
+from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.tui.runner import InteractiveRunner
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
@@ -169,7 +169,7 @@ class RunaiTuiApp(App[int]):
             self._last_error = banner
             self.report_error(error)
 
-    def report_error(self, error: RuntimeFailure | UsageError) -> None:
+    def report_error(self, error: Failure) -> None:
         """Show a failure with its fix; the app keeps running."""
         title = "runai" if isinstance(error, RunaiError) else "error"
         if isinstance(error, RunaiError):
@@ -262,7 +262,7 @@ class RunaiTuiApp(App[int]):
             after()
 
 
-def describe_error(error: RuntimeFailure | UsageError) -> str:
+def describe_error(error: Failure) -> str:
     text = literal(str(error))
     return f"{text} — {literal(error.hint)}" if error.hint else text
 
@@ -280,7 +280,7 @@ def run_tui(backend_choice: str | None, readonly: bool, refresh: float, project:
     try:
         backend = select_backend(backend_choice)
         client = RunaiClient(backend, project=project)
-    except (RuntimeFailure, UsageError) as error:
+    except Failure as error:
         hint = f" ({error.hint})" if error.hint else ""
         print(f"runai-tui: {error}{hint}", file=sys.stderr)
         return error.exit_code
