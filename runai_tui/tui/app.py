@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from runai_tui.profiles import ProfileStore
 
 
+NOT_LOGGED_IN = "not logged in (run `runai login`)"
+
+
 class ScreenActions(Provider):
     """Command palette entries for every action of the active screen (keys shown as help)."""
 
@@ -150,7 +153,7 @@ class RunaiTuiApp(App[int]):
             user = await self.client.awhoami()
         except RunaiError as error:
             if error.kind is ErrorKind.NOT_LOGGED_IN:
-                self.set_header(login="not logged in (run `runai login`)", logged_in=False)
+                self.set_header(login=NOT_LOGGED_IN, logged_in=False)
             else:
                 self.set_header(login="login unknown", logged_in=None)
                 self.report_error(error)
@@ -160,11 +163,15 @@ class RunaiTuiApp(App[int]):
     def backend_ok(self) -> None:
         self._last_error = ""
         self.set_header(error="", refreshed=self.now().strftime("%H:%M:%S"))
+        if self.header_state["logged_in"] is False:  # logged in again: learn who
+            self.check_backend()
 
     def backend_failed(self, error: RuntimeFailure) -> None:
         """A periodic call failed: keep a banner, notify only when the failure changes."""
         banner = describe_error(error)
         self.set_header(error=banner)
+        if isinstance(error, RunaiError) and error.kind is ErrorKind.NOT_LOGGED_IN:
+            self.set_header(login=NOT_LOGGED_IN, logged_in=False)
         if banner != self._last_error:
             self._last_error = banner
             self.report_error(error)
