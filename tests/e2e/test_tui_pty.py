@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -160,5 +161,7 @@ def test_runai_tui_in_a_real_terminal(local_job: str, tmp_path: Path) -> None:
         assert "-icanon" not in words and "-echo" not in words
         assert b"\x1b[?1049l" in term.raw  # left the alternate screen
     finally:
-        if child.isalive():
-            child.terminate(force=True)
+        # The shell and the app share the pty's process group: end both, even on failure.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.close(force=True)
