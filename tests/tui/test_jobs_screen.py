@@ -98,6 +98,9 @@ async def test_filter_narrows_and_escape_clears() -> None:
         assert table.visible_names() == ["gamma"]
         await pilot.press("escape")
         assert table.row_count == 3
+        await pilot.press("slash", *"qn?")  # keys typed into the filter are text, not actions
+        assert app.is_running and isinstance(app.screen, JobsScreen)
+        assert app.screen.query_one("#jobs-filter").value == "qn?"
 
 
 async def test_backend_error_shows_banner_and_fix_and_app_keeps_running() -> None:

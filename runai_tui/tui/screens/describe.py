@@ -129,7 +129,7 @@ class DescribeScreen(AppScreen):
                 yield Static("loading…", id="describe-summary")
             with TabPane("Raw", id="tab-raw"):
                 yield LogView(max_lines=50_000, id="describe-raw")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()

@@ -52,7 +52,7 @@ class JobsScreen(AppScreen):
             placeholder="filter jobs by name or status (enter to apply, esc to clear)",
             id="jobs-filter",
         )
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def table(self) -> JobTable:

@@ -53,12 +53,12 @@ class LogsScreen(AppScreen):
         yield self.make_header()
         with Horizontal(id="logs-bar"):
             yield Static(f"logs {literal(self.job.name)}", id="logs-title", markup=False)
-            yield Select([], prompt="pod", allow_blank=True, id="logs-pod")
+            yield Select([], prompt="pod", allow_blank=True, id="logs-pod", compact=True)
         yield TrainingPanel(id="logs-training")
         yield LogView(max_lines=self.max_lines, id="logs-view")
         yield Input(placeholder="search (enter: find, esc: close)", id="logs-search")
         yield Static("", id="logs-status", markup=False)
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def view(self) -> LogView:

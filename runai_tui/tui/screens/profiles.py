@@ -42,7 +42,7 @@ class ProfilesScreen(AppScreen):
             yield DataTable(id="profiles-table", cursor_type="row")
             yield LogView(max_lines=10_000, id="profiles-yaml")
         yield Static("", id="profiles-detail", markup=False)
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def table(self) -> DataTable:

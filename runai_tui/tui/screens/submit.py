@@ -77,7 +77,7 @@ class SubmitScreen(AppScreen):
                     yield Button("Submit", id="submit-go", variant="primary")
                     yield Button("Copy command", id="submit-copy")
                     yield Button("Cancel", id="submit-cancel")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         options = self.query_one("#submit-profiles", OptionList)
