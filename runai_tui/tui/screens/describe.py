@@ -24,7 +24,7 @@ from runai_tui.tui.widgets.job_table import format_age, format_pods, status_text
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 
-# How much of a finished job's master log to read for its last metrics.
+# How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
 
 
@@ -177,7 +177,7 @@ class DescribeScreen(AppScreen):
         """Feed the master's metric lines into the training panel (quietly: logs may not exist)."""
         panel = self.query_one(TrainingPanel)
         stream = self.tui.client.stream_logs(
-            self.job.name, pod=pod, follow=follow, tail=None if follow else METRICS_TAIL
+            self.job.name, pod=pod, follow=follow, tail=METRICS_TAIL
         )
         try:
             async for line in stream:
