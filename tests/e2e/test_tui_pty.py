@@ -1,7 +1,7 @@
 """End to end: the installed `runai-tui` in a real pseudo-terminal (pexpect), the screen read
 with a terminal emulator (pyte), on the real local cluster: a submitted job shows up, its logs
-open (hostile text stays inert), an exec round trip into the pod's shell, quit, and the terminal
-is left in its normal mode."""
+open (hostile text stays inert), an exec round trip into the pod's shell, a profile edited with
+$EDITOR, quit, and the terminal is left in its normal mode."""
 
 from __future__ import annotations
 
@@ -118,8 +118,23 @@ def local_job(tmp_path: Path):
 
 @pytest.mark.slow
 def test_runai_tui_in_a_real_terminal(local_job: str, tmp_path: Path) -> None:
-    env = {**os.environ, "TERM": "xterm-256color", "RUNAI_TUI_BACKEND": "local", "LANG": "C.UTF-8"}
+    # $EDITOR is a real program run on the real terminal while the app is suspended.
+    editor = tmp_path / "editor.sh"
+    editor.write_text(
+        "#!/bin/sh\n"
+        "echo 'editor running'\n"
+        "sed -i 's/^description: .*/description: edited in a real editor/' \"$1\"\n"
+    )
+    editor.chmod(0o755)
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "RUNAI_TUI_BACKEND": "local",
+        "LANG": "C.UTF-8",
+        "EDITOR": str(editor),
+    }
     env.pop("NO_COLOR", None)
+    env.pop("VISUAL", None)
     # The shell reports the app's exit code and the terminal mode after the app is gone.
     child = pexpect.spawn(
         "/bin/sh",
@@ -149,6 +164,17 @@ def test_runai_tui_in_a_real_terminal(local_job: str, tmp_path: Path) -> None:
         term.send("exit\r")
         term.wait(lambda t: "exited with code 0" in t, "the app back after the shell")
         term.wait(lambda t: "e2e-job" in t, "the jobs table back")
+
+        term.send("p")  # profiles; the first one is selected
+        term.wait(lambda t: "e Edit" in t, "profiles screen")
+        term.send("e")
+        term.wait(lambda t: "Saved " in t, "the edited profile saved")
+        edited = list((Path(env["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles").glob("*.yaml"))
+        assert len(edited) == 1
+        assert "description: edited in a real editor" in edited[0].read_text()
+        term.wait(lambda t: "edited in a real editor" in t, "the new description listed")
+        term.send("\x1b")
+        term.wait(lambda t: "d/enter Describe" in t, "jobs footer")
 
         term.send("q")
         term.wait(lambda t: "rc=0" in t, "the app to exit cleanly")
