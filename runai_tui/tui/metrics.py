@@ -28,6 +28,7 @@ class TrainingProgress:
     eval: dict[str, Any] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
     lines_parsed: int = 0
+    finished: str = ""  # "done" or "stopped" once the trainer says so
 
     @property
     def seen(self) -> bool:
@@ -51,7 +52,13 @@ class TrainingProgress:
                 self.loss = loss
                 self.losses.append(loss)
         elif kind == "eval":
-            self.eval = {k: v for k, v in record.items() if k != "kind"}
+            self.eval = {
+                k: v for k, v in record.items() if k not in ("kind", "step", "epoch", "eval_time")
+            }
+        elif kind in ("done", "stopped"):
+            self.finished = kind
+            self.step = _int(record.get("step"), self.step)
+            self.epoch = _int(record.get("epoch"), self.epoch)
         return True
 
     def summary(self) -> str:
@@ -73,6 +80,10 @@ class TrainingProgress:
         if self.eval:
             shown = ", ".join(f"{k} {_fmt(v)}" for k, v in list(self.eval.items())[:3])
             parts.append(f"eval: {shown}")
+        if self.finished == "done":
+            parts.append("finished")
+        elif self.finished == "stopped":
+            parts.append("stopped early (checkpoint saved)")
         return " · ".join(parts) if parts else "metrics seen, no values yet"
 
 

@@ -47,10 +47,13 @@ def test_progress_tracks_latest_values_and_bounded_loss_history() -> None:
     assert (progress.step, progress.epoch, progress.total_steps) == (500, 5, 500)
     assert math.isclose(progress.loss, 1 / 500)
     assert len(progress.losses) == 400  # bounded
-    progress.feed('{"kind":"eval","mAP":0.123}')
+    progress.feed('{"kind":"eval","step":500,"epoch":5,"map":0.123,"map50":0.25,"eval_time":3.5}')
     assert progress.summary() == (
-        "step 500/500 · epoch 5 · loss 0.0020 · lr 1.0e-02 · 33.3 img/s · eval: mAP 0.1230"
+        "step 500/500 · epoch 5 · loss 0.0020 · lr 1.0e-02 · 33.3 img/s"
+        " · eval: map 0.1230, map50 0.2500"
     )
+    progress.feed('{"kind":"done","step":500,"epoch":5}')
+    assert progress.summary().endswith(" · finished")
 
 
 def test_progress_ignores_bad_values() -> None:
