@@ -101,6 +101,7 @@ class RunaiTuiApp(App[int]):
             "error": "",
         }
         self._last_error = ""
+        self._last_internal = ""
 
     # -- state shared by the screens -----------------------------------------------------------
 
@@ -162,6 +163,7 @@ class RunaiTuiApp(App[int]):
 
     def backend_ok(self) -> None:
         self._last_error = ""
+        self._last_internal = ""
         self.set_header(error="", refreshed=self.now().strftime("%H:%M:%S"))
         if self.header_state["logged_in"] is False:  # logged in again: learn who
             self.check_backend()
@@ -221,8 +223,12 @@ class RunaiTuiApp(App[int]):
         (Screens forward their workers' events here: the message does not bubble.)"""
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
+            text = literal(f"{type(error).__name__}: {error}")
+            if text == self._last_internal:  # a periodic task failing the same way: say it once
+                return
+            self._last_internal = text
             self.notify(
-                literal(f"{type(error).__name__}: {error}"),
+                text,
                 title=f"internal error in {event.worker.name or 'a task'}",
                 severity="error",
                 timeout=10,

@@ -245,7 +245,10 @@ async def test_help_lists_keys_and_palette_runs_actions() -> None:
 async def test_unexpected_failure_is_reported_not_fatal() -> None:
     client = FakeClient(jobs=[make_job("a")])
 
+    attempts = []
+
     async def broken() -> list:
+        attempts.append(1)
         raise ValueError("unexpected shape from the backend")
 
     client.alist_jobs = broken
@@ -253,6 +256,12 @@ async def test_unexpected_failure_is_reported_not_fatal() -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         await wait_for(pilot, lambda: any("unexpected shape" in n for n in notifications(app)))
         assert app.is_running and isinstance(app.screen, JobsScreen)
+        await pilot.press("r")  # the same failure again is not announced again
+        await wait_for(pilot, lambda: len(attempts) >= 2)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(attempts) >= 3)
+        await pilot.pause()
+        assert sum("unexpected shape" in n for n in notifications(app)) == 1
 
 
 async def test_delete_from_describe_returns_to_jobs() -> None:
