@@ -363,6 +363,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         readonly=args.readonly,
         refresh=args.refresh,
         project=args.project,
+        timeout=args.timeout,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import partial
@@ -15,7 +14,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
-from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure, UsageError
 from runai_tui.tui.runner import InteractiveRunner
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
@@ -280,23 +279,26 @@ def describe_error(error: Failure) -> str:
     return f"{text} — {literal(error.hint)}" if error.hint else text
 
 
-def run_tui(backend_choice: str | None, readonly: bool, refresh: float, project: str | None) -> int:
-    """Entry point for `runai-tui` with no subcommand: open the app; return the exit code."""
+def run_tui(
+    backend_choice: str | None,
+    readonly: bool,
+    refresh: float,
+    project: str | None,
+    timeout: float = 60.0,
+) -> int:
+    """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
+
+    Bad choices raise before any screen is drawn; the CLI reports them like every other error."""
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
     if refresh < 0:
-        print(
-            "runai-tui: --refresh must be 0 (off) or a positive number of seconds", file=sys.stderr
+        raise UsageError(
+            f"--refresh {refresh:g}: expected 0 (off) or a positive number of seconds",
+            "e.g. runai-tui --refresh 5",
         )
-        return 2
-    try:
-        backend = select_backend(backend_choice)
-        client = RunaiClient(backend, project=project)
-    except Failure as error:
-        hint = f" ({error.hint})" if error.hint else ""
-        print(f"runai-tui: {error}{hint}", file=sys.stderr)
-        return error.exit_code
+    backend = select_backend(backend_choice)
+    client = RunaiClient(backend, project=project, timeout=timeout)
     app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
     result = app.run()
     return int(result or app.return_code or 0)

@@ -27,15 +27,15 @@ def test_missing_runai_is_one_line_exit_1() -> None:
     done = run("--backend", "runai")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert (
-        len(lines) == 1 and "runai is not installed" in lines[0] and "--backend local" in lines[0]
-    )
+    assert len(lines) == 2 and lines[0].startswith("error: runai is not installed")
+    assert lines[1].startswith("hint: ") and "--backend local" in lines[1]
     assert "Traceback" not in done.stderr
 
 
 def test_negative_refresh_is_a_usage_error() -> None:
     done = run("--backend", "local", "--refresh", "-1")
     assert done.returncode == 2
-    assert done.stderr.strip() == (
-        "runai-tui: --refresh must be 0 (off) or a positive number of seconds"
-    )
+    assert done.stderr.strip().splitlines() == [
+        "error: --refresh -1: expected 0 (off) or a positive number of seconds",
+        "hint: e.g. runai-tui --refresh 5",
+    ]
