@@ -1,4 +1,4 @@
-"""Atomic writes for files the TUI saves (logs)."""
+"""Saving what the TUI shows (log lines) through the core's atomic writer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from runai_tui.atomic import atomic_open
 
 
 def write_lines_atomic(path: Path, lines: Iterable[str]) -> int:
-    """Write `lines` (newline-terminated) to `path` via temp file, fsync and rename; count them."""
+    """Write `lines` newline-terminated to `path` atomically; return how many were written.
+    Undecodable bytes that reached us as surrogates are written back unchanged."""
     count = 0
     with atomic_open(path.expanduser(), errors="surrogateescape", newline="") as out:
         for line in lines:
