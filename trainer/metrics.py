@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from typing import Any
 
 METRICS_FILE = "metrics.jsonl"
@@ -38,6 +39,7 @@ class MetricsLog:
     def write(self, record: dict[str, Any]) -> None:
         if not self.enabled:
             return
+        record = {**record, "time": round(time.time(), 3)}  # unix seconds, for rates and ETAs
         line = json.dumps(record, separators=(", ", ": "))
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line + "\n")

@@ -122,6 +122,12 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     progress = Progress()
     metrics = MetricsLog(cfg.output_dir, ctx.is_main)
     found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+    if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
+        # Their higher step numbers would win over this run's files in rotation and resume.
+        raise ConfigError(
+            f"--resume none but {checkpoint.checkpoint_dir(cfg.output_dir)} holds checkpoints of "
+            "another run; use a fresh --output-dir (or --resume auto to continue that run)"
+        )
     if found:
         path, ckpt = found
         checkpoint.check_compatible(ckpt, path, cfg.model, class_names)
@@ -136,11 +142,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             checkpoint.set_rng_state(rng[ctx.rank])
         if progress.step_in_epoch >= steps_per_epoch:
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-        metrics.truncate_after(progress.global_step)
         log(
             f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
             f"batch {progress.step_in_epoch} of the epoch"
         )
+    metrics.truncate_after(progress.global_step)  # a fresh run starts an empty file
     if ctx.is_main:
         write_run_json(cfg.output_dir, _run_info(cfg, ctx, found[0] if found else None))
 

@@ -128,6 +128,8 @@ def test_checkpoint_from_another_model_or_class_count(capsys, tmp_path):
     )
     code, err = run_main(capsys, *args)
     assert code == 2 and "checkpoint has 1 classes, the dataset has 3" in err
+    code, err = run_main(capsys, *args, "--resume", "none")
+    assert code == 2 and "--resume none but" in err and "holds checkpoints of another run" in err
 
 
 def test_non_finite_loss_names_the_step(capsys, tmp_path):
