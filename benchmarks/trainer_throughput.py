@@ -2,7 +2,8 @@
 """Trainer throughput on synthetic data: the speed options on vs off, side by side, in one run.
 
 Runs the real trainer (``python -m trainer``, or torchrun with --nproc > 1) twice on the same
-synthetic data and configuration, reads each run's metrics.jsonl, drops the warm-up steps, and
+synthetic data (by default written once as 1024-px JPEG files, so decoding costs what it costs
+with Open Images photos) and configuration, reads each run's metrics.jsonl, drops the warm-up steps, and
 prints images/s, step time and data time for both and their ratio.
 
     python benchmarks/trainer_throughput.py                          # default model, auto device
@@ -36,6 +37,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=2, help="per process")
     parser.add_argument("--steps", type=int, default=20, help="measured steps per configuration")
     parser.add_argument("--warmup", type=int, default=5, help="steps excluded from the figures")
+    parser.add_argument(
+        "--jpeg-size",
+        type=int,
+        default=1024,
+        help="synthetic images as JPEG files of this shorter side, decoded like photos "
+        "(0: rendered in memory, no decode cost)",
+    )
     parser.add_argument("--nproc", type=int, default=1, help="processes (torchrun when > 1)")
     parser.add_argument("--workers", type=int, default=2, help="loader processes when 'on'")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
@@ -65,7 +73,8 @@ def run(name: str, options: list[str], args: argparse.Namespace, out_dir: Path) 
         "--model", args.model, "--min-size", str(args.min_size), "--max-size", str(args.max_size),
         "--batch-size", str(args.batch_size), "--max-steps", str(total), "--epochs", "1000",
         "--log-every", "1", "--eval-every", "0", "--checkpoint-every", "0", "--resume", "none",
-        "--device", args.device, "--output-dir", str(out_dir), *options, *args.extra,
+        "--device", args.device, "--output-dir", str(out_dir), "--synthetic-jpeg-size",
+        str(args.jpeg_size), "--index-cache", str(out_dir.parent / "cache"), *options, *args.extra,
     ]  # fmt: skip
     if args.nproc > 1:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -95,6 +104,28 @@ def run(name: str, options: list[str], args: argparse.Namespace, out_dir: Path) 
     }
 
 
+def decode_times(cache: Path, args: argparse.Namespace, count: int = 20) -> dict:
+    """The decode step alone, full size vs DCT-scaled, on the benchmark's own JPEG files."""
+    import time
+
+    sys.path.insert(0, str(REPO))
+    from PIL import Image
+
+    from trainer.data.transforms import decode_image, resized_size
+
+    files = sorted(cache.glob("synthetic-*/synthetic-train-*.jpg"))[:count]
+    totals = {"full_ms": 0.0, "draft_ms": 0.0}
+    for path in files:
+        with Image.open(path) as img:
+            width, height = img.size
+        draft = resized_size(height, width, args.min_size, args.max_size)
+        for key, size in (("full_ms", None), ("draft_ms", draft)):
+            start = time.perf_counter()
+            decode_image(str(path), size)
+            totals[key] += (time.perf_counter() - start) * 1000
+    return {k: v / max(len(files), 1) for k, v in totals.items()}
+
+
 def main() -> int:
     args = parse_args()
     cuda = device_is_cuda(args.device)
@@ -118,10 +149,12 @@ def main() -> int:
             "off": run("off", off, args, Path(tmp) / "off"),
             "on": run("on", on, args, Path(tmp) / "on"),
         }
+        decode = decode_times(Path(tmp) / "cache", args) if args.jpeg_size else None
     device = "cuda" if cuda else "cpu"
     print(
         f"\n{args.model}, {args.min_size}-{args.max_size}px, batch {args.batch_size} x "
-        f"{args.nproc} process(es) on {device}, {args.steps} measured steps after {args.warmup}"
+        f"{args.nproc} process(es) on {device}, {args.steps} measured steps after {args.warmup}, "
+        f"{f'{args.jpeg_size}-px JPEG files' if args.jpeg_size else 'in-memory images'}"
     )
     print(f"{'':6}{'images/s':>10}{'step s (mean)':>15}{'step s (median)':>17}{'data s':>9}")
     for name in ("off", "on"):
@@ -132,7 +165,12 @@ def main() -> int:
         )
     ratio = results["on"]["images_per_sec"] / results["off"]["images_per_sec"]
     print(f"ratio on/off (images/s): {ratio:.2f}x")
-    print(json.dumps({"device": device, "ratio": round(ratio, 3), **results}))
+    if decode:
+        print(
+            f"JPEG decode per image, main process: full {decode['full_ms']:.1f} ms, "
+            f"--fast-decode {decode['draft_ms']:.1f} ms ({decode['full_ms'] / decode['draft_ms']:.1f}x)"
+        )
+    print(json.dumps({"device": device, "ratio": round(ratio, 3), "decode": decode, **results}))
     return 0
 
 

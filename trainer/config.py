@@ -104,6 +104,14 @@ class TrainConfig:
     synthetic_classes: int = field(
         default=3, metadata=_opt("object classes in the synthetic dataset", "data")
     )
+    synthetic_jpeg_size: int = field(
+        default=0,
+        metadata=_opt(
+            "write synthetic images once as JPEG files of this shorter side and read them back "
+            "(real decode cost, as with photos); 0 renders them in memory",
+            "data",
+        ),
+    )
     index_cache: str | None = field(
         default=None,
         metadata=_opt(

@@ -70,3 +70,29 @@ def test_readme_documents_every_flag():
     ]
     assert len(flags) > 50
     assert [flag for flag in flags if f"`{flag}`" not in readme] == []
+
+
+def test_synthetic_jpeg_files_are_written_once_and_decoded_at_reduced_scale(tmp_path):
+    import torch
+
+    from trainer.data import build_datasets
+    from trainer.distributed import DistContext
+
+    ctx = DistContext(0, 1, 0, torch.device("cpu"), None)
+    args = ["--dataset", "synthetic", "--synthetic-jpeg-size", "512", "--min-size", "64",
+            "--max-size", "128", "--synthetic-train-images", "4", "--synthetic-val-images", "2",
+            "--output-dir", str(tmp_path)]  # fmt: skip
+    train, val = build_datasets(parse_config(args), ctx, print)
+    files = sorted(tmp_path.glob("cache/synthetic-*/*.jpg"))
+    assert len(files) == 6
+    stamps = [f.stat().st_mtime_ns for f in files]
+    build_datasets(parse_config(args), ctx, print)
+    assert [f.stat().st_mtime_ns for f in files] == stamps  # reused, not rewritten
+    image, target = train[(0, 0)]
+    height, width = train.get_height_and_width(0)
+    assert min(height, width) >= 460  # the file is photo-sized...
+    assert 64 <= min(image.shape[-2:]) < 128  # ...and decoded at 1/4 DCT scale for 64-px training
+    assert target["orig_size"] == (height, width)
+    assert val is not None and len(val) == 2
+    full = build_datasets(parse_config([*args, "--no-fast-decode"]), ctx, print)[0]
+    assert full[(0, 0)][0].shape[-2:] == (height, width)

@@ -12,8 +12,8 @@ from trainer.data.coco import build_coco_index
 from trainer.data.dataset import DetectionDataset, collate
 from trainer.data.index import DetectionIndex, cache_key, cached_index
 from trainer.data.openimages import CLASSES, TRAIN_BOXES, VAL_BOXES, build_openimages_index
-from trainer.data.synthetic import SyntheticDataset, make_synthetic_index
-from trainer.distributed import DistContext
+from trainer.data.synthetic import SyntheticDataset, make_synthetic_index, write_jpegs
+from trainer.distributed import DistContext, barrier
 from trainer.errors import ConfigError
 
 __all__ = ["DetectionDataset", "build_datasets", "collate"]
@@ -38,17 +38,7 @@ def build_datasets(
     }
     want_val = cfg.eval_every > 0
     if cfg.dataset == "synthetic":
-        train_index = make_synthetic_index(
-            cfg.synthetic_train_images, cfg.synthetic_classes, cfg.seed, cfg.min_size, "train"
-        )
-        train = SyntheticDataset(train_index, "", train=True, hflip_probability=cfg.hflip, **common)
-        val = None
-        if want_val:
-            val_index = make_synthetic_index(
-                cfg.synthetic_val_images, cfg.synthetic_classes, cfg.seed, cfg.min_size, "val"
-            )
-            val = SyntheticDataset(val_index, "", train=False, **common)
-        return train, val
+        return _synthetic(cfg, ctx, common, want_val)
 
     if cfg.dataset == "coco":
         train_json = _path(
@@ -155,3 +145,34 @@ def _drop_empty(index: DetectionIndex, log: Callable[[str], None]) -> DetectionI
 def _check_same_classes(train: DetectionIndex, val: DetectionIndex, a: str, b: str) -> None:
     if train.class_names != val.class_names:
         raise ConfigError(f"{a} and {b} define different categories; use files from one release")
+
+
+def _synthetic(
+    cfg: TrainConfig, ctx: DistContext, common: dict, want_val: bool
+) -> tuple[DetectionDataset, DetectionDataset | None]:
+    """Rendered on the fly, or (--synthetic-jpeg-size) as JPEG files written once by rank 0."""
+    jpeg_size = cfg.synthetic_jpeg_size
+    splits = [("train", cfg.synthetic_train_images)]
+    if want_val:
+        splits.append(("val", cfg.synthetic_val_images))
+    datasets = []
+    for split, count in splits:
+        size = jpeg_size or cfg.min_size
+        index = make_synthetic_index(count, cfg.synthetic_classes, cfg.seed, size, split)
+        options = {"train": split == "train", **common}
+        if split == "train":
+            options["hflip_probability"] = cfg.hflip
+        if not jpeg_size:
+            datasets.append(SyntheticDataset(index, "", **options))
+            continue
+        key = cache_key(f"synthetic {split} {count} {cfg.synthetic_classes} {cfg.seed} {jpeg_size}")
+        directory = os.path.join(
+            cfg.index_cache or os.path.join(cfg.output_dir, "cache"), f"synthetic-{key}"
+        )
+        if ctx.is_main:
+            write_jpegs(index, directory, cfg.seed)
+        barrier(ctx)
+        if not ctx.is_main:
+            write_jpegs(index, directory, cfg.seed)  # fills in only if the cache is not shared
+        datasets.append(DetectionDataset(index, directory, **options))
+    return datasets[0], datasets[1] if want_val else None

@@ -6,8 +6,11 @@ Everything derives from (seed, split, index): the same flags always give the sam
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
+from PIL import Image
 
 from trainer.data.dataset import DetectionDataset
 from trainer.data.index import DetectionIndex, build_from_rows
@@ -38,7 +41,7 @@ def make_synthetic_index(
             rows_img.append(i)
             rows_box.append((x1, y1, x1 + w, y1 + h))
             rows_label.append(int(rng.integers(1, num_classes + 1)))
-    names = np.array([f"synthetic-{split}-{i:07d}" for i in range(num_images)], dtype="S")
+    names = np.array([f"synthetic-{split}-{i:07d}.jpg" for i in range(num_images)], dtype="S")
     return build_from_rows(
         np.array(rows_img, np.int64),
         names,
@@ -51,18 +54,34 @@ def make_synthetic_index(
     )
 
 
+def render(index: DetectionIndex, i: int, seed: int) -> np.ndarray:
+    """Image i as HWC uint8: class-coloured rectangles on dark noise."""
+    height, width = int(index.heights[i]), int(index.widths[i])
+    rng = np.random.default_rng((seed, 99, i))
+    image = rng.integers(0, 60, size=(height, width, 3), dtype=np.uint8)
+    rows = index.box_slice(i)
+    for (x1, y1, x2, y2), label in zip(index.boxes[rows], index.labels[rows], strict=True):
+        c1, c2 = int(x1 * width), max(int(x1 * width) + 1, int(round(x2 * width)))
+        r1, r2 = int(y1 * height), max(int(y1 * height) + 1, int(round(y2 * height)))
+        image[r1:r2, c1:c2] = class_colour(int(label))
+    return image
+
+
+def write_jpegs(index: DetectionIndex, directory: str, seed: int) -> None:
+    """Each image as a JPEG file (skipping those already there), written atomically: for runs
+    and benchmarks that should pay real decode costs, like Open Images photos."""
+    os.makedirs(directory, exist_ok=True)
+    for i in range(len(index)):
+        path = os.path.join(directory, index.file_name(i))
+        if os.path.exists(path):
+            continue
+        tmp = f"{path}.{os.getpid()}.tmp"
+        Image.fromarray(render(index, i, seed)).save(tmp, format="JPEG", quality=90)
+        os.replace(tmp, path)
+
+
 class SyntheticDataset(DetectionDataset):
     """Renders the image for an index instead of reading a file."""
 
     def load_image(self, i: int) -> torch.Tensor:
-        height, width = int(self.index.heights[i]), int(self.index.widths[i])
-        rng = np.random.default_rng((self.seed, 99, i))
-        image = rng.integers(0, 60, size=(height, width, 3), dtype=np.uint8)
-        rows = self.index.box_slice(i)
-        for (x1, y1, x2, y2), label in zip(
-            self.index.boxes[rows], self.index.labels[rows], strict=True
-        ):
-            c1, c2 = int(x1 * width), max(int(x1 * width) + 1, int(round(x2 * width)))
-            r1, r2 = int(y1 * height), max(int(y1 * height) + 1, int(round(y2 * height)))
-            image[r1:r2, c1:c2] = class_colour(int(label))
-        return torch.from_numpy(image).permute(2, 0, 1).contiguous()
+        return torch.from_numpy(render(self.index, i, self.seed)).permute(2, 0, 1).contiguous()
