@@ -133,7 +133,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         checkpoint.check_compatible(ckpt, path, cfg.model, class_names)
         model_without_ddp.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
+        wanted_schedule = dict(vars(schedule))  # loading overwrites the schedule object's fields
         scheduler.load_state_dict(ckpt["scheduler"])
+        _keep_command_line_hyperparameters(
+            optimizer, scheduler, schedule, wanted_schedule, param_groups, lr
+        )
         if scaler and ckpt.get("scaler"):
             scaler.load_state_dict(ckpt["scaler"])
         progress = Progress(**ckpt["progress"])
@@ -235,6 +239,25 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0
+
+
+def _keep_command_line_hyperparameters(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LambdaLR,
+    schedule: WarmupCosine,
+    wanted_schedule: dict,
+    wanted_groups: list[dict],
+    lr: float,
+) -> None:
+    """A checkpoint restores state (momentum, step counts, position); the command line decides the
+    hyperparameters. Loading put the saved learning rate, weight decay and schedule length back,
+    so set this run's again: a resume with more --epochs or another world size follows them."""
+    schedule.__dict__.update(wanted_schedule)
+    scheduler.base_lrs = [lr for _ in optimizer.param_groups]
+    for group, wanted in zip(optimizer.param_groups, wanted_groups, strict=True):
+        group["weight_decay"] = wanted["weight_decay"]
+        group["initial_lr"] = lr
+        group["lr"] = lr * schedule(scheduler.last_epoch)  # what LambdaLR computes at this step
 
 
 def _run_info(cfg: TrainConfig, ctx: DistContext, resumed_from: str | None) -> dict:

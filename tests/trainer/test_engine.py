@@ -96,3 +96,29 @@ def test_synthetic_jpeg_files_are_written_once_and_decoded_at_reduced_scale(tmp_
     assert val is not None and len(val) == 2
     full = build_datasets(parse_config([*args, "--no-fast-decode"]), ctx, print)[0]
     assert full[(0, 0)][0].shape[-2:] == (height, width)
+
+
+def test_resume_follows_the_command_lines_schedule(tmp_path, monkeypatch, capsys):
+    """Resuming with more steps stretches the cosine; the checkpoint's old length does not win."""
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    args = ["--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
+            "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+            "--eval-every", "0", "--log-every", "1", "--warmup-steps", "0", "--lr", "0.16",
+            "--output-dir", str(tmp_path)]  # fmt: skip
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert entry.main([*args, "--max-steps", "2"]) == 0
+        assert entry.main([*args, "--max-steps", "4"]) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    out = capsys.readouterr().out
+    assert "resumed from" in out and "step 2," in out
+    train = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    lrs = {r["step"]: r["lr"] for r in train if r["kind"] == "train"}
+    base = 0.16 * 2 / 16
+    assert lrs[1] == pytest.approx(base)  # first run: cosine over 2 steps
+    assert lrs[2] == pytest.approx(base * 0.5)
+    assert lrs[3] == pytest.approx(base * 0.5 * (1 + math.cos(math.pi * 2 / 4)))  # over 4 now
+    assert lrs[4] == pytest.approx(base * 0.5 * (1 + math.cos(math.pi * 3 / 4)))
