@@ -151,8 +151,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             f"batch {progress.step_in_epoch} of the epoch"
         )
     metrics.truncate_after(progress.global_step)  # a fresh run starts an empty file
+    ranks = all_gather_objects(
+        ctx, {"rank": ctx.rank, "host": socket.gethostname(), "device": str(ctx.device)}
+    )
     if ctx.is_main:
-        write_run_json(cfg.output_dir, _run_info(cfg, ctx, found[0] if found else None))
+        write_run_json(cfg.output_dir, _run_info(cfg, ctx, ranks, found[0] if found else None))
 
     stop = StopRequest()
     stop.install()
@@ -260,7 +263,9 @@ def _keep_command_line_hyperparameters(
         group["lr"] = lr * schedule(scheduler.last_epoch)  # what LambdaLR computes at this step
 
 
-def _run_info(cfg: TrainConfig, ctx: DistContext, resumed_from: str | None) -> dict:
+def _run_info(
+    cfg: TrainConfig, ctx: DistContext, ranks: list[dict], resumed_from: str | None
+) -> dict:
     devices = []
     if ctx.device.type == "cuda":
         devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
@@ -270,6 +275,7 @@ def _run_info(cfg: TrainConfig, ctx: DistContext, resumed_from: str | None) -> d
         "backend": ctx.backend,
         "device": str(ctx.device),
         "devices_on_rank0_host": devices,
+        "ranks": ranks,
         "host": socket.gethostname(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "resumed_from": resumed_from,

@@ -168,6 +168,7 @@ def test_training_reports_metrics_checkpoints_and_distinct_samples(reference):
     assert stdout_records(out) == metrics
     run = json.loads((out_dir / "run.json").read_text())
     assert run["world_size"] == 2 and run["backend"] == "gloo"
+    assert [r["rank"] for r in run["ranks"]] == [0, 1]
     assert run["config"]["model"] == "retinanet_resnet18_fpn"
     ckpts = sorted((out_dir / "checkpoints").glob("step-*.pt"))
     assert [p.name for p in ckpts] == [
