@@ -96,7 +96,9 @@ else
               --rdzv-id "${RUNAI_JOB_NAME:-${JOB_NAME:-retinanet}}")
         rdzv_why="elastic nnodes $nnodes: c10d rendezvous at $MASTER_ADDR:$port"
     else
-        rdzv=(--node-rank "$node_rank" --master-addr "$MASTER_ADDR" --master-port "$port")
+        # Explicit backend and endpoint: a PET_RDZV_* left in the pod's environment must not win.
+        rdzv=(--rdzv-backend static --rdzv-endpoint "$MASTER_ADDR:$port" --node-rank "$node_rank"
+              --master-addr "$MASTER_ADDR" --master-port "$port")
         rdzv_why="static rendezvous at $MASTER_ADDR:$port (node 0 hosts it)"
     fi
 fi

@@ -65,6 +65,7 @@ def test_no_environment_runs_standalone_on_cpu(bin_dir):
 def test_runai_master_pod(bin_dir):
     env = {
         "PET_NNODES": "3", "PET_NODE_RANK": "0", "RANK": "0", "WORLD_SIZE": "3",
+        "PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "stale:1",
         "MASTER_ADDR": "retinanet-master-0", "MASTER_PORT": "23456", "RUNAI_NUM_OF_GPUS": "1",
     }  # fmt: skip
     result = launch(bin_dir, env)
@@ -74,6 +75,8 @@ def test_runai_master_pod(bin_dir):
     assert option(argv, "--nproc-per-node") == "1"
     assert option(argv, "--master-addr") == "retinanet-master-0"
     assert option(argv, "--master-port") == "23456"
+    assert option(argv, "--rdzv-backend") == "static"
+    assert option(argv, "--rdzv-endpoint") == "retinanet-master-0:23456"
     assert "WORLD_SIZE=3 is ignored" in result.stdout
     assert "nproc-per-node=1 (RUNAI_NUM_OF_GPUS=1: one process per GPU)" in result.stdout
 
@@ -115,7 +118,8 @@ def test_local_cluster_two_nodes_one_cpu_process(bin_dir):
     }  # fmt: skip
     argv = final_argv(launch(bin_dir, env))
     assert argv[argv.index("--nnodes") : argv.index("-m", 3)] == [
-        "--nnodes", "2", "--nproc-per-node", "1", "--node-rank", "1",
+        "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "static",
+        "--rdzv-endpoint", "127.0.0.1:40123", "--node-rank", "1",
         "--master-addr", "127.0.0.1", "--master-port", "40123",
     ]  # fmt: skip
 
