@@ -154,6 +154,12 @@ class TrainConfig:
         default=None,
         metadata=_opt("0-5 (default 3 with weights, 5 from scratch)", "model"),
     )
+    score_thresh: float = field(
+        default=0.05, metadata=_opt("detections below this score are dropped at inference", "model")
+    )
+    detections_per_image: int = field(
+        default=300, metadata=_opt("detections kept per image at inference", "model")
+    )
     min_size: int = field(default=800, metadata=_opt("shorter image side after resize", "model"))
     max_size: int = field(
         default=1333, metadata=_opt("longest image side cap after resize", "model")
@@ -321,6 +327,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"--min-size {cfg.min_size} / --max-size {cfg.max_size}: need 32 <= min-size <= max-size"
         )
+    if not 0.0 <= cfg.score_thresh < 1.0:
+        raise bad("score-thresh", cfg.score_thresh, "must be in [0, 1)")
+    if cfg.detections_per_image < 1:
+        raise bad("detections-per-image", cfg.detections_per_image, "must be at least 1")
     if not 0.0 <= cfg.hflip <= 1.0:
         raise bad("hflip", cfg.hflip, "must be a probability in [0, 1]")
     if cfg.trainable_backbone_layers is not None and not 0 <= cfg.trainable_backbone_layers <= 5:

@@ -139,3 +139,11 @@ def gather_objects(ctx: DistContext, obj: Any) -> list[Any] | None:
     gathered: list[Any] | None = [None] * ctx.world_size if ctx.is_main else None
     dist.gather_object(obj, gathered, dst=0)
     return gathered
+
+
+def broadcast_buffers(ctx: DistContext, module: torch.nn.Module) -> None:
+    """Rank 0's buffers (BatchNorm running statistics) on every rank. In training each rank
+    updates them from its own batch after DDP's broadcast, so they differ slightly by the end."""
+    if ctx.distributed:
+        for buffer in module.buffers():
+            dist.broadcast(buffer, src=0)

@@ -24,7 +24,12 @@ def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
     trainable = cfg.trainable_backbone_layers
     if trainable is None:
         trainable = 3 if pretrained else 5
-    sizes = {"min_size": cfg.min_size, "max_size": cfg.max_size}
+    sizes = {
+        "min_size": cfg.min_size,
+        "max_size": cfg.max_size,
+        "score_thresh": cfg.score_thresh,
+        "detections_per_img": cfg.detections_per_image,
+    }
     if cfg.model == "retinanet_resnet50_fpn_v2":
         model = retinanet_resnet50_fpn_v2(
             weights=None, weights_backbone=None, num_classes=num_classes, **sizes

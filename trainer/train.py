@@ -22,7 +22,7 @@ from trainer import checkpoint
 from trainer.config import TrainConfig
 from trainer.data import build_datasets, collate
 from trainer.data.sampler import DistributedGroupedBatchSampler, aspect_ratio_groups
-from trainer.distributed import DistContext, all_gather_objects
+from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
@@ -190,6 +190,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     def run_eval() -> None:
         started = time.perf_counter()
+        broadcast_buffers(ctx, model_without_ddp)  # every rank evaluates the model rank 0 saves
         result = evaluate(
             ctx,
             model_without_ddp,
@@ -207,6 +208,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
                 "map": round(result["map"], 6),
                 "map50": round(result["map50"], 6),
                 "images": result["images"],
+                "detections": result["detections"],
                 "eval_time": round(time.perf_counter() - started, 3),
             }
         )

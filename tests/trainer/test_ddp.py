@@ -30,16 +30,9 @@ TINY = [
     "--warmup-steps", "2", "--log-samples",
 ]  # fmt: skip
 RESUME_RUN = [
-    *TINY,
-    "--max-steps",
-    "12",
-    "--epochs",
-    "3",
-    "--checkpoint-every",
-    "4",
-    "--eval-every",
-    "1",
-]
+    *TINY, "--max-steps", "12", "--epochs", "3", "--checkpoint-every", "4", "--eval-every", "1",
+    "--score-thresh", "0.0", "--detections-per-image", "50",  # an untrained model still detects
+]  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -277,3 +270,26 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
     expected_log = "skipped missing images 1" if dataset == "openimages" else "'missing_images': 1"
     assert expected_log in out
     assert (out_dir / "checkpoints" / "step-000000003.pt").exists()
+
+
+def test_distributed_evaluation_matches_one_process_on_the_saved_model(reference):
+    """Two ranks scoring halves of the validation split give what one process gives on the whole."""
+    from trainer.config import parse_config
+    from trainer.data import build_datasets
+    from trainer.distributed import DistContext
+    from trainer.evaluate import evaluate
+    from trainer.model import build_model
+
+    out_dir, _ = reference
+    final = [r for r in records(out_dir / "metrics.jsonl") if r["kind"] == "eval"][-1]
+    cfg = parse_config([*RESUME_RUN, "--output-dir", str(out_dir)])
+    ctx = DistContext(0, 1, 0, torch.device("cpu"), None)
+    train_set, val_set = build_datasets(cfg, ctx, lambda _msg: None)
+    model = build_model(cfg, train_set.num_classes)
+    ckpt = torch.load(out_dir / "checkpoints" / "step-000000012.pt", weights_only=True)
+    model.load_state_dict(ckpt["model"])
+    result = evaluate(ctx, model, val_set, cfg.batch_size, workers=0)
+    assert final["detections"] > 0
+    assert result["detections"] == final["detections"] and result["images"] == final["images"]
+    assert result["map"] == pytest.approx(final["map"], abs=1e-6)
+    assert result["map50"] == pytest.approx(final["map50"], abs=1e-6)

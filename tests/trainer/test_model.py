@@ -27,6 +27,7 @@ def test_default_model_is_resnet50_fpn_v2_sized_for_the_dataset():
     assert model.head.classification_head.cls_logits.out_channels == 9 * 601
     assert isinstance(model.head.classification_head.conv[0][1], torch.nn.GroupNorm)  # v2 head
     assert model.head.regression_head._loss_type == "giou"
+    assert model.score_thresh == 0.05 and model.detections_per_img == 300
     losses = model([torch.rand(3, 64, 80)], one_target())
     assert set(losses) == {"classification", "bbox_regression"}
     assert all(torch.isfinite(v) for v in losses.values())
