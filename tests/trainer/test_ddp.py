@@ -259,6 +259,8 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
         "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "96",
         "--batch-size", "2", "--workers", "1", "--max-steps", "3", "--log-every", "1",
         "--eval-every", "1", "--checkpoint-every", "0",
+        # COCO also runs gradient accumulation: two micro-batches of one, no_sync on the first.
+        *(["--grad-accum", "2"] if dataset == "coco" else []),
     ])  # fmt: skip
     out = finish(proc)
     assert proc.returncode == 0, out
