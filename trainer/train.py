@@ -288,9 +288,7 @@ def _run_info(
             "numpy": np.__version__,
             "Pillow": PIL.__version__,
             "cuda": torch.version.cuda,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version()))
-            if torch.cuda.is_available()
-            else None,
+            "nccl": _nccl_version(),
         },
         "env": {
             k: v
@@ -299,3 +297,10 @@ def _run_info(
             or k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "OMP_NUM_THREADS")
         },
     }
+
+
+def _nccl_version() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    version = torch.cuda.nccl.version()  # a tuple in recent torch, an int in older releases
+    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
