@@ -170,3 +170,12 @@ def test_corrupt_image_is_skipped_and_counted_or_fatal_with_strict(tmp_path):
     strict = DetectionDataset(index, str(images), strict=True, **common)
     with pytest.raises(TrainerError, match=r"1\.jpg: cannot read image .*\(--strict\)"):
         strict[(1, 0)]
+
+
+def test_device_and_launch_mistakes(capsys, monkeypatch):
+    if not torch.cuda.is_available():
+        code, err = run_main(capsys, "--dataset", "synthetic", "--device", "cuda")
+        assert code == 2 and "--device cuda: no CUDA device is visible" in err
+    monkeypatch.setenv("WORLD_SIZE", "3")  # a pod-level variable, as Kubeflow sets it
+    code, err = run_main(capsys, "--dataset", "synthetic", "--device", "cpu")
+    assert code == 2 and "WORLD_SIZE is set but LOCAL_RANK is not: launch through torchrun" in err
