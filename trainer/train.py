@@ -45,6 +45,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         f"world size {ctx.world_size} ({ctx.backend or 'single process'}), device {ctx.device}, "
         f"torch {torch.__version__}, torchvision {torchvision.__version__}"
     )
+    comm_env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("NCCL_"))
+    if comm_env and ctx.backend == "nccl":
+        log(f"NCCL settings: {comm_env}")
 
     # Data: the index knows every image's size and boxes before any image is decoded.
     train_set, val_set = build_datasets(cfg, ctx, log)
