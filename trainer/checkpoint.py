@@ -11,13 +11,13 @@ import contextlib
 import os
 import random
 import re
-import tempfile
 from typing import Any
 
 import numpy as np
 import torch
 
 from trainer.errors import ConfigError, TrainerError
+from trainer.files import atomic_open
 
 FORMAT_VERSION = 1
 NAME = re.compile(r"^step-(\d{9})\.pt$")
@@ -41,24 +41,8 @@ def list_checkpoints(output_dir: str) -> list[tuple[int, str]]:
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pt")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # the rename itself survives a power cut
-    finally:
-        os.close(dir_fd)
+    with atomic_open(path) as f:
+        torch.save(obj, f)
 
 
 def save_checkpoint(output_dir: str, step: int, state: dict[str, Any], keep: int) -> str:

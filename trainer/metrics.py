@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from typing import Any
+
+from trainer.files import write_text_atomic
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -34,7 +35,7 @@ class MetricsLog:
                         kept.append(line)
                 except ValueError:
                     continue  # a line cut short by a kill
-        write_atomic(self.path, "".join(kept))
+        write_text_atomic(self.path, "".join(kept))
 
     def write(self, record: dict[str, Any]) -> None:
         if not self.enabled:
@@ -47,23 +48,7 @@ class MetricsLog:
         sys.stdout.flush()
 
 
-def write_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_run_json(output_dir: str, info: dict[str, Any]) -> None:
-    write_atomic(
+    write_text_atomic(
         os.path.join(output_dir, RUN_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n"
     )

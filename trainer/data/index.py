@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from trainer.distributed import DistContext, barrier
+from trainer.files import atomic_open
 
 INDEX_FORMAT = 1
 
@@ -70,30 +70,19 @@ class DetectionIndex:
 
     def save(self, path: str) -> None:
         """Atomic write: temp file in the same directory, fsync, rename."""
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(
-                    f,
-                    format=np.int64(INDEX_FORMAT),
-                    file_names=self.file_names,
-                    offsets=self.offsets,
-                    boxes=self.boxes,
-                    labels=self.labels,
-                    group_of=self.group_of,
-                    heights=self.heights,
-                    widths=self.widths,
-                    class_names=np.array(self.class_names, dtype=np.str_),
-                )
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_open(path) as f:
+            np.savez(
+                f,
+                format=np.int64(INDEX_FORMAT),
+                file_names=self.file_names,
+                offsets=self.offsets,
+                boxes=self.boxes,
+                labels=self.labels,
+                group_of=self.group_of,
+                heights=self.heights,
+                widths=self.widths,
+                class_names=np.array(self.class_names, dtype=np.str_),
+            )
 
     @classmethod
     def load(cls, path: str) -> DetectionIndex:
