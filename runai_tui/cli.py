@@ -263,7 +263,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     print(f"Project:  {job.project or '-'}")
     if job.created:
         print(f"Created:  {job.created.isoformat()}")
-    resources = _flatten(detail.resources)
+    resources = detail.resource_rows()
     if resources:
         print("Resources:")
         for key, value in resources:
@@ -279,20 +279,6 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for note in detail.notes:
         print(f"Note: {note}")
     return 0
-
-
-def _flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """Nested describe data as `a.b: value` rows, leaving out what is unset."""
-    if isinstance(data, dict):
-        rows = []
-        for key, value in data.items():
-            rows.extend(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return rows
-    if data in (None, "", [], {}):
-        return []
-    if isinstance(data, list):
-        return [(prefix, ", ".join(str(item) for item in data))]
-    return [(prefix, str(data))]
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -122,6 +122,10 @@ class JobDetail:
     notes: list[str] = field(default_factory=list)  # e.g. the local cluster's "no effect here"
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def resource_rows(self) -> list[tuple[str, str]]:
+        """The requested resources as `gpu.perWorker: 1` rows, leaving out what is unset."""
+        return _flatten(self.resources)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.job.to_dict(),
@@ -133,3 +137,18 @@ class JobDetail:
             "resources": self.resources,
             "notes": self.notes,
         }
+
+
+def _flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(data, dict):
+        rows: list[tuple[str, str]] = []
+        for key, value in data.items():
+            rows.extend(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return rows
+    if data is None or data == "" or data == [] or data == {}:
+        return []
+    if isinstance(data, list):
+        return [(prefix, ", ".join(str(item) for item in data))]
+    if isinstance(data, bool):
+        return [(prefix, "yes" if data else "no")]
+    return [(prefix, str(data))]

@@ -364,3 +364,24 @@ def test_submitted_name(output: str, name: str) -> None:
 )
 def test_parse_version(output: str, version: str) -> None:
     assert parse_version(output) == version
+
+
+def test_resource_rows_flatten_and_skip_unset() -> None:
+    from runai_tui.models import Job, JobDetail
+
+    detail = JobDetail(
+        job=Job(name="j"),
+        resources={
+            "cpu": {"limit": None, "request": None},
+            "gpu": {"master": 0, "perWorker": 1},
+            "largeShm": True,
+            "extendedResources": {},
+            "nodePools": ["a", "b"],
+        },
+    )
+    assert detail.resource_rows() == [
+        ("gpu.master", "0"),
+        ("gpu.perWorker", "1"),
+        ("largeShm", "yes"),
+        ("nodePools", "a, b"),
+    ]

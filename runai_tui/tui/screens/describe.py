@@ -64,13 +64,13 @@ def summary_renderable(detail: JobDetail, now_text: str) -> Group:
     parts.append(Text(""))
     parts.append(pods if detail.pods else Text("Pods: none reported", style="dim"))
 
-    if detail.resources:
+    rows = detail.resource_rows()
+    if rows:
         resources = Table(title="Resources", title_justify="left", show_edge=False)
         resources.add_column("RESOURCE")
         resources.add_column("VALUE")
-        for key, value in detail.resources.items():
-            shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            resources.add_row(Text(literal(str(key))), Text(literal(shown)))
+        for key, value in rows:
+            resources.add_row(Text(literal(key)), Text(literal(value)))
         parts += [Text(""), resources]
 
     if detail.notes:
