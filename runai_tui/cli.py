@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from runai_tui import __version__
 from runai_tui.command import build_submit_argv, display_argv
-from runai_tui.errors import RunaiError, RuntimeFailure, UsageError
+from runai_tui.errors import Failure, RunaiError, UsageError
 from runai_tui.profiles import (
     ProfileError,
     ProfileStore,
@@ -381,16 +381,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")
         args.cmd = tail or []
         return COMMANDS[args.command](args)
-    except ProfileError as exc:
-        for problem in exc.problems:
+    except Failure as exc:
+        # A ProfileError carries every problem found; each gets its own `error:` line.
+        problems = exc.problems if isinstance(exc, ProfileError) else [exc.message]
+        for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        if debug:
-            traceback.print_exc()
-        return exc.exit_code
-    except (UsageError, RuntimeFailure) as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:

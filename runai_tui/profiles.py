@@ -585,12 +585,11 @@ def validate_data(
                     problem((key, name), sub_value, bad.expected)
             out[key] = mapping
     # Cross-field rules.
-    cpu, mem = out.get("cpu", {}), out.get("memory", {})
+    cpu = out.get("cpu", {})
     if "request" in cpu and "limit" in cpu and cpu["limit"] < cpu["request"]:
         problem(("cpu", "limit"), cpu["limit"], "expected a limit at least the request")
     if "command" in out and not out["command"]:
         problem(("command",), [], "expected at least one word (or remove the field)")
-    del mem
     return out, problems
 
 
