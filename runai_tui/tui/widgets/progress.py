@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from runai_tui.tui.metrics import TrainingProgress
+from runai_tui.progress import TrainingProgress
 
 
 class TrainingPanel(Vertical):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from runai_tui.tui.metrics import TrainingProgress, parse_metric_line
+from runai_tui.progress import TrainingProgress, parse_metric_line
 from runai_tui.tui.text import literal
 
 

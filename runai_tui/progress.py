@@ -1,6 +1,6 @@
 """Training progress from the trainer's JSON metric lines (`{"kind": "train", "step": …}`).
 
-Pure Python so it can be tested without Textual; the progress widget renders a `TrainingProgress`.
+Core (no Textual): the TUI's progress widget, diagnosis and the plan all read records through it.
 """
 
 from __future__ import annotations
