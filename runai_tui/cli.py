@@ -24,7 +24,6 @@ from runai_tui.profiles import (
     ProfileStore,
     apply_overrides,
     check_job_name,
-    field_paths,
 )
 
 
@@ -84,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     pn = psub.add_parser("new", help="create a user profile")
     pn.add_argument("name")
     pn.add_argument("--from", dest="base", metavar="BASE", help="extend this profile")
-    psub.add_parser("fields", help="every field --set accepts")
+    psub.add_parser("fields", help="every field --set accepts: its flag and CLI generations")
 
     pl2 = sub.add_parser("list", help="list jobs")
     pl2.add_argument("--json", action="store_true")
@@ -153,6 +152,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             print(display_argv(argv))
         return 0
     client = _client(args)
+    _check_cli_generation(client, profile)
     result = client.submit(argv)
     where = " on the LOCAL cluster" if client.backend.is_local else ""
     print(f"Submitted job {result.name}{where}.")
@@ -160,6 +160,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
         f"Follow it: runai-tui logs {result.name} -f   (status: runai-tui describe {result.name})"
     )
     return 0
+
+
+def _check_cli_generation(client: Any, profile: Any) -> None:
+    """Exit 2 before submitting when the installed runai lacks a flag the profile needs."""
+    from runai_tui.generations import check_profile, detect
+
+    found = detect(client)
+    if found.warning:
+        print(f"warning: {found.warning}", file=sys.stderr)
+    check_profile(profile, found.cli)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -204,7 +214,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"Created {path}")
         return 0
     if action == "fields":
-        print("\n".join(field_paths()))
+        from runai_tui.profiles.docs import field_rows
+
+        print(_table([list(row) for row in field_rows()], ["FIELD", "FLAG", "CLI", "WHAT"]))
         return 0
     raise UsageError(f"unknown profiles action {action!r}")
 

@@ -1,6 +1,7 @@
 """Profile -> argv for `runai training pytorch submit` (CLI v2 syntax), and its display form.
 
-This is the one place that knows how each profile field is spelled on the `runai` command line.
+This is where a profile field becomes argv elements: `build_submit_argv` walks the field table
+(runai_tui/profiles/fields.py: each row's `flag`, `emit` style and `item` format) in its order.
 Every value is its own argv element, exactly as written; repeated values repeat the flag.
 """
 
@@ -8,54 +9,40 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
-from runai_tui.profiles import Profile
+from runai_tui.profiles import FIELDS, Field, Profile
 
 SUBMIT = ["runai", "training", "pytorch", "submit"]
+
+
+def field_argv(row: Field, value: Any) -> list[str]:
+    """The argv elements one field's value becomes (before the `--` tail)."""
+    if row.emit in ("value", "count"):
+        # "count": positiveInt in the CLI, so zero (a CPU-only pod) is said by leaving it out.
+        keep = value is not None if row.emit == "value" else bool(value)
+        return [row.flag, str(value)] if keep else []
+    if row.emit == "switch":
+        return [row.flag] if value else []
+    if row.emit == "group":
+        return [w for s in row.sub if s.name in value for w in (s.flag, str(value[s.name]))]
+    if row.emit == "repeat":
+        if isinstance(value, dict):
+            items = [row.item.format(key=k, value=v) for k, v in value.items()]
+        else:
+            items = [
+                row.item.format(**v) if isinstance(v, dict) else row.item.format(v) for v in value
+            ]
+        return [w for item in items for w in (row.flag, item)]
+    return []  # "", "positional", "command", "args": placed by build_submit_argv
 
 
 def build_submit_argv(profile: Profile, name: str | None = None) -> list[str]:
     """The full argv (starting with "runai") that submits profile as job `name`."""
     job = name or profile.job_name or profile.name
     argv = [*SUBMIT, job]
-
-    def opt(flag: str, value: object | None) -> None:
-        if value is not None:
-            argv.extend([flag, str(value)])
-
-    def repeated(flag: str, values: list[str]) -> None:
-        for value in values:
-            argv.extend([flag, value])
-
-    opt("--project", profile.project)
-    opt("--image", profile.image)
-    opt("--image-pull-policy", profile.image_pull_policy)
-    repeated("--annotation", [f"{k}={v}" for k, v in profile.annotations.items()])
-    repeated("--label", [f"{k}={v}" for k, v in profile.labels.items()])
-    repeated("--extended-resource", [f"{k}={v}" for k, v in profile.extended_resources.items()])
-    if profile.large_shm:
-        argv.append("--large-shm")
-    opt("--workers", profile.workers)
-    # positiveInt in the CLI: zero GPUs is said by leaving the flag out.
-    opt("--gpu-devices-request", profile.gpus or None)
-    opt("--master-gpu-devices-request", profile.master_gpus or None)
-    opt("--cpu-core-request", profile.cpu.get("request"))
-    opt("--cpu-core-limit", profile.cpu.get("limit"))
-    opt("--cpu-memory-request", profile.memory.get("request"))
-    opt("--cpu-memory-limit", profile.memory.get("limit"))
-    opt("--run-as-uid", profile.run_as.get("uid"))
-    opt("--run-as-gid", profile.run_as.get("gid"))
-    opt("--working-dir", profile.working_dir)
-    # `-e` is the one spelling valid in CLI v1, old v2 and new v2 (runai-cli.md §1.4).
-    repeated("-e", [f"{k}={v}" for k, v in profile.env.items()])
-    repeated("--existing-pvc", [f"claimname={p['claim']},path={p['path']}" for p in profile.pvcs])
-    repeated("--capability", profile.capabilities)
-    repeated("--node-pools", profile.node_pools)
-    opt("--preemptibility", profile.preemptibility)
-    opt("--restart-policy", profile.restart_policy)
-    opt("--master-restart-policy", profile.master_restart_policy)
-    opt("--backoff-limit", profile.backoff_limit)
-    opt("--clean-pod-policy", profile.clean_pod_policy)
+    for row in FIELDS:
+        argv.extend(field_argv(row, getattr(profile, row.name)))
     # With --command the words after `--` replace the entrypoint; without it they are its args.
     if profile.command:
         argv.extend(["--command", "--", *profile.command, *profile.args])

@@ -1,0 +1,98 @@
+"""`--set FIELD=VALUE` overrides: parsed against the field table, applied, re-validated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from runai_tui.profiles.document import merge
+from runai_tui.profiles.fields import BY_NAME
+from runai_tui.profiles.schema import (
+    SCHEMA,
+    FieldSpec,
+    GroupSpec,
+    MappingSpec,
+    Problem,
+    Profile,
+    ProfileError,
+    did_you_mean,
+    field_paths,
+    make_profile,
+    validate_data,
+)
+
+
+def apply_sets(
+    data: dict[str, Any],
+    sets: list[str],
+    origins: dict[tuple[str, ...], tuple[str, int | None]],
+) -> dict[str, Any]:
+    out = merge({}, data)
+    problems = []
+    for item in sets:
+        label = f"--set {item}"
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(Problem(label, None, "", "expected FIELD=VALUE, e.g. --set workers=4"))
+            continue
+        path = tuple(key.split("."))
+        top = SCHEMA.get(path[0])
+        if top is None or (len(path) > 1 and isinstance(top, FieldSpec)) or len(path) > 2:
+            hint = did_you_mean(key, field_paths()) or "; valid: " + ", ".join(field_paths())
+            problems.append(Problem(label, None, key, f"unknown field{hint}"))
+            continue
+        if isinstance(top, GroupSpec) and len(path) == 2 and path[1] not in top.fields:
+            hint = did_you_mean(path[1], top.fields) or "; valid: " + ", ".join(top.fields)
+            problems.append(Problem(label, None, key, f"unknown field{hint}"))
+            continue
+        value = _parse_set_value(raw, top, path)
+        if len(path) == 1:
+            if value is None:
+                out.pop(path[0], None)
+            else:
+                out[path[0]] = value
+        else:
+            group = out.setdefault(path[0], {})
+            if not isinstance(group, dict):
+                group = out[path[0]] = {}
+            if value is None:
+                group.pop(path[1], None)
+            else:
+                group[path[1]] = value
+        origins[path] = (label, None)
+    if problems:
+        raise ProfileError(problems)
+    return out
+
+
+def _parse_set_value(raw: str, spec: FieldSpec | MappingSpec | GroupSpec, path: tuple) -> Profile:
+    # Text fields (and mapping values) take the value exactly as written; typed fields parse it
+    # as a YAML scalar or list. A command or args not written as a [list] is one argv word.
+    row = BY_NAME[path[0]]
+    if row.text or (isinstance(spec, MappingSpec) and len(path) == 2):
+        return raw
+    if row.emit in ("command", "args") and not raw.lstrip().startswith("["):
+        return raw
+    try:
+        return yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        return raw
+
+
+def apply_overrides(profile: Any, sets: list[str]) -> Profile:
+    """A copy of profile with `--set FIELD=VALUE` overrides applied and re-validated."""
+    origins = {tuple(k.split(".")): v for k, v in profile.origins.items()}
+    merged = apply_sets(profile.data, sets, origins)
+
+    def where(path: tuple[str, ...]) -> tuple[str, int | None]:
+        for n in range(len(path), 0, -1):
+            if path[:n] in origins:
+                return origins[path[:n]]
+        return (str(profile.source or profile.name), None)
+
+    data, problems = validate_data(merged, where)
+    if problems:
+        raise ProfileError(problems)
+    return make_profile(profile.name, profile.source, data, profile.extends, origins)

@@ -1,0 +1,209 @@
+"""The value checks of profile fields. Each returns the normalised value or raises Invalid with
+what is expected (e.g. 3846 -> "3846"). The field table (fields.py) says which field uses which."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+# Kubernetes qualified name with an optional DNS prefix: `example.com/name`.
+QUALIFIED_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|K|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+CAPABILITY = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+class Invalid(Exception):
+    def __init__(self, expected: str) -> None:
+        self.expected = expected
+
+
+def show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "...'"
+
+
+def string(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise Invalid("expected a text value")
+    text = str(value)
+    if "\x00" in text:
+        raise Invalid("expected text without NUL characters")
+    return text
+
+
+def nonempty(value: Any) -> str:
+    text = string(value)
+    if not text.strip():
+        raise Invalid("expected a non-empty value")
+    return text
+
+
+def no_space(value: Any) -> str:
+    text = nonempty(value)
+    if any(c.isspace() for c in text):
+        raise Invalid("expected a value without spaces")
+    return text
+
+
+def dns_label(value: Any) -> str:
+    text = string(value)
+    if len(text) > 63 or not DNS1123_LABEL.match(text):
+        raise Invalid(
+            "expected a Kubernetes DNS-1123 label: at most 63 characters of lower-case letters, "
+            "digits and '-', starting and ending with a letter or digit (e.g. 'retinanet-tcp')"
+        )
+    return text
+
+
+def int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Invalid(f"expected a whole number from {lo} to {hi}")
+        if not lo <= value <= hi:
+            raise Invalid(f"expected a whole number from {lo} to {hi}")
+        return value
+
+    return check
+
+
+def positive_float(hi: float) -> Callable[[Any], float | int]:
+    def check(value: Any) -> float | int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Invalid(f"expected a number above 0 and at most {hi:g} (cores, e.g. 0.5 or 4)")
+        if not 0 < value <= hi:
+            raise Invalid(f"expected a number above 0 and at most {hi:g} (cores, e.g. 0.5 or 4)")
+        return value
+
+    return check
+
+
+def quantity(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise Invalid("expected a memory quantity such as 3846, 512Mi, 4G or 16Gi")
+    text = str(value)
+    if not QUANTITY.match(text) or float(re.sub(r"[^0-9.]", "", text) or 0) <= 0:
+        raise Invalid("expected a memory quantity such as 3846, 512Mi, 4G or 16Gi")
+    return text
+
+
+def one_of(*choices: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = str(value) if isinstance(value, str) else None
+        if text not in choices:
+            raise Invalid("expected one of: " + ", ".join(choices))
+        return text
+
+    return check
+
+
+def abs_path(value: Any) -> str:
+    text = no_space(value)
+    if not text.startswith("/"):
+        raise Invalid("expected an absolute path inside the container, e.g. /data/work")
+    return text
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid("expected true or false")
+    return value
+
+
+def argv_list(value: Any) -> list[str]:
+    # A single string is one argv element, exactly as written: we never split on spaces.
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        raise Invalid("expected a list of words, e.g. [python, train.py, --lr, '0.01']")
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise Invalid("expected a list of text words, e.g. [python, train.py]")
+        out.append(str(item))
+    return out
+
+
+def list_of(check_item: Callable[[Any], str], example: str) -> Callable[[Any], list[str]]:
+    def check(value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise Invalid(f"expected a list, e.g. {example}")
+        return [check_item(v) for v in value]
+
+    return check
+
+
+def capability(value: Any) -> str:
+    text = string(value)
+    if not CAPABILITY.match(text):
+        raise Invalid("expected a POSIX capability name in upper case, e.g. IPC_LOCK")
+    return text
+
+
+def env_key(value: Any) -> str:
+    if not isinstance(value, str) or not ENV_NAME.match(value):
+        raise Invalid(
+            "expected an environment variable name of letters, digits, '_', '-' or '.', "
+            "not starting with a digit and without '=' or spaces (e.g. NCCL_DEBUG)"
+        )
+    return value
+
+
+def qualified_key(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 316 or not QUALIFIED_KEY.match(value):
+        raise Invalid(
+            "expected a Kubernetes key such as 'team' or 'k8s.v1.cni.cncf.io/networks' "
+            "(letters, digits, '-', '_', '.', an optional DNS prefix and '/')"
+        )
+    return value
+
+
+def annotation_value(value: Any) -> str:
+    return string(value)
+
+
+def label_value(value: Any) -> str:
+    text = string(value)
+    if len(text) > 63 or not re.match(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", text):
+        raise Invalid("expected a label value: at most 63 letters, digits, '-', '_' or '.'")
+    return text
+
+
+def resource_amount(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise Invalid("expected a whole quantity such as 1")
+    text = str(value)
+    if not QUANTITY.match(text):
+        raise Invalid("expected a whole quantity such as 1")
+    return text
+
+
+def env_value(value: Any) -> str:
+    # YAML turns `1` into an int and `true` into a bool; env values are text, written as given.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return string(value)
+
+
+def pvcs(value: Any) -> list[dict[str, str]]:
+    example = "[{claim: project-001, path: /data}]"
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list of claims, e.g. {example}")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"claim", "path"} or not item.get("claim"):
+            raise Invalid(f"expected entries with 'claim' and 'path', e.g. {example}")
+        claim = str(item["claim"])
+        if len(claim) > 253 or not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", claim):
+            raise Invalid(f"expected a PVC claim name in DNS-1123 form, e.g. {example}")
+        path = item.get("path")
+        if not isinstance(path, str) or not path.startswith("/") or "," in path or "=" in path:
+            raise Invalid(f"expected an absolute mount path without ',' or '=', e.g. {example}")
+        out.append({"claim": claim, "path": path})
+    return out

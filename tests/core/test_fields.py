@@ -1,0 +1,72 @@
+"""The field table is the one source: schema, Profile, builder, `profiles fields` and the README."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from runai_tui.command import build_submit_argv, field_argv
+from runai_tui.profiles import FIELDS, SCHEMA, Profile, ProfileStore, field_paths
+from runai_tui.profiles.docs import current_block, field_rows, markdown_table
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_readme_field_table_is_generated_from_the_table() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert current_block(readme) == markdown_table(), (
+        "README.md's field table is stale: run python -m runai_tui.profiles.docs README.md"
+    )
+    for row in FIELDS:
+        assert f"| `{row.name}` |" in readme
+
+
+def test_schema_and_profile_follow_the_table() -> None:
+    names = [row.name for row in FIELDS]
+    assert list(SCHEMA) == names
+    attributes = [f.name for f in dataclasses.fields(Profile)]
+    assert attributes == ["name", "source", *names, "data", "origins"]
+    assert sorted(path for path, *_ in field_rows()) == field_paths()
+    flags = [flag for row in FIELDS for flag in row.flags]
+    assert len(flags) == len(set(flags)), "two fields spell the same flag"
+
+
+def test_every_example_is_valid_and_every_field_reaches_its_flag(tmp_path: Path) -> None:
+    """One profile made of every row's example: it validates, and each flag shows in argv."""
+    text = "\n".join(f"{row.name}: {row.example}" for row in FIELDS if row.name not in ("extends",))
+    store = ProfileStore([tmp_path])
+    profile = store.validate_text("all", text)
+    argv = build_submit_argv(profile)
+    assert argv[4] == yaml.safe_load(text)["job_name"]
+    for row in FIELDS:
+        for flag in row.flags:
+            assert flag in argv, (row.name, flag)
+        value = getattr(profile, row.name)
+        assert value != row.empty or row.name == "extends", row.name
+        words = field_argv(row, value)
+        assert words == [] or words[0] in row.flags, row.name
+    assert argv[-2:] == ["--epochs", "12"]
+
+
+def test_profiles_fields_prints_every_path_with_its_flag() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "runai_tui.cli", "profiles", "fields"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+        check=True,
+    ).stdout
+    lines = out.splitlines()
+    assert lines[0].split() == ["FIELD", "FLAG", "CLI", "WHAT"]
+    assert [line.split()[0] for line in lines[1:]] == field_paths()
+    by_path = {line.split()[0]: line for line in lines[1:]}
+    assert (
+        "--preemptibility" in by_path["preemptibility"] and "v2 ≥ 2.21" in by_path["preemptibility"]
+    )
+    assert "-e KEY=VALUE" in by_path["env.KEY"] and " all " in by_path["env.KEY"]
