@@ -149,3 +149,28 @@ def test_version_whoami_and_help() -> None:
     assert run_local("whoami").out.strip()
     res = run_local("training", "pytorch", "submit", "--help")
     assert res.code == 0 and "--existing-pvc" in res.out and "--gpu-devices-request" in res.out
+
+
+def test_field_table_flags_and_generations_agree_with_this_parser() -> None:
+    """Every flag the field table says the local cluster's generation has, this parser accepts,
+    with the same choices; and runai-local's own `version` is read as that generation."""
+    from runai_tui import generations
+    from runai_tui.profiles import FIELDS
+    from runai_tui.profiles.validators import Invalid
+
+    assert generations.classify(run_local("version").out).generation == (generations.LOCAL_EMULATES)
+    by_long = {f"--{flag.name}": flag for flag in F.SUBMIT_FLAGS}
+    by_short = {f"-{flag.short}": flag for flag in F.SUBMIT_FLAGS if flag.short}
+    checked = 0
+    for row in FIELDS:
+        if generations.LOCAL_EMULATES not in row.cli:
+            continue
+        for flag_name in row.flags:
+            flag = by_long.get(flag_name) or by_short.get(flag_name)
+            assert flag is not None, f"{row.name}: {flag_name} unknown to runai-local"
+            if flag.choices:
+                with pytest.raises(Invalid) as bad:
+                    (row.check or (lambda v: v))("\x01not-a-choice")
+                assert bad.value.expected == "expected one of: " + ", ".join(flag.choices)
+            checked += 1
+    assert checked >= 25

@@ -57,6 +57,7 @@ class SubmitScreen(AppScreen):
         self.argv: list[str] | None = None
         self.errors: dict[str, str] = {}
         self.submitting = False
+        self.cli = None  # the runai CLI generation (runai_tui.generations.CliVersion), once known
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -80,6 +81,7 @@ class SubmitScreen(AppScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.detect_cli()
         options = self.query_one("#submit-profiles", OptionList)
         try:
             entries = self.tui.store.entries()
@@ -102,6 +104,18 @@ class SubmitScreen(AppScreen):
             self.query_one("#in-job_name", Input).focus()
         else:
             options.focus()
+
+    @work(exclusive=True, group="detect-cli", exit_on_error=False)
+    async def detect_cli(self) -> None:
+        """Learn the runai CLI generation (cached per executable), then re-check the form."""
+        from runai_tui.generations import adetect
+
+        found = await adetect(self.tui.client)
+        self.cli = found.cli
+        if found.warning:
+            self.notify(found.warning, severity="warning", title="runai version")
+        if self.base is not None:
+            self.validate_form()
 
     @on(OptionList.OptionHighlighted, "#submit-profiles")
     def _profile_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -167,6 +181,7 @@ class SubmitScreen(AppScreen):
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
         from runai_tui.command import build_submit_argv, display_argv
+        from runai_tui.generations import check_profile
         from runai_tui.profiles import ProfileError, apply_overrides
 
         if self.base is None:
@@ -177,6 +192,8 @@ class SubmitScreen(AppScreen):
         # Validate whatever parsed, so every field's problem shows at once.
         try:
             profile = apply_overrides(self.base, sets)
+            if self.cli is not None:
+                check_profile(profile, self.cli)  # a field this runai lacks: said before submit
         except ProfileError as error:
             known = {field for field, _, _ in FIELDS}
             for problem in error.problems:
@@ -256,7 +273,14 @@ class SubmitScreen(AppScreen):
 
     @work(exclusive=True, group="submit", exit_on_error=False)
     async def submit_job(self, argv: list[str]) -> None:
+        from runai_tui.generations import adetect
+
         try:
+            if self.cli is None:  # submitted before the generation was known: learn it first
+                self.cli = (await adetect(self.tui.client)).cli
+                if not self.validate_form():
+                    self.notify("Fix the errors shown in the form first.", severity="error")
+                    return
             result = await self.tui.client.asubmit(argv)
         except RunaiError as error:
             self.tui.report_error(error)
