@@ -70,6 +70,7 @@ def _capabilities(value: Any) -> list[str]:
 _UID = v.int_range(0, 2**31 - 1)
 _CORES = v.positive_float(1024)
 
+# Field(name, help, example, kind, check, ...keywords): see the Field class above.
 FIELDS: tuple[Field, ...] = (
     Field("description", "what the profile is for", "RetinaNet over TCP", "value",
           v.string, text=True, empty=""),
@@ -83,14 +84,16 @@ FIELDS: tuple[Field, ...] = (
           emit="value", flag="--image", text=True),
     Field("image_pull_policy", "Always, IfNotPresent or Never", "IfNotPresent", "value",
           v.one_of("Always", "IfNotPresent", "Never"), emit="value", flag="--image-pull-policy"),
-    Field("annotations", "pod annotations (e.g. the Multus network)", "{k8s.v1.cni.cncf.io/networks: ssa}", "mapping",
+    Field("annotations", "pod annotations (e.g. the Multus network)",
+          "{k8s.v1.cni.cncf.io/networks: ssa}", "mapping",
           key=v.qualified_key, value=v.annotation_value,
           emit="repeat", flag="--annotation", item="{key}={value}", empty={}),
     Field("labels", "pod labels", "{team: vision}", "mapping",
           key=v.qualified_key, value=v.label_value,
           emit="repeat", flag="--label", item="{key}={value}", empty={}),
-    Field("extended_resources", "extended resources per pod (NICs, RDMA VFs)", "{openshift.io/mellanoxnics: 1}",
-          "mapping", key=v.qualified_key, value=v.resource_amount,
+    Field("extended_resources", "extended resources per pod (NICs, RDMA VFs)",
+          "{openshift.io/mellanoxnics: 1}", "mapping",
+          key=v.qualified_key, value=v.resource_amount,
           emit="repeat", flag="--extended-resource", item="{key}={value}", empty={}),
     Field("large_shm", "a large /dev/shm (DataLoader workers need it)", "true", "value", v.boolean,
           emit="switch", flag="--large-shm", empty=False),
@@ -106,7 +109,8 @@ FIELDS: tuple[Field, ...] = (
           sub=(SubField("request", _CORES, "CPU cores requested", "--cpu-core-request"),
                SubField("limit", _CORES, "CPU cores limit", "--cpu-core-limit")),
           emit="group", cli=V2, empty={}),
-    Field("memory", "memory per pod (quantities): {request, limit}", '{request: "3846", limit: 16Gi}', "group",
+    Field("memory", "memory per pod (quantities): {request, limit}",
+          '{request: "3846", limit: 16Gi}', "group",
           sub=(SubField("request", v.quantity, "memory requested", "--cpu-memory-request"),
                SubField("limit", v.quantity, "memory limit", "--cpu-memory-limit")),
           emit="group", cli=V2, empty={}),
@@ -120,8 +124,9 @@ FIELDS: tuple[Field, ...] = (
     Field("env", "environment variables", "{NCCL_DEBUG: INFO}", "mapping",
           key=v.env_key, value=v.env_value,
           emit="repeat", flag="-e", item="{key}={value}", empty={}),
-    Field("pvcs", "existing PVCs mounted at a path: [{claim, path}]", "[{claim: project-001, path: /data}]",
-          "list", v.pvcs, emit="repeat", flag="--existing-pvc",
+    Field("pvcs", "existing PVCs mounted at a path: [{claim, path}]",
+          "[{claim: project-001, path: /data}]", "list", v.pvcs,
+          emit="repeat", flag="--existing-pvc",
           item="claimname={claim},path={path}", empty=[]),
     # CLI v1 spells it --add-capability.
     Field("capabilities", "POSIX capabilities to add", "[IPC_LOCK]", "list", _capabilities,
@@ -132,20 +137,23 @@ FIELDS: tuple[Field, ...] = (
     Field("preemptibility", "preemptible or non-preemptible", "preemptible", "value",
           v.one_of("preemptible", "non-preemptible"),
           emit="value", flag="--preemptibility", cli=V2_LATE_ONLY),
-    Field("restart_policy", "worker pods: Always, OnFailure or Never", "Never", "value", v.one_of(*RESTART),
-          emit="value", flag="--restart-policy", cli=V2_LATE_ONLY),
+    Field("restart_policy", "worker pods: Always, OnFailure or Never", "Never", "value",
+          v.one_of(*RESTART), emit="value", flag="--restart-policy", cli=V2_LATE_ONLY),
     Field("master_restart_policy", "the master pod: Always, OnFailure or Never", "Never", "value",
           v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),
     # runai-cli.md §7 gives --clean-pod-policy for every generation (and §1.5 a v1 default), so
     # it is not limited to 2.2x here.
-    Field("clean_pod_policy", "pods removed when the job ends: None (logs stay readable), All or Running", "None", "value",
+    Field("clean_pod_policy",
+          "pods removed when the job ends: None (logs stay readable), All or Running",
+          "None", "value",
           v.one_of("None", "All", "Running"), emit="value", flag="--clean-pod-policy"),
     Field("command", "command replacing the image entrypoint (one string = one word)",
           "[/data/scripts/vision/shell/train-retinanet-ddp.sh]", "list", v.argv_list,
           emit="command", flag="--command", empty=[]),
-    Field("args", "arguments after the command (one string = one word)", '[--epochs, "12"]', "list", v.argv_list,
+    Field("args", "arguments after the command (one string = one word)",
+          '[--epochs, "12"]', "list", v.argv_list,
           emit="args", empty=[]),
 )  # fmt: skip
 
