@@ -208,6 +208,7 @@ async def adetect(client: _AsyncVersionClient) -> Detection:
 
 def check_profile(profile: Profile, cli: CliVersion) -> None:
     """Raise ProfileError (exit 2) naming every field whose flag `cli` lacks; unknown passes."""
+    # Imported here: the field table (runai_tui.profiles) imports this module's constants.
     from runai_tui.profiles import Problem, ProfileError, unsupported_fields
 
     if cli.generation is None or cli.generation == V1:
