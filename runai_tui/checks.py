@@ -274,7 +274,7 @@ def _socket_ifname(f: Facts) -> Iterable[Hit]:
     yield Hit(
         f"NCCL_SOCKET_IFNAME={_show(value)} names an interface a secondary network creates, but "
         f"no {MULTUS_ANNOTATION} annotation attaches one: NCCL finds no such interface",
-        f"add the network: --set annotations.{MULTUS_ANNOTATION}=NAME (your "
+        f"add the network: annotations: {{{MULTUS_ANNOTATION}: NAME}} (your "
         "NetworkAttachmentDefinition), or delete NCCL_SOCKET_IFNAME to use the pod network",
     )
 
@@ -305,8 +305,8 @@ def _ib_without_rdma(f: Facts) -> Iterable[Hit]:
     yield Hit(
         f"NCCL may use InfiniBand/RoCE ({_ib_why(f)}) but no RDMA extended resource is "
         "requested: the pod gets no RDMA device and NCCL falls back to sockets",
-        "request one: --set extended_resources.openshift.io/mlxrdma=1 (your cluster's RDMA "
-        "resource), or set NCCL_IB_DISABLE=1 to say TCP on purpose",
+        "request one: extended_resources: {openshift.io/mlxrdma: 1} (your cluster's RDMA "
+        "resource), or --set env.NCCL_IB_DISABLE=1 to say TCP on purpose",
     )
 
 
