@@ -326,7 +326,7 @@ class Plan:
     def lines(self) -> list[str]:
         """The plan as text rows (the CLI prints them, the TUI shows them)."""
         workers = self.pods - 1
-        pods = f"{self.pods} (1 master + {workers} worker{'' if workers == 1 else 's'})"
+        pods = f"{self.pods} (1 master + {workers} worker{_s(workers)})"
         procs = str(self.processes_per_pod)
         if self.master_processes != self.processes_per_pod:
             procs += f" (master {self.master_processes})"
@@ -337,12 +337,17 @@ class Plan:
             f"batch per process: {self.batch_size}"
             + (f" ({self.grad_accum} micro-batches)" if self.grad_accum > 1 else ""),
             f"global batch: {self.global_batch}",
-            f"lr: {self.lr:.6g}  ({self.lr_rule})",
+            f"lr: {self.lr:.6g} = {self.lr_rule}",
             f"dataset: {self.dataset_size:,} images ({self.dataset_source})",
             f"steps per epoch: {self.steps_per_epoch:,}",
-            f"total steps: {self.total_steps:,} ({self.epochs} epochs)",
-            f"parameters: {self.parameters:,} trainable of {self.parameters_total:,} "
-            f"({self.model}, {self.num_classes} classes)",
+            f"total steps: {self.total_steps:,} ({self.epochs} epoch{_s(self.epochs)})",
+            f"parameters: {self.parameters:,}"
+            + (
+                f" trainable of {self.parameters_total:,}"
+                if self.parameters != self.parameters_total
+                else ""
+            )
+            + f" ({self.model}, {self.num_classes} classes)",
             f"gradient bytes: {self.gradient_bytes:,} ({self.gradient_bytes / 1e6:.1f} MB fp32)",
             f"all-reduce per process per step: {self.allreduce_bytes_per_rank / 1e6:.1f} MB",
         ]
@@ -357,6 +362,10 @@ class Plan:
             rows.append(f"measured step time: {self.measure_note}")
         rows.extend(f"note: {note}" for note in self.notes)
         return rows
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
 
 
 def _ms(seconds: float) -> str:
@@ -493,21 +502,19 @@ def measured_step_time(progress: TrainingProgress) -> tuple[float, str] | None:
     return None
 
 
-def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan:
-    """Fill plan.measured from job's master log (client: a RunaiClient), or say why not."""
-    progress = TrainingProgress()
-    try:
-        for line in client.logs(job, tail=tail):
-            progress.feed(line)
-    except RunaiError as error:
-        if error.kind == ErrorKind.NOT_FOUND:
+def apply_measure(
+    plan: Plan, job: str, progress: TrainingProgress | None, failure: RunaiError | None = None
+) -> Plan:
+    """Fill plan.measured from the records of job's log (progress), or say why there is none."""
+    if failure is not None:
+        if failure.kind == ErrorKind.NOT_FOUND:
             plan.measure_note = f"none (no job named {job})"
         else:
-            plan.measure_note = f"none (job {job}: {error.message})"
+            plan.measure_note = f"none (job {job}: {failure.message})"
         return plan
-    found = measured_step_time(progress)
+    found = measured_step_time(progress) if progress is not None else None
     if found is None:
-        plan.measure_note = f"none (job {job} has no trainer step records yet)"
+        plan.measure_note = f"none (job {job} has no trainer records with step_time yet)"
         return plan
     seconds, source = found
     plan.measured = Measured(
@@ -517,3 +524,27 @@ def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan
         allreduce_share={key: t / seconds for key, t in plan.allreduce_seconds.items()},
     )
     return plan
+
+
+def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan:
+    """Fill plan.measured from job's master log (client: a RunaiClient), or say why not."""
+    progress = TrainingProgress()
+    try:
+        for line in client.logs(job, tail=tail):
+            progress.feed(line)
+    except RunaiError as error:
+        return apply_measure(plan, job, None, error)
+    return apply_measure(plan, job, progress)
+
+
+async def read_progress(
+    client: Any, job: str, tail: int = MEASURE_TAIL
+) -> tuple[TrainingProgress | None, RunaiError | None]:
+    """The async twin for the TUI: job's master log read once (no follow) into a progress."""
+    progress = TrainingProgress()
+    try:
+        async for line in client.stream_logs(job, follow=False, tail=tail):
+            progress.feed(line)
+    except RunaiError as error:
+        return None, error
+    return progress, None

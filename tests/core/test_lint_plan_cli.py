@@ -184,3 +184,21 @@ def test_plan_usage_errors() -> None:
     assert zero.returncode == 2 and "--dataset-size 0" in zero.stderr
     bad = run("plan", "retinanet-tcp", "--set", "args=[--batch-size, two]", "--no-measure")
     assert bad.returncode == 2 and "--batch-size 'two'" in bad.stderr
+
+
+def test_lint_and_plan_load_neither_textual_nor_torch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, io, contextlib\n"
+        "from runai_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['lint']) == 1\n"
+        "    assert main(['plan', 'retinanet-tcp', '--no-measure', '--json']) == 0\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -208,4 +208,4 @@ def test_no_job_or_no_records_is_a_note_not_an_error(make_fake, client_for) -> N
     assert plan.measured is None and plan.measure_note == "none (no job named retinanet-tcp)"
     quiet = make_fake([rule("logs", stdout="starting\nno records yet\n")])
     plan = measure(plan_for_measure(), client_for(quiet), "retinanet-tcp")
-    assert plan.measured is None and "no trainer step records" in plan.measure_note
+    assert plan.measured is None and "no trainer records with step_time" in plan.measure_note
