@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from runai_tui.errors import UsageError
-from runai_tui.plan import TrainerArgs, parse_trainer_args, trainer_args
+from runai_tui.plan import TrainerArgs, parse_trainer_args, trainer_args, trainer_args_problem
 from runai_tui.profiles import Profile
 
 Severity = Literal["error", "warning", "info"]
@@ -24,6 +24,8 @@ MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
 POD_INTERFACES = ("eth", "lo")
 SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
+# ...unless the name says the value is where the secret lives (HF_TOKEN_PATH, SSH_KEY_FILE).
+FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
 @dataclass(frozen=True)
@@ -384,7 +386,7 @@ def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
 def _secret_in_env(f: Facts) -> Iterable[Hit]:
     for name, value in f.env.items():
         parts = re.split(r"[_.\-]+", name.upper())
-        if not any(p.endswith(SECRET_WORDS) for p in parts if p):
+        if not any(p.endswith(SECRET_WORDS) for p in parts if p) or parts[-1] in FILE_WORDS:
             continue
         if not value.strip() or value.startswith(("$(", "${", "SECRET:")):
             continue
@@ -403,10 +405,6 @@ def _trainer_args(f: Facts) -> Iterable[Hit]:
     if f.trainer_error:
         yield Hit(f.trainer_error, "fix the value in args")
         return
-    t = f.trainer
-    if t is not None and (t.batch_size < 1 or t.grad_accum < 1 or t.batch_size % t.grad_accum):
-        yield Hit(
-            f"--batch-size {t.batch_size} does not split into --grad-accum {t.grad_accum} "
-            "micro-batches: the trainer refuses it",
-            "make --batch-size a multiple of --grad-accum (both at least 1)",
-        )
+    problem = trainer_args_problem(f.trainer) if f.trainer is not None else ""
+    if problem:
+        yield Hit(f"{problem} (the trainer refuses it)", "fix the value in args")

@@ -263,6 +263,32 @@ def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
     return TrainerArgs(values, frozenset(given))
 
 
+def trainer_args_problem(args: TrainerArgs) -> str:
+    """What the trainer would refuse among the values the plan reads ("" when nothing)."""
+    for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
+        if args.values[name] < 1:
+            return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
+    if args.max_steps < 0 or args.workers < 0:
+        return "--max-steps and --workers must be 0 or more"
+    if args.batch_size % args.grad_accum:
+        return (
+            f"--batch-size {args.batch_size} does not split into --grad-accum "
+            f"{args.grad_accum} micro-batches; make it a multiple of --grad-accum"
+        )
+    if args.optimizer not in OPTIMIZER_LR:
+        return f"--optimizer {args.optimizer!r}: expected sgd or adamw"
+    if args.model not in MODEL_PARAMETERS:
+        return f"--model {args.model!r}: expected one of " + ", ".join(MODEL_PARAMETERS)
+    if args.dataset not in ("openimages", "coco", "synthetic"):
+        return f"--dataset {args.dataset!r}: expected openimages, coco or synthetic"
+    if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
+        return "--synthetic-train-images and --synthetic-classes must be at least 1"
+    layers = args.trainable_backbone_layers
+    if layers is not None and not 0 <= layers <= 5:
+        return f"--trainable-backbone-layers {layers}: must be 0..5"
+    return ""
+
+
 def _convert(name: str, raw: str, kind: type) -> Any:
     try:
         return kind(raw)
@@ -398,18 +424,9 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
     master = processes_per_pod(master_gpus)
     world = master + workers * per_pod
 
-    if args.batch_size < 1 or args.grad_accum < 1 or args.batch_size % args.grad_accum:
-        raise UsageError(
-            f"args: --batch-size {args.batch_size} / --grad-accum {args.grad_accum}: the batch "
-            "must be at least 1 and a multiple of --grad-accum (the trainer would refuse it)",
-            "fix the profile's args",
-        )
-    if args.optimizer not in OPTIMIZER_LR:
-        raise UsageError(f"args: --optimizer {args.optimizer!r}: expected sgd or adamw")
-    if args.model not in MODEL_PARAMETERS:
-        raise UsageError(
-            f"args: --model {args.model!r}: expected one of " + ", ".join(MODEL_PARAMETERS)
-        )
+    problem = trainer_args_problem(args)
+    if problem:
+        raise UsageError(f"args: {problem}", "fix the profile's args")
     batch = global_batch(args.batch_size, world)
     base_lr = args.lr if args.lr is not None else OPTIMIZER_LR[args.optimizer]
     lr = scaled_lr(base_lr, batch, args.lr_base_batch)
@@ -469,10 +486,6 @@ def _dataset_size(args: TrainerArgs, given: int | None, notes: list[str]) -> tup
         flag = "--synthetic-train-images"
         origin = flag if "synthetic_train_images" in args.given else f"{flag} default"
         return args.synthetic_train_images, f"synthetic, {origin}"
-    if args.dataset not in DATASET_SIZES:
-        raise UsageError(
-            f"args: --dataset {args.dataset!r}: expected openimages, coco or synthetic"
-        )
     size, text = DATASET_SIZES[args.dataset]
     if args.classes:
         notes.append("--classes keeps a subset: fewer images; give --dataset-size N")

@@ -152,6 +152,8 @@ def test_trainer_args_are_found_after_the_script_or_dash_m() -> None:
         ("[--batch-size, '3', --grad-accum, '2']", "multiple of --grad-accum"),
         ("[--lr]", "expected a value"),
         ("[--model, resnet9000]", "--model 'resnet9000'"),
+        ("[--lr-base-batch, '0']", "--lr-base-batch 0: must be at least 1"),
+        ("[--dataset, imagenet]", "--dataset 'imagenet'"),
     ],
 )
 def test_bad_trainer_args_are_usage_errors(tmp_path: Path, args: str, words: str) -> None:
