@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="print the exact command, run nothing")
     p.add_argument("--json", action="store_true", help='with --dry-run: {"argv": [...]}')
+    p.add_argument(
+        "--strict", action="store_true", help="refuse (exit 2) when lint finds a warning or error"
+    )
 
     profiles = sub.add_parser("profiles", help="list, show, validate and create profiles")
     psub = profiles.add_subparsers(dest="profiles_command", metavar="ACTION", parser_class=_Parser)
@@ -107,7 +110,34 @@ def build_parser() -> argparse.ArgumentParser:
     # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
     sub.add_parser("info", help="paths, backend and runai version in use")
+    _add_checks_parsers(sub)
     return parser
+
+
+def _add_checks_parsers(sub: Any) -> None:
+    """`lint` and `plan` (runai_tui/checks.py, runai_tui/plan.py)."""
+    sets = {
+        "dest": "sets",
+        "action": "append",
+        "default": [],
+        "metavar": "FIELD=VALUE",
+        "help": "override a field first, as submit does (repeatable)",
+    }
+    li = sub.add_parser("lint", help="check profiles for what breaks or slows a job")
+    li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
+    li.add_argument("--set", **sets)
+    li.add_argument("--json", action="store_true", help='{"findings": [...]}')
+    pl = sub.add_parser("plan", help="the distributed plan: world size, batch, lr, steps, comms")
+    pl.add_argument("profile", metavar="PROFILE")
+    pl.add_argument("--set", **sets)
+    pl.add_argument(
+        "--dataset-size", type=int, metavar="N", help="train images (default: documented size)"
+    )
+    pl.add_argument("--json", action="store_true", help="one JSON object (keys: see README)")
+    pl.add_argument(
+        "--job", metavar="JOB", help="measure step time from this job (default: the job name)"
+    )
+    pl.add_argument("--no-measure", action="store_true", help="do not look for a job's records")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,6 +175,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     argv = build_submit_argv(profile, args.name)
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
+    _submit_checks(profile, args.strict)
     if args.dry_run:
         if args.json:
             _print_json({"argv": argv})
@@ -170,6 +201,86 @@ def _check_cli_generation(client: Any, profile: Any) -> None:
     if found.warning:
         print(f"warning: {found.warning}", file=sys.stderr)
     check_profile(profile, found.cli)
+
+
+def _submit_checks(profile: Any, strict: bool) -> None:
+    """Warnings and errors of lint on stderr; with --strict, refuse to submit."""
+    from runai_tui.checks import blocking, lint
+
+    found = blocking(lint(profile))
+    for finding in found:
+        print(f"{finding.severity}: {finding.code}: {finding.message}", file=sys.stderr)
+    if found and strict:
+        raise UsageError(
+            f"--strict: not submitting: {len(found)} finding(s) in profile '{profile.name}'",
+            f"see each fix: runai-tui lint {profile.name}",
+        )
+
+
+def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> tuple[list, int]:
+    """Load each target (name or path) with overrides: ([(label, profile)], problems reported)."""
+    loaded, problems = [], 0
+    for target in targets or store.names():
+        try:
+            if target.endswith((".yaml", ".yml")) or os.sep in target:
+                profile = store.load_path(Path(target))
+            else:
+                profile = store.load(target)
+            if sets:
+                profile = apply_overrides(profile, sets)
+            loaded.append((target, profile))
+        except ProfileError as exc:
+            for problem in exc.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            problems += len(exc.problems)
+        except UsageError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            if exc.hint:
+                print(f"hint: {exc.hint}", file=sys.stderr)
+            problems += 1
+    return loaded, problems
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from runai_tui.checks import exit_code, lint
+
+    loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
+    found = [(label, finding) for label, profile in loaded for finding in lint(profile)]
+    if args.json:
+        _print_json({"findings": [finding.to_dict(label) for label, finding in found]})
+    else:
+        for label, finding in found:
+            print(finding.line(label))
+        counts = {s: sum(1 for _, f in found if f.severity == s) for s in ("error", "warning")}
+        infos = len(found) - sum(counts.values())
+        print(
+            f"{len(loaded)} profile(s) checked: {counts['error']} error(s), "
+            f"{counts['warning']} warning(s), {infos} info",
+            file=sys.stderr,
+        )
+    if problems:
+        return 2
+    return exit_code(finding for _, finding in found)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from runai_tui.plan import make_plan, measure
+
+    profile = ProfileStore().load(args.profile)
+    if args.sets:
+        profile = apply_overrides(profile, args.sets)
+    plan = make_plan(profile, args.dataset_size)
+    if not args.no_measure:
+        job = args.job or profile.job_name or profile.name
+        try:
+            plan = measure(plan, _client(args), job)
+        except Failure as exc:  # no runai, not logged in: the plan stands without a measure
+            plan.measure_note = f"none ({exc.message})"
+    if args.json:
+        _print_json(plan.to_dict())
+    else:
+        print("\n".join(plan.lines()))
+    return 0
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -376,6 +487,8 @@ COMMANDS = {
     "resume": cmd_suspend_resume,
     "exec": cmd_exec,
     "info": cmd_info,
+    "lint": cmd_lint,
+    "plan": cmd_plan,
     None: cmd_tui,
 }
 

@@ -13,6 +13,8 @@ from typing import Any
 
 # Enough points for a sparkline as wide as any terminal.
 LOSS_HISTORY = 400
+# Step-time windows kept for a robust estimate (each record averages --log-every steps).
+STEP_TIME_HISTORY = 200
 
 
 @dataclass
@@ -24,6 +26,9 @@ class TrainingProgress:
     loss: float | None = None
     lr: float | None = None
     images_per_sec: float | None = None
+    # Mean seconds per optimiser step of the latest record, and of the recent records.
+    step_time: float | None = None
+    step_times: deque[float] = field(default_factory=lambda: deque(maxlen=STEP_TIME_HISTORY))
     total_steps: int | None = None
     eval: dict[str, Any] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
@@ -47,6 +52,10 @@ class TrainingProgress:
             self.lr = _float(record.get("lr"), self.lr)
             self.images_per_sec = _float(record.get("images_per_sec"), self.images_per_sec)
             self.total_steps = _int(record.get("total_steps"), self.total_steps)
+            step_time = _float(record.get("step_time"), None)
+            if step_time is not None and step_time > 0:
+                self.step_time = step_time
+                self.step_times.append(step_time)
             loss = _float(record.get("loss"), None)
             if loss is not None:
                 self.loss = loss

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from runai_tui.progress import TrainingProgress, parse_metric_line
@@ -61,3 +62,13 @@ def test_progress_ignores_bad_values() -> None:
     progress.feed('{"kind":"train","step":"x","loss":NaN,"lr":true}')
     assert progress.step is None and progress.loss is None and progress.lr is None
     assert not progress.losses
+
+
+def test_progress_keeps_step_times_for_the_plan() -> None:
+    progress = TrainingProgress()
+    progress.feed('{"kind":"train","step":1,"loss":1.0}')
+    assert progress.step_time is None and not progress.step_times
+    for step, seconds in ((20, 2.5), (40, 0.5), (60, "slow"), (80, -1), (100, 0.25)):
+        progress.feed(f'{{"kind":"train","step":{step},"step_time":{json.dumps(seconds)}}}')
+    assert progress.step_time == 0.25
+    assert list(progress.step_times) == [2.5, 0.5, 0.25]  # non-numbers and non-positive skipped

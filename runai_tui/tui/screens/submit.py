@@ -8,13 +8,14 @@ import shlex
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal
+from runai_tui.tui.widgets.insight import InsightPanel
 
 # Form inputs and the profile field each one overrides.
 FIELDS: list[tuple[str, str, str]] = [
@@ -50,6 +51,9 @@ class SubmitScreen(AppScreen):
         Binding("ctrl+y", "copy_command", "Copy command"),
     ]
 
+    # Below 120 columns the checks and the plan go under the form, else beside it.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+
     def __init__(self, profile: str | None = None) -> None:
         super().__init__()
         self.profile_name = profile
@@ -65,19 +69,21 @@ class SubmitScreen(AppScreen):
             with Vertical(id="submit-left"):
                 yield Label("Profile", classes="section")
                 yield OptionList(id="submit-profiles")
-            with VerticalScroll(id="submit-form"):
-                yield Static("", id="submit-description", markup=False)
-                for field, label, hint in FIELDS:
-                    yield Label(label, classes="field-label")
-                    yield Input(placeholder=hint, id=f"in-{field}", classes="field")
-                    yield Static("", id=f"err-{field}", classes="field-error", markup=False)
-                yield Static("", id="submit-problems", classes="field-error", markup=False)
-                yield Label("Command", classes="section")
-                yield Static("", id="submit-command", markup=False)
-                with Horizontal(id="submit-buttons"):
-                    yield Button("Submit", id="submit-go", variant="primary")
-                    yield Button("Copy command", id="submit-copy")
-                    yield Button("Cancel", id="submit-cancel")
+            with Container(id="submit-right"):
+                with VerticalScroll(id="submit-form"):
+                    yield Static("", id="submit-description", markup=False)
+                    for field, label, hint in FIELDS:
+                        yield Label(label, classes="field-label")
+                        yield Input(placeholder=hint, id=f"in-{field}", classes="field")
+                        yield Static("", id=f"err-{field}", classes="field-error", markup=False)
+                    yield Static("", id="submit-problems", classes="field-error", markup=False)
+                    yield Label("Command", classes="section")
+                    yield Static("", id="submit-command", markup=False)
+                    with Horizontal(id="submit-buttons"):
+                        yield Button("Submit", id="submit-go", variant="primary")
+                        yield Button("Copy command", id="submit-copy")
+                        yield Button("Cancel", id="submit-cancel")
+                yield InsightPanel(self.tui.client, id="submit-insight")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -209,12 +215,15 @@ class SubmitScreen(AppScreen):
         self.query_one("#submit-problems", Static).update("\n".join(general))
         self.errors = errors | ({"": "\n".join(general)} if general else {})
         command = self.query_one("#submit-command", Static)
+        insight = self.query_one(InsightPanel)
         if self.errors:
             self.argv = None
             command.update("(fix the errors above to see the command)")
+            insight.show(None)
         else:
             self.argv = build_submit_argv(profile)
             command.update(literal(display_argv(self.argv), max_chars=100_000))
+            insight.show(profile)
         self.refresh_bindings()
         return not self.errors
 

@@ -1,0 +1,563 @@
+"""The distributed plan: what a profile's job will do, worked out before it is submitted.
+
+From the profile (pods, GPUs per pod) and the trainer arguments in it (the trainer's defaults
+where absent) this computes the DDP arithmetic an operator otherwise does by hand: world size,
+global batch, the learning rate after the trainer's linear scaling rule, steps per epoch, the
+model's parameter count and what one gradient all-reduce costs on the wire. Every formula is
+written once, below, as a small function; README "The plan" documents them.
+
+Core module: no Textual, no torch. The trainer's defaults and parameter counts it needs are kept
+in small tables here; tests/trainer/test_plan_tables.py fails when they disagree with
+trainer/config.py or with the real torchvision models.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.profiles import Profile
+from runai_tui.progress import TrainingProgress
+
+# ---------------------------------------------------------------------------------------------
+# The trainer, as far as the plan needs it (trainer/config.py is the source; a test compares).
+
+ENTRY_SCRIPT = "train-retinanet-ddp.sh"
+
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "dataset": "openimages",
+    "synthetic_train_images": 256,
+    "synthetic_classes": 3,
+    "classes": None,
+    "workers": 4,
+    "model": "retinanet_resnet50_fpn_v2",
+    "weights": None,
+    "weights_backbone": "none",
+    "trainable_backbone_layers": None,
+    "epochs": 26,
+    "max_steps": 0,
+    "batch_size": 2,
+    "grad_accum": 1,
+    "optimizer": "sgd",
+    "lr": None,
+    "lr_base_batch": 16,
+    "sync_bn": False,
+    "amp": "none",
+}
+# The type of each flag's value (`--lr` is a float even though its default is None).
+TRAINER_TYPES: dict[str, type] = {
+    "dataset": str,
+    "synthetic_train_images": int,
+    "synthetic_classes": int,
+    "classes": str,
+    "workers": int,
+    "model": str,
+    "weights": str,
+    "weights_backbone": str,
+    "trainable_backbone_layers": int,
+    "epochs": int,
+    "max_steps": int,
+    "batch_size": int,
+    "grad_accum": int,
+    "optimizer": str,
+    "lr": float,
+    "lr_base_batch": int,
+    "sync_bn": bool,
+    "amp": str,
+}
+# The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
+OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
+
+# Documented train-split sizes (images) of the datasets the trainer reads.
+DATASET_SIZES: dict[str, tuple[int, str]] = {
+    "openimages": (1_743_042, "Open Images V7 train, boxable"),
+    "coco": (118_287, "COCO train2017"),
+}
+# Object classes without the background class the model adds.
+DATASET_CLASSES: dict[str, int] = {"openimages": 600, "coco": 80}
+
+# Parameters of the ResNet body by group, as (conv, batch-norm) counts: the trainer freezes by
+# group (--trainable-backbone-layers), and v1 from weights uses frozen BN (no parameters).
+RESNET50_BODY = {
+    "conv1": (9_408, 0),
+    "bn1": (0, 128),
+    "layer1": (212_992, 2_816),
+    "layer2": (1_212_416, 7_168),
+    "layer3": (7_077_888, 20_480),
+    "layer4": (14_942_208, 22_528),
+}
+RESNET18_BODY = {
+    "conv1": (9_408, 0),
+    "bn1": (0, 128),
+    "layer1": (147_456, 512),
+    "layer2": (524_288, 1_280),
+    "layer3": (2_097_152, 2_560),
+    "layer4": (8_388_608, 5_120),
+}
+# model: (body groups, parameters outside the body except the class logits: FPN and heads).
+MODEL_PARAMETERS: dict[str, tuple[dict[str, tuple[int, int]], int]] = {
+    "retinanet_resnet50_fpn_v2": (RESNET50_BODY, 12_803_108),
+    "retinanet_resnet50_fpn": (RESNET50_BODY, 8_672_292),
+    "retinanet_resnet18_fpn": (RESNET18_BODY, 7_984_164),
+}
+ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
+HEAD_CHANNELS = 256
+GRADIENT_BYTES_PER_PARAMETER = 4  # fp32: AMP autocasts activations, parameters and grads stay fp32
+
+# Links the all-reduce time is given for: key -> Gb/s (line rate).
+LINKS: dict[str, float] = {"tcp_25gbps": 25.0, "ib_200gbps": 200.0}
+LINK_LABELS: dict[str, str] = {"tcp_25gbps": "25 Gb/s TCP", "ib_200gbps": "200 Gb/s InfiniBand"}
+
+# How many log lines `plan` reads back from a job of the same profile.
+MEASURE_TAIL = 5000
+
+
+# ---------------------------------------------------------------------------------------------
+# The formulas (each written once)
+
+
+def processes_per_pod(gpus: int | None) -> int:
+    """What the entry script starts in a pod: one process per GPU, one CPU process without."""
+    return gpus if gpus else 1
+
+
+def global_batch(batch_size: int, world_size: int) -> int:
+    """Images per optimiser step over all processes (--batch-size is per process per step;
+    --grad-accum splits it into micro-batches and does not multiply it)."""
+    return batch_size * world_size
+
+
+def scaled_lr(base_lr: float, batch: int, base_batch: int) -> float:
+    """The trainer's linear scaling rule: lr = base_lr x global_batch / lr_base_batch."""
+    return base_lr * batch / base_batch
+
+
+def steps_per_epoch(dataset_size: int, batch: int) -> int:
+    """Full global batches in one pass (the trainer drops the remainder)."""
+    return dataset_size // batch
+
+
+def total_steps(epochs: int, per_epoch: int, max_steps: int = 0) -> int:
+    """Optimiser steps in the run: epochs x steps per epoch, capped by --max-steps when set."""
+    steps = epochs * per_epoch
+    return min(steps, max_steps) if max_steps else steps
+
+
+def class_logits_parameters(num_classes: int) -> int:
+    """RetinaNet's last classification conv: 3x3, 256 -> anchors x classes, with bias."""
+    outputs = ANCHORS_PER_LOCATION * num_classes
+    return outputs * (HEAD_CHANNELS * 3 * 3 + 1)
+
+
+def trainable_groups(trainable_layers: int) -> list[str]:
+    """The body groups that train with --trainable-backbone-layers K (the trainer's rule)."""
+    groups = ["layer4", "layer3", "layer2", "layer1", "conv1"][:trainable_layers]
+    return groups + ["bn1"] if trainable_layers == 5 else groups
+
+
+def parameter_count(
+    model: str,
+    num_classes: int,
+    trainable_layers: int = 5,
+    frozen_bn: bool = False,
+    trainable_only: bool = True,
+) -> int:
+    """Parameters of the trainer's model (num_classes includes the background class).
+
+    trainable_only counts the ones that get gradients (what DDP all-reduces); frozen_bn is v1
+    built for weights (FrozenBatchNorm2d has no parameters).
+    """
+    body, rest = MODEL_PARAMETERS[model]
+    groups = trainable_groups(trainable_layers) if trainable_only else list(body)
+    in_body = sum(conv + (0 if frozen_bn else bn) for g, (conv, bn) in body.items() if g in groups)
+    return in_body + rest + class_logits_parameters(num_classes)
+
+
+def ring_allreduce_bytes(gradient_bytes: float, world_size: int) -> float:
+    """Bytes each process sends (and receives) in one ring all-reduce: 2(N-1)/N x bytes."""
+    if world_size <= 1:
+        return 0.0
+    return 2 * (world_size - 1) / world_size * gradient_bytes
+
+
+def transfer_seconds(nbytes: float, gbps: float) -> float:
+    """Time to move nbytes at a line rate of gbps gigabits per second (10^9 bit/s)."""
+    return nbytes * 8 / (gbps * 1e9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the trainer's arguments from a profile
+
+
+def trainer_args(profile: Profile) -> list[str] | None:
+    """The words the trainer parses, or None when the profile's command does not run it.
+
+    Recognised: the entry script (`.../train-retinanet-ddp.sh ARGS`, which passes ARGS on) and
+    `... -m trainer ARGS` (python or torchrun).
+    """
+    words = [*profile.command, *profile.args]
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == ENTRY_SCRIPT:
+            return words[i + 1 :]
+        if word == "-m" and i + 1 < len(words) and words[i + 1] == "trainer":
+            return words[i + 2 :]
+    return None
+
+
+@dataclass(frozen=True)
+class TrainerArgs:
+    """The trainer flags the plan and the checks read; `given` names the ones the profile sets."""
+
+    values: dict[str, Any]
+    given: frozenset[str]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
+
+
+def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
+    """The flags of TRAINER_DEFAULTS as the trainer's argparse reads them (last one wins).
+
+    Flags must be spelled in full (`--batch-size 4` or `--batch-size=4`); other flags are skipped.
+    Raises UsageError for a value the trainer would refuse.
+    """
+    values = dict(TRAINER_DEFAULTS)
+    given: set[str] = set()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("--"):
+            continue
+        name, sep, inline = word[2:].partition("=")
+        key = name.replace("-", "_")
+        if key.startswith("no_") and TRAINER_TYPES.get(key[3:]) is bool and not sep:
+            values[key[3:]] = False
+            given.add(key[3:])
+            continue
+        kind = TRAINER_TYPES.get(key)
+        if kind is None:
+            continue
+        if kind is bool:
+            if not sep:
+                values[key] = True
+                given.add(key)
+            continue
+        if sep:
+            raw = inline
+        elif i < len(words):
+            raw = words[i]
+            i += 1
+        else:
+            raise UsageError(
+                f"args: --{name}: expected a value after it", f"e.g. --{name} {values[key]}"
+            )
+        values[key] = _convert(name, raw, kind)
+        given.add(key)
+    return TrainerArgs(values, frozenset(given))
+
+
+def trainer_args_problem(args: TrainerArgs) -> str:
+    """What the trainer would refuse among the values the plan reads ("" when nothing)."""
+    for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
+        if args.values[name] < 1:
+            return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
+    if args.max_steps < 0 or args.workers < 0:
+        return "--max-steps and --workers must be 0 or more"
+    if args.batch_size % args.grad_accum:
+        return (
+            f"--batch-size {args.batch_size} does not split into --grad-accum "
+            f"{args.grad_accum} micro-batches; make it a multiple of --grad-accum"
+        )
+    if args.optimizer not in OPTIMIZER_LR:
+        return f"--optimizer {args.optimizer!r}: expected sgd or adamw"
+    if args.model not in MODEL_PARAMETERS:
+        return f"--model {args.model!r}: expected one of " + ", ".join(MODEL_PARAMETERS)
+    if args.dataset not in ("openimages", "coco", "synthetic"):
+        return f"--dataset {args.dataset!r}: expected openimages, coco or synthetic"
+    if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
+        return "--synthetic-train-images and --synthetic-classes must be at least 1"
+    layers = args.trainable_backbone_layers
+    if layers is not None and not 0 <= layers <= 5:
+        return f"--trainable-backbone-layers {layers}: must be 0..5"
+    return ""
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        expected = {int: "a whole number", float: "a number"}.get(kind, "a value")
+        raise UsageError(
+            f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
+            f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclass
+class Measured:
+    """Step time measured from a job's trainer records, and the all-reduce's share of it."""
+
+    job: str
+    step_time: float  # seconds per optimiser step
+    source: str  # which records, e.g. "median step_time of 12 train records"
+    allreduce_share: dict[str, float] = field(default_factory=dict)  # link -> share of step_time
+
+
+@dataclass
+class Plan:
+    profile: str
+    pods: int
+    processes_per_pod: int
+    master_processes: int
+    world_size: int
+    batch_size: int
+    grad_accum: int
+    global_batch: int
+    lr: float
+    lr_rule: str
+    dataset: str
+    dataset_size: int
+    dataset_source: str
+    epochs: int
+    steps_per_epoch: int
+    total_steps: int
+    model: str
+    num_classes: int
+    parameters: int
+    parameters_total: int
+    gradient_bytes: int
+    allreduce_bytes_per_rank: float
+    allreduce_seconds: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+    measured: Measured | None = None
+    measure_note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.measured is None:
+            data["measured"] = None
+        return data
+
+    def lines(self) -> list[str]:
+        """The plan as text rows (the CLI prints them, the TUI shows them)."""
+        workers = self.pods - 1
+        pods = f"{self.pods} (1 master + {workers} worker{_s(workers)})"
+        procs = str(self.processes_per_pod)
+        if self.master_processes != self.processes_per_pod:
+            procs += f" (master {self.master_processes})"
+        rows = [
+            f"pods: {pods}",
+            f"processes per pod: {procs}",
+            f"world size: {self.world_size}",
+            f"batch per process: {self.batch_size}"
+            + (f" ({self.grad_accum} micro-batches)" if self.grad_accum > 1 else ""),
+            f"global batch: {self.global_batch}",
+            f"lr: {self.lr:.6g} = {self.lr_rule}",
+            f"dataset: {self.dataset_size:,} images ({self.dataset_source})",
+            f"steps per epoch: {self.steps_per_epoch:,}",
+            f"total steps: {self.total_steps:,} ({self.epochs} epoch{_s(self.epochs)})",
+            f"parameters: {self.parameters:,}"
+            + (
+                f" trainable of {self.parameters_total:,}"
+                if self.parameters != self.parameters_total
+                else ""
+            )
+            + f" ({self.model}, {self.num_classes} classes)",
+            f"gradient bytes: {self.gradient_bytes:,} ({self.gradient_bytes / 1e6:.1f} MB fp32)",
+            f"all-reduce per process per step: {self.allreduce_bytes_per_rank / 1e6:.1f} MB",
+        ]
+        for key, seconds in self.allreduce_seconds.items():
+            rows.append(f"  on {LINK_LABELS[key]}: {_ms(seconds)}")
+        if self.measured is not None:
+            m = self.measured
+            rows.append(f"measured step time: {_ms(m.step_time)} (job {m.job}, {m.source})")
+            for key, share in m.allreduce_share.items():
+                rows.append(f"  all-reduce share on {LINK_LABELS[key]}: {share:.0%}")
+        elif self.measure_note:
+            rows.append(f"measured step time: {self.measure_note}")
+        rows.extend(f"note: {note}" for note in self.notes)
+        return rows
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+class NotTrainerError(UsageError):
+    """The profile's command does not run the trainer, so there is nothing to plan."""
+
+
+def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
+    """The plan for profile (already resolved, overrides applied). Raises UsageError."""
+    words = trainer_args(profile)
+    if words is None:
+        shown = " ".join([*profile.command, *profile.args]) or "(the image's entrypoint)"
+        raise NotTrainerError(
+            f"profile '{profile.name}' does not run the trainer (command: {shown[:80]})",
+            f"the plan reads the arguments of {ENTRY_SCRIPT} or `-m trainer`",
+        )
+    args = parse_trainer_args(words)
+    notes: list[str] = []
+    workers = profile.workers or 0
+    if profile.workers is None:
+        notes.append("workers unset: the master pod only")
+    pods = workers + 1
+    per_pod = processes_per_pod(profile.gpus)
+    master_gpus = profile.master_gpus if profile.master_gpus is not None else profile.gpus
+    if profile.master_gpus is None and profile.gpus:
+        notes.append("master_gpus unset: the master is assumed to get the workers' GPUs")
+    master = processes_per_pod(master_gpus)
+    world = master + workers * per_pod
+
+    problem = trainer_args_problem(args)
+    if problem:
+        raise UsageError(f"args: {problem}", "fix the profile's args")
+    batch = global_batch(args.batch_size, world)
+    base_lr = args.lr if args.lr is not None else OPTIMIZER_LR[args.optimizer]
+    lr = scaled_lr(base_lr, batch, args.lr_base_batch)
+    origin = "--lr" if args.lr is not None else f"{args.optimizer} default"
+    lr_rule = f"{base_lr:g} ({origin}) x {batch} / {args.lr_base_batch} (--lr-base-batch)"
+
+    size, source = _dataset_size(args, dataset_size, notes)
+    per_epoch = steps_per_epoch(size, batch)
+    steps = total_steps(args.epochs, per_epoch, args.max_steps)
+    if args.max_steps and steps == args.max_steps:
+        notes.append(f"--max-steps {args.max_steps} caps the run")
+
+    num_classes = _num_classes(args) + 1
+    pretrained = args.weights is not None or args.weights_backbone != "none"
+    trainable = args.trainable_backbone_layers
+    if trainable is None:
+        trainable = 3 if pretrained else 5
+    frozen_bn = pretrained and args.model == "retinanet_resnet50_fpn"
+    params = parameter_count(args.model, num_classes, trainable, frozen_bn)
+    params_total = parameter_count(args.model, num_classes, trainable, frozen_bn, False)
+    grad_bytes = params * GRADIENT_BYTES_PER_PARAMETER
+    ring = ring_allreduce_bytes(grad_bytes, world)
+    return Plan(
+        profile=profile.name,
+        pods=pods,
+        processes_per_pod=per_pod,
+        master_processes=master,
+        world_size=world,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        global_batch=batch,
+        lr=lr,
+        lr_rule=lr_rule,
+        dataset=args.dataset,
+        dataset_size=size,
+        dataset_source=source,
+        epochs=args.epochs,
+        steps_per_epoch=per_epoch,
+        total_steps=steps,
+        model=args.model,
+        num_classes=num_classes,
+        parameters=params,
+        parameters_total=params_total,
+        gradient_bytes=grad_bytes,
+        allreduce_bytes_per_rank=ring,
+        allreduce_seconds={key: transfer_seconds(ring, gbps) for key, gbps in LINKS.items()},
+        notes=notes,
+    )
+
+
+def _dataset_size(args: TrainerArgs, given: int | None, notes: list[str]) -> tuple[int, str]:
+    if given is not None:
+        if given < 1:
+            raise UsageError(f"--dataset-size {given}: expected a positive number of images")
+        return given, "--dataset-size"
+    if args.dataset == "synthetic":
+        flag = "--synthetic-train-images"
+        origin = flag if "synthetic_train_images" in args.given else f"{flag} default"
+        return args.synthetic_train_images, f"synthetic, {origin}"
+    size, text = DATASET_SIZES[args.dataset]
+    if args.classes:
+        notes.append("--classes keeps a subset: fewer images; give --dataset-size N")
+    notes.append("documented size; the trainer skips images without boxes (--dataset-size N)")
+    return size, f"documented size of {text}"
+
+
+def _num_classes(args: TrainerArgs) -> int:
+    if args.dataset == "synthetic":
+        return args.synthetic_classes
+    if args.classes:
+        return len([c for c in args.classes.split(",") if c.strip()])
+    return DATASET_CLASSES.get(args.dataset, DATASET_CLASSES["openimages"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured step time from a job of the same profile
+
+
+def measured_step_time(progress: TrainingProgress) -> tuple[float, str] | None:
+    """(seconds per step, how it was obtained) from the records seen, or None."""
+    times = list(progress.step_times)
+    if len(times) > 1:
+        times = times[1:]  # the first window includes start-up and warm-up
+    if times:
+        return statistics.median(times), f"median step_time of {len(times)} train records"
+    return None
+
+
+def apply_measure(
+    plan: Plan, job: str, progress: TrainingProgress | None, failure: RunaiError | None = None
+) -> Plan:
+    """Fill plan.measured from the records of job's log (progress), or say why there is none."""
+    if failure is not None:
+        if failure.kind == ErrorKind.NOT_FOUND:
+            plan.measure_note = f"none (no job named {job})"
+        else:
+            plan.measure_note = f"none (job {job}: {failure.message})"
+        return plan
+    found = measured_step_time(progress) if progress is not None else None
+    if found is None:
+        plan.measure_note = f"none (job {job} has no trainer records with step_time yet)"
+        return plan
+    seconds, source = found
+    plan.measured = Measured(
+        job=job,
+        step_time=seconds,
+        source=source,
+        allreduce_share={key: t / seconds for key, t in plan.allreduce_seconds.items()},
+    )
+    return plan
+
+
+def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan:
+    """Fill plan.measured from job's master log (client: a RunaiClient), or say why not."""
+    progress = TrainingProgress()
+    try:
+        for line in client.logs(job, tail=tail):
+            progress.feed(line)
+    except RunaiError as error:
+        return apply_measure(plan, job, None, error)
+    return apply_measure(plan, job, progress)
+
+
+async def read_progress(
+    client: Any, job: str, tail: int = MEASURE_TAIL
+) -> tuple[TrainingProgress | None, RunaiError | None]:
+    """The async twin for the TUI: job's master log read once (no follow) into a progress."""
+    progress = TrainingProgress()
+    try:
+        async for line in client.stream_logs(job, follow=False, tail=tail):
+            progress.feed(line)
+    except RunaiError as error:
+        return None, error
+    return progress, None

@@ -1,0 +1,68 @@
+"""The plan's tables (runai_tui/plan.py) against the trainer they describe: the core cannot import
+the trainer (torch), so these tests fail when trainer/config.py or the real torchvision models
+change and the tables do not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from runai_tui import plan
+from runai_tui.profiles import Profile
+from trainer import model as trainer_model
+from trainer.config import OPTIMIZER_DEFAULTS, TrainConfig, build_parser
+
+
+def test_trainer_defaults_and_flags_match_the_config() -> None:
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name, default in plan.TRAINER_DEFAULTS.items():
+        assert fields[name].default == default, name
+        kind = str(fields[name].type).replace(" | None", "")
+        assert kind == plan.TRAINER_TYPES[name].__name__, name
+    assert set(plan.TRAINER_TYPES) == set(plan.TRAINER_DEFAULTS)
+    flags = {s for action in build_parser()._actions for s in action.option_strings}
+    assert {"--" + name.replace("_", "-") for name in plan.TRAINER_DEFAULTS} <= flags
+    assert {k: v["lr"] for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
+
+
+def test_the_plan_reads_arguments_as_the_trainer_does() -> None:
+    words = ["--batch-size", "8", "--grad-accum=4", "--sync-bn", "--lr", "0.1", "--workers", "0"]
+    cfg = TrainConfig(**vars(build_parser().parse_args(words)))
+    read = plan.parse_trainer_args(words)
+    for name in plan.TRAINER_DEFAULTS:
+        assert getattr(cfg, name) == getattr(read, name), name
+    assert plan.scaled_lr(read.lr, 64, read.lr_base_batch) == cfg.resolved_lr(64)
+
+
+# Each case builds one real model with no weights (well under a second each).
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],  # the default: v2 on Open Images (601 classes), every layer trains
+        ["--model", "retinanet_resnet50_fpn", "--weights-backbone", "b.pth", "--dataset", "coco"],
+        [
+            "--model",
+            "retinanet_resnet18_fpn",
+            "--trainable-backbone-layers",
+            "2",
+            "--dataset",
+            "synthetic",
+            "--synthetic-classes",
+            "7",
+        ],
+    ],
+)
+def test_parameter_table_matches_the_real_models(
+    monkeypatch: pytest.MonkeyPatch, words: list[str]
+) -> None:
+    """The plan's count of a profile's model equals the real model's, built as the trainer
+    builds it (v1 from backbone weights gets frozen BN and 3 trainable layers)."""
+    # Loading weights is not what is counted: skip the file, keep everything build_model decides.
+    monkeypatch.setattr(trainer_model, "_load_backbone", lambda model, path: None)
+    profile = Profile(name="p", workers=1, command=["python", "-m", "trainer"], args=words)
+    planned = plan.make_plan(profile, dataset_size=100)
+    cfg = TrainConfig(**vars(build_parser().parse_args(words)))
+    params = list(trainer_model.build_model(cfg, planned.num_classes).parameters())
+    assert planned.parameters == sum(p.numel() for p in params if p.requires_grad)
+    assert planned.parameters_total == sum(p.numel() for p in params)
