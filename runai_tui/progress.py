@@ -24,7 +24,8 @@ class TrainingProgress:
     loss: float | None = None
     lr: float | None = None
     images_per_sec: float | None = None
-    total_steps: int | None = None
+    total_steps: int | None = None  # the trainer writes the run's length in every train record
+    epochs: int | None = None  # the --epochs asked for
     eval: dict[str, Any] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
     lines_parsed: int = 0
@@ -47,6 +48,7 @@ class TrainingProgress:
             self.lr = _float(record.get("lr"), self.lr)
             self.images_per_sec = _float(record.get("images_per_sec"), self.images_per_sec)
             self.total_steps = _int(record.get("total_steps"), self.total_steps)
+            self.epochs = _int(record.get("epochs"), self.epochs)
             loss = _float(record.get("loss"), None)
             if loss is not None:
                 self.loss = loss
