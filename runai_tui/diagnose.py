@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from runai_tui.errors import RunaiError
+from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import JobDetail, Phase
 from runai_tui.progress import parse_metric_line
 from runai_tui.text import literal
@@ -536,7 +536,12 @@ async def diagnose_job(
     """
     if detail is None:
         detail = await client.adescribe(name)
-    pods = [pod] if pod else [p.name for p in detail.pods]
+    pods = [p.name for p in detail.pods if pod is None or p.name == pod]
+    if pod is not None and not pods:
+        known = ", ".join(p.name for p in detail.pods) or "none"
+        raise RunaiError(
+            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
+        )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
 
