@@ -202,9 +202,13 @@ _LINE_CODES = [c for c in CODES.values() if c.pattern is not None]
 _NEEDLES = tuple(sorted({n.lower() for c in _LINE_CODES for n in c.needles}))
 
 # What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
-_NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using ((?:\[\d+\]\S+\s*)+)")
-_NET_FINAL = re.compile(r"\bUsing network (IB|Socket)\b|\bvia NET/(IB|Socket)/\d")
-_DEVICE = re.compile(r"\[\d+\]([^\s;]+)")
+_NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
+# The network NCCL settled on; plugins are named after their transport (`IBext_v8`).
+_NET_FINAL = re.compile(r"\bUsing network (\w+)|\bvia NET/(\w+)/\d")
+# Devices as NCCL lists them: `[0]mlx5_2:1/RoCE`, a merged `[0]={[0] mlx5_2:1/RoCE, ...}`,
+# and sockets as `[0]net1:10.0.0.2<0>` (the interface is the part before the address).
+_IB_DEVICE = re.compile(r"([A-Za-z][\w.-]*:\d+/(?:IB|RoCE))\b")
+_SOCKET_DEVICE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
 # NCCL_IB_HCA / NCCL_IB_DISABLE as NCCL echoes them, or as `K=V` (the trainer's settings line).
 _IB_SETTING = re.compile(r"\bNCCL_IB_(HCA|DISABLE)(?: set (?:by environment )?to |=)([^\s.,;]+)")
 
@@ -318,9 +322,8 @@ class PodDiagnoser:
 
     def _network(self, number: int, line: str) -> None:
         final = _NET_FINAL.search(line)
-        if final:
-            transport = final.group(1) or final.group(2)
-            transport = TRANSPORT_IB if transport == "IB" else TRANSPORT_SOCKET
+        transport = _transport_of(final.group(1) or final.group(2)) if final else None
+        if transport is not None:
             if self._final is None or self._final.transport != transport:
                 init = self._init.get(transport)
                 self._final = _Net(transport, init.device if init else "", number, line)
@@ -329,7 +332,10 @@ class PodDiagnoser:
         if match:
             transport = TRANSPORT_IB if match.group(1) == "IB" else TRANSPORT_SOCKET
             if transport not in self._init:
-                devices = ",".join(_device_name(d) for d in _DEVICE.findall(match.group(2)))
+                found = (_IB_DEVICE if transport == TRANSPORT_IB else _SOCKET_DEVICE).findall(
+                    match.group(2)
+                )
+                devices = ",".join(dict.fromkeys(found))  # unique, in NCCL's order
                 self._init[transport] = _Net(transport, devices, number, line)
             if self._final is not None and self._final.transport == transport:
                 self._final.device = self._final.device or self._init[transport].device
@@ -404,11 +410,13 @@ class PodDiagnoser:
         return PodHealth(self.pod, net.transport, net.device, self.lines)
 
 
-def _device_name(entry: str) -> str:
-    """`mlx5_2:1/RoCE` stays; `net1:10.0.0.2<0>` (a socket device) becomes `net1`."""
-    if "<" in entry or entry.count(":") > 1 or re.search(r":\d+\.\d+", entry):
-        return entry.split(":", 1)[0]
-    return entry
+def _transport_of(network: str) -> str | None:
+    """`IB`, `IBext_v8` (the IB plugin) -> IB; `Socket` -> Socket; anything else -> None."""
+    if network.startswith("IB"):
+        return TRANSPORT_IB
+    if network.startswith("Socket"):
+        return TRANSPORT_SOCKET
+    return None
 
 
 def _number(value: object) -> float | None:

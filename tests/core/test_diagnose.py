@@ -219,3 +219,29 @@ def test_a_large_log_is_streamed_with_flat_memory() -> None:
     assert lines > 600_000
     assert after_kb - before_kb < 16 * 1024  # well under 16 MB for 300 MB of log
     assert findings == diagnose.FINDINGS_PER_CODE and timeouts > 10_000
+
+
+def test_transport_in_the_formats_of_other_nccl_versions_and_plugins() -> None:
+    prefix = "node-3:2201:2290 [0] NCCL INFO "
+    # Relaxed ordering marker after the devices (NCCL 2.19+).
+    ro = prefix + "NET/IB : Using [0]mlx5_4:1/RoCE [1]mlx5_5:1/RoCE [RO]; OOB bond0:10.2.0.7<0>"
+    assert transport(ro, prefix + "Using network IB") == ("IB", "mlx5_4:1/RoCE,mlx5_5:1/RoCE")
+    # The IB plugin (IBext) with merged NICs, and its channels.
+    merged = (
+        prefix + "NET/IB : Using [0]={[0] mlx5_4:1/RoCE, [1] mlx5_5:1/RoCE} "
+        "[1]={[2] mlx5_6:1/RoCE} [RO]; OOB bond0:10.2.0.7<0>"
+    )
+    plugin = prefix + "Using network IBext_v8"
+    channel = prefix + "Channel 01/0 : 1[0] -> 2[0] [send] via NET/IBext_v8/1"
+    assert transport(merged, plugin, channel) == (
+        "IB",
+        "mlx5_4:1/RoCE,mlx5_5:1/RoCE,mlx5_6:1/RoCE",
+    )
+    # Sockets on several interfaces, IPv6 ones included.
+    sockets = (
+        prefix
+        + "NET/Socket : Using [0]eno2:10.2.0.7<0> [1]veth9a:fe80::1c2:3ff:fe4d:5e6f%veth9a<0>"
+    )
+    assert transport(prefix + "NET/IB : No device found.", sockets) == ("Socket", "eno2,veth9a")
+    # A network that is neither decides nothing.
+    assert transport(prefix + "Using network AWS Libfabric") == ("unknown", "")
