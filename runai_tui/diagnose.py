@@ -101,6 +101,22 @@ CODES: dict[str, Code] = {
             ("atchdog", "before timing out"),
         ),
         Code(
+            "nccl-error",
+            ERROR,
+            "an NCCL call failed (system, remote or internal error): a peer died, the network "
+            "dropped, or NCCL could not set up its transport",
+            "read the NCCL WARN lines just above it and the other pods' first error (a rank that "
+            "died makes its peers fail); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET says more",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details), NCCL version 2.21.5",
+            _re(
+                r"NCCL error in: |\bnccl(?:System|Internal|Remote|InvalidUsage)Error\b|"
+                r"unhandled (?:system|cuda) error|NET/IB : Got completion from peer .* status="
+            ),
+            ("nccl error", "ncclsystem", "ncclinternal", "ncclremote", "unhandled", "completion"),
+        ),
+        Code(
             "shm",
             ERROR,
             "a DataLoader worker or NCCL ran out of shared memory (/dev/shm)",

@@ -22,6 +22,7 @@ EXPECTED = {
     "memlock": {"memlock"},
     "tcp-fallback": {"tcp-fallback"},
     "nccl-timeout": {"nccl-timeout"},
+    "nccl-error": {"nccl-error"},
     "shm": {"shm"},
     "cuda-oom": {"cuda-oom"},
     "rendezvous": {"rendezvous"},
@@ -174,7 +175,7 @@ def test_cli_usage_errors_exit_2(argv: list[str], message: str, capsys) -> None:
 def test_readme_documents_every_code_with_its_evidence() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for spec in CODES.values():
-        assert f"`{spec.code}`" in readme, spec.code
+        assert f"| `{spec.code}` | {spec.severity} | {spec.message} | `{spec.example}` |" in readme
     assert "runai-tui diagnose" in readme and "runai-tui preflight" in readme
 
 
