@@ -214,8 +214,12 @@ CODES: dict[str, Code] = {
 }
 
 # Codes found line by line, in table order.
-_LINE_CODES = [c for c in CODES.values() if c.pattern is not None]
-_NEEDLES = tuple(sorted({n.lower() for c in _LINE_CODES for n in c.needles}))
+_LINE_CODES = [
+    (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
+]
+_NEEDLES = tuple(sorted({n for _, needles in _LINE_CODES for n in needles}))
+BATCH_LINES = 256  # lines examined together (bounded: at most BATCH_CHARS characters)
+BATCH_CHARS = 1 << 20
 
 # What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
 _NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
@@ -288,6 +292,8 @@ class PodDiagnoser:
     def __init__(self, pod: str) -> None:
         self.pod = pod
         self.lines = 0
+        self._batch: list[str] = []
+        self._batch_chars = 0
         self.findings: list[Finding] = []
         self.counts: dict[str, int] = {}
         self._init: dict[str, _Net] = {}  # "IB"/"Socket" -> the first NET/<x> : Using line
@@ -306,29 +312,49 @@ class PodDiagnoser:
     # -- lines --------------------------------------------------------------------------------
 
     def feed(self, line: str) -> None:
-        self.lines += 1
-        number = self.lines
-        lower = line.lower()
-        if any(n in lower for n in _NEEDLES):
-            for spec in _LINE_CODES:
-                assert spec.pattern is not None
-                if any(n.lower() in lower for n in spec.needles) and spec.pattern.search(line):
-                    self._add(spec.code, number, line)
-        if "NET/" in line or "Using network" in line:
-            self._network(number, line)
-        if "NCCL_IB_" in line:
-            for key, value in _IB_SETTING.findall(line):
-                if key == "DISABLE":
-                    self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
-                elif value and self.ib_wanted is None:
-                    self.ib_wanted = True
-        if '"kind"' in line:
-            self._record(number, line)
+        """Take one line. Lines are examined in small batches (cheap substring tests on the whole
+        batch first), so call `flush()` (or finish/health) before reading the results."""
+        self._batch.append(line)
+        self._batch_chars += len(line)
+        if len(self._batch) >= BATCH_LINES or self._batch_chars >= BATCH_CHARS:
+            self.flush()
 
     def feed_all(self, lines: Iterable[str]) -> PodDiagnoser:
         for line in lines:
             self.feed(line)
+        self.flush()
         return self
+
+    def flush(self) -> None:
+        batch, self._batch, self._batch_chars = self._batch, [], 0
+        if not batch:
+            return
+        joined = "\n".join(batch)
+        lowered = joined.lower()
+        needles = [n for n in _NEEDLES if n in lowered]  # usually none: the batch is clean
+        network = "NET/" in joined or "Using network" in joined
+        settings = "NCCL_IB_" in joined
+        records = '"kind"' in joined
+        for line in batch:
+            self.lines += 1
+            number = self.lines
+            if needles:
+                lower = line.lower()
+                if any(n in lower for n in needles):
+                    for spec, spec_needles in _LINE_CODES:
+                        found = any(n in lower for n in spec_needles)
+                        if found and spec.pattern is not None and spec.pattern.search(line):
+                            self._add(spec.code, number, line)
+            if network and ("NET/" in line or "Using network" in line):
+                self._network(number, line)
+            if settings and "NCCL_IB_" in line:
+                for key, value in _IB_SETTING.findall(line):
+                    if key == "DISABLE":
+                        self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
+                    elif value and self.ib_wanted is None:
+                        self.ib_wanted = True
+            if records and '"kind"' in line:
+                self._record(number, line)
 
     def _add(self, code: str, number: int, line: str) -> None:
         count = self.counts.get(code, 0)
@@ -393,6 +419,7 @@ class PodDiagnoser:
         """The transport NCCL finally uses: a `Using network X` / `via NET/X` line decides; else
         IB when NET/IB initialised (a bootstrap or fallback NET/Socket line does not count),
         else Socket when only NET/Socket did."""
+        self.flush()
         if self._final is not None:
             return self._final
         return self._init.get(TRANSPORT_IB) or self._init.get(TRANSPORT_SOCKET)
@@ -402,6 +429,7 @@ class PodDiagnoser:
 
     def finish(self, running: bool = False, now: float | None = None) -> list[Finding]:
         """The derived findings (data-starved, stalled) plus the line findings, in log order."""
+        self.flush()
         found = list(self.findings)
         if self._step_sum > 0 and self._data_sum / self._step_sum > DATA_STARVED_RATIO:
             assert self._worst is not None
@@ -420,7 +448,7 @@ class PodDiagnoser:
         return sorted(found, key=lambda f: f.line)
 
     def health(self) -> PodHealth:
-        net = self.transport
+        net = self.transport  # flushes
         if net is None:
             return PodHealth(self.pod, lines=self.lines)
         return PodHealth(self.pod, net.transport, net.device, self.lines)

@@ -57,8 +57,7 @@ def test_every_code_has_a_fixture_and_its_example_line_is_found() -> None:
     for spec in CODES.values():
         if spec.pattern is None:
             continue
-        pod = PodDiagnoser("p")
-        pod.feed(spec.example)
+        pod = PodDiagnoser("p").feed_all([spec.example])
         assert pod.counts == {spec.code: 1}, spec.code
 
 
