@@ -114,7 +114,7 @@ CODES: dict[str, Code] = {
                 r"NCCL error in: |\bnccl(?:System|Internal|Remote|InvalidUsage)Error\b|"
                 r"unhandled (?:system|cuda) error|NET/IB : Got completion from peer .* status="
             ),
-            ("nccl error", "ncclsystem", "ncclinternal", "ncclremote", "unhandled", "completion"),
+            ("error", "completion"),
         ),
         Code(
             "shm",
@@ -159,7 +159,7 @@ CODES: dict[str, Code] = {
                 r"DistNetworkError|The client socket has timed out after \d+\S* while trying "
                 r"to connect|RendezvousTimeoutError|RendezvousConnectionError|DistStoreError"
             ),
-            ("DistNetworkError", "client socket has timed out", "Rendezvous", "DistStoreError"),
+            ("error", "client socket has timed out", "Rendezvous"),
         ),
         Code(
             "dataloader-killed",
@@ -217,7 +217,13 @@ CODES: dict[str, Code] = {
 _LINE_CODES = [
     (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
 ]
-_NEEDLES = tuple(sorted({n for _, needles in _LINE_CODES for n in needles}))
+# A batch of lines is examined line by line only when it holds one of these. Each code's needles
+# contain one of them (checked below), so a line a pattern finds is never skipped.
+_NEEDLES = (
+    "error", "ibv_reg_mr", "atchdog", "timing out", "out of memory", "shared memory", "/dev/shm",
+    "</torch_", "dataloader worker", "non-finite", "rendezvous", "completion", "timed out",
+)  # fmt: skip
+assert all(any(c in n for c in _NEEDLES) for _, ns in _LINE_CODES for n in ns), "needle table"
 BATCH_LINES = 256  # lines examined together (bounded: at most BATCH_CHARS characters)
 BATCH_CHARS = 1 << 20
 
