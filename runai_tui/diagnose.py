@@ -34,6 +34,7 @@ MAX_LINE_READ = 1 << 20  # a saved log's "line" longer than this is read in piec
 DATA_STARVED_RATIO = 1 / 3  # data wait above this share of step time
 STALL_FACTOR = 20  # "stalled": no record for this many usual record intervals...
 STALL_MIN_SECONDS = 600.0  # ...and at least this long (an evaluation pauses records too)
+MAX_CONCURRENT_PODS = 8  # `runai logs` processes at once for one job
 INTERVALS_KEPT = 64  # recent record intervals kept for the usual interval (their median)
 
 TRANSPORT_IB, TRANSPORT_SOCKET, TRANSPORT_UNKNOWN = "IB", "Socket", "unknown"
@@ -603,16 +604,19 @@ async def diagnose_job(
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
 
+    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
+
     async def read(diagnoser: PodDiagnoser) -> None:
-        stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
-        try:
-            async for line in stream:
-                diagnoser.feed(line)
-        except RunaiError as exc:
-            unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
-        finally:
-            with contextlib.suppress(Exception):
-                await stream.aclose()  # type: ignore[attr-defined]
+        async with slots:
+            stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
+            try:
+                async for line in stream:
+                    diagnoser.feed(line)
+            except RunaiError as exc:
+                unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
 
     await asyncio.gather(*(read(d) for d in diagnosers))
     running = detail.job.phase is Phase.RUNNING
@@ -631,6 +635,8 @@ def render_text(report: Diagnosis) -> str:
         for p in report.pods:
             out.append(f"{literal(p.pod):<{width}}  {p.transport:<9}  {literal(p.device) or '-'}")
         out.append("")
+    if not report.pods:
+        return "no pod to read (the job has no pods yet)"
     if not report.findings:
         lines = sum(p.lines for p in report.pods)
         out.append(f"no problems found ({lines} log lines, {len(report.pods)} pod(s))")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runai_tui.diagnose import MAX_CONCURRENT_PODS
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
@@ -358,15 +359,18 @@ async def preflight_job(
             ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
         )
 
+    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
+
     async def run(p_name: str, phase: Phase) -> PodChecklist:
         if phase is not Phase.RUNNING:
             return PodChecklist(
                 p_name, [Item("pod", SKIP, f"the pod is {phase.value}: nothing runs there yet")]
             )
-        try:
-            output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
-        except RunaiError as exc:
-            return PodChecklist(p_name, [Item("probe", FAIL, exc.message, exc.hint)])
+        async with slots:
+            try:
+                output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
+            except RunaiError as exc:
+                return PodChecklist(p_name, [Item("probe", FAIL, exc.message, exc.hint)])
         return checklist(p_name, output)
 
     lists = await asyncio.gather(*(run(p.name, p.phase) for p in pods))
