@@ -174,7 +174,7 @@ class JobsScreen(AppScreen):
             job = self.table.selected_job if self.is_mounted else None
             if job is None:
                 return None
-            if action == "shell" and not job.phase.is_active:
+            if action in ("shell", "preflight") and not job.phase.is_active:
                 return None
         return True
 
