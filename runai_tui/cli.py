@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from runai_tui import __version__
 from runai_tui.command import build_submit_argv, display_argv
-from runai_tui.errors import Failure, RunaiError, UsageError
+from runai_tui.errors import Failure, RunaiError, RuntimeFailure, UsageError
 from runai_tui.profiles import (
     ProfileError,
     ProfileStore,
@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
     sub.add_parser("info", help="paths, backend and runai version in use")
     _add_checks_parsers(sub)
+    _add_health_parsers(sub)
     return parser
 
 
@@ -138,6 +139,26 @@ def _add_checks_parsers(sub: Any) -> None:
         "--job", metavar="JOB", help="measure step time from this job (default: the job name)"
     )
     pl.add_argument("--no-measure", action="store_true", help="do not look for a job's records")
+
+
+def _add_health_parsers(sub: Any) -> None:
+    """`diagnose` and `preflight` (logic: runai_tui/diagnose.py, runai_tui/preflight.py)."""
+    dg = sub.add_parser("diagnose", help="read every pod's log: NCCL transport, failures, fixes")
+    dg.add_argument("job", nargs="?", help="the job (or give --log FILE instead)")
+    dg.add_argument("--pod", help="only this pod")
+    dg.add_argument(
+        "--log",
+        dest="logs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="read a saved log instead (the pod is the file name without extension; repeatable)",
+    )
+    dg.add_argument("--json", action="store_true", help='{"pods": [...], "findings": [...]}')
+    pf = sub.add_parser("preflight", help="check a running job's pods: memlock, shm, GPUs, network")
+    pf.add_argument("job")
+    pf.add_argument("--pod", help="only this pod")
+    pf.add_argument("--json", action="store_true", help='{"pods": [{"pod", "items": [...]}]}')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,6 +485,52 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui import diagnose
+
+    if args.logs:
+        if args.job or args.pod:
+            raise UsageError(
+                "diagnose takes a JOB or --log FILE..., not both",
+                "runai-tui diagnose JOB [--pod POD], or runai-tui diagnose --log FILE",
+            )
+        paths = [Path(p) for p in args.logs]
+        for path in paths:
+            if not path.is_file():
+                raise UsageError(f"--log {path}: no such file", "give the path of a saved log")
+        try:
+            report = diagnose.diagnose_files(paths)
+        except OSError as exc:
+            raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
+    elif args.job:
+        report = asyncio.run(diagnose.diagnose_job(_client(args), args.job, pod=args.pod))
+    else:
+        raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(diagnose.render_text(report))
+    return report.exit_code
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui import preflight
+
+    client = _client(args)
+    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod))
+    if not report.pods:
+        raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(preflight.render_text(report))
+    return report.exit_code
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     from runai_tui.tui.app import run_tui  # Textual is imported only here
 
@@ -489,6 +556,8 @@ COMMANDS = {
     "info": cmd_info,
     "lint": cmd_lint,
     "plan": cmd_plan,
+    "diagnose": cmd_diagnose,
+    "preflight": cmd_preflight,
     None: cmd_tui,
 }
 

@@ -548,3 +548,18 @@ class RunaiClient:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await stderr_task
         self._raise_for_logs(argv, args, name, code, "\n".join(recent), err, yielded)
+
+    async def aexec_output(
+        self,
+        name: str,
+        pod: str | None,
+        command: Sequence[str],
+        timeout: float | None = None,
+    ) -> str:
+        """Run `command` in a pod without a TTY or stdin and return what it printed on stdout
+        (for read-only probes such as preflight). Bounded by `timeout` (default: the client's);
+        a non-zero exit or a timeout raises RunaiError."""
+        argv = self.exec_argv(name, pod, command, tty=False)
+        args = argv[len(self.backend.executable) :]
+        done = await self._arun(args, [name], timeout=timeout)
+        return done.stdout

@@ -29,7 +29,8 @@ class TrainingProgress:
     # Mean seconds per optimiser step of the latest record, and of the recent records.
     step_time: float | None = None
     step_times: deque[float] = field(default_factory=lambda: deque(maxlen=STEP_TIME_HISTORY))
-    total_steps: int | None = None
+    total_steps: int | None = None  # the trainer writes the run's length in every train record
+    epochs: int | None = None  # the --epochs asked for
     eval: dict[str, Any] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
     lines_parsed: int = 0
@@ -56,6 +57,7 @@ class TrainingProgress:
             if step_time is not None and step_time > 0:
                 self.step_time = step_time
                 self.step_times.append(step_time)
+            self.epochs = _int(record.get("epochs"), self.epochs)
             loss = _float(record.get("loss"), None)
             if loss is not None:
                 self.loss = loss

@@ -68,6 +68,7 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
         "    assert main(['profiles', 'list']) == 0\n"
         "    assert main(['profiles', 'validate']) == 0\n"
         "    assert main(['--backend', 'local', 'list', '--json']) == 0\n"
+        "    assert main(['diagnose', '--log', 'tests/core/diagnose_logs/ib-ok.log']) == 0\n"
         "import runai_tui.client, runai_tui.backend, runai_tui.local.cli\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich'))\n"
         "print(bad)\n"

@@ -186,7 +186,7 @@ def train_one_epoch(
             reduced[-1]
         )
         if progress.global_step % cfg.log_every == 0:
-            _log(ctx, metrics, progress, window, lr)
+            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs)
             window = Window()
 
         if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
@@ -216,13 +216,21 @@ def _log_samples(
 
 
 def _log(
-    ctx: DistContext, metrics: MetricsLog, progress: Progress, window: Window, lr: float
+    ctx: DistContext,
+    metrics: MetricsLog,
+    progress: Progress,
+    window: Window,
+    lr: float,
+    total_steps: int,
+    epochs: int,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
     record = {
         "kind": "train",
         "step": progress.global_step,
+        "total_steps": total_steps,  # the run's length: readers show step/total and an ETA
         "epoch": progress.epoch,
+        "epochs": epochs,
         "loss": round(window.losses["loss"] / window.steps, 6),
         "lr": lr,
         "images_per_sec": round(window.images / elapsed, 3),

@@ -15,6 +15,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure, UsageError
+from runai_tui.tui.health import HealthCache
 from runai_tui.tui.runner import InteractiveRunner
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
@@ -90,6 +91,7 @@ class RunaiTuiApp(App[int]):
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.save_dir = save_dir or Path.cwd()
         self.select_after_refresh: str | None = None
+        self.health = HealthCache()  # diagnoses made so far (describe, the jobs screen's pass)
         self.header_state: dict[str, Any] = {
             "backend": client.backend.label,
             "project": getattr(client, "project", None) or "",

@@ -58,6 +58,29 @@ def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys
     assert [r["step"] for r in train] == [1, 2]
     assert all(math.isfinite(r["loss"]) for r in train)
     assert "adamw lr 2.5e-05 (= 0.0001 x global batch 4 / 16)" in out
+    assert_metrics_contract(out.splitlines(), total_steps=2, epochs=parse_config([]).epochs)
+
+
+def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> None:
+    """The metrics contract: runai-tui's readers (the progress parser, the diagnosis) understand
+    the lines a real run printed, so the trainer and the TUI can never drift apart."""
+    from runai_tui.diagnose import PodDiagnoser
+    from runai_tui.progress import TrainingProgress
+
+    progress = TrainingProgress()
+    parsed = [line for line in lines if progress.feed(line)]
+    records = [json.loads(line) for line in parsed]
+    last_train = [r for r in records if r["kind"] == "train"][-1]
+    assert (progress.step, progress.total_steps, progress.epochs) == (
+        last_train["step"],
+        total_steps,
+        epochs,
+    )
+    assert progress.loss == last_train["loss"] and progress.finished == "done"
+    assert progress.summary().startswith(f"step {last_train['step']}/{total_steps} · epoch ")
+    assert {"data_time", "step_time", "time"} <= set(last_train)  # diagnosis reads these
+    pod = PodDiagnoser("rank0").feed_all(lines)
+    assert pod.finished and pod.finish(running=True) == []  # a clean run: no finding
 
 
 def test_readme_documents_every_flag():
@@ -122,3 +145,28 @@ def test_resume_follows_the_command_lines_schedule(tmp_path, monkeypatch, capsys
     assert lrs[2] == pytest.approx(base * 0.5)
     assert lrs[3] == pytest.approx(base * 0.5 * (1 + math.cos(math.pi * 2 / 4)))  # over 4 now
     assert lrs[4] == pytest.approx(base * 0.5 * (1 + math.cos(math.pi * 3 / 4)))
+
+
+def test_a_diverging_run_is_diagnosed_as_nan_loss(tmp_path, monkeypatch, capsys):
+    """The trainer's real non-finite-loss report is what runai-tui's diagnosis finds."""
+    from runai_tui.diagnose import PodDiagnoser, combine
+
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = entry.main([
+            "--dataset", "synthetic", "--synthetic-train-images", "8", "--model",
+            "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+            "--batch-size", "2", "--max-steps", "4", "--eval-every", "0", "--log-every", "1",
+            "--warmup-steps", "0", "--lr", "1e20", "--output-dir", str(tmp_path),
+        ])  # fmt: skip
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    lines = (captured.out + captured.err).splitlines()
+    report = combine([PodDiagnoser("master").feed_all(lines)])
+    assert report.codes() == ["nan-loss"]
+    assert report.findings[0].evidence.startswith("trainer: error: non-finite loss nan at step")

@@ -39,6 +39,7 @@ class FakeClient:
     calls: list[tuple] = field(default_factory=list)
     queues: dict[str, asyncio.Queue] = field(default_factory=dict)
     log_failures: int = 0  # the next N log streams fail as if the pod had not started
+    probes: dict[str, str] = field(default_factory=dict)  # pod -> what a non-TTY exec prints
 
     def job(self, name: str) -> Job:
         for job in self.jobs:
@@ -107,6 +108,12 @@ class FakeClient:
             queue = self.queues.setdefault(key, asyncio.Queue())
             while True:
                 yield await queue.get()
+
+    async def aexec_output(self, name, pod, command, timeout=None) -> str:
+        self.calls.append(("exec_output", name, pod))
+        if pod not in self.probes:
+            raise RunaiError(ErrorKind.OTHER, f"pod {pod} is not running", "wait for it")
+        return self.probes[pod]
 
     def exec_argv(self, name, pod=None, command=None, tty=True) -> list[str]:
         return ["runai-local", "training", "pytorch", "exec", name, "--", "sh"]

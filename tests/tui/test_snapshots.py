@@ -16,6 +16,7 @@ from textual.widgets import Input
 from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
 from runai_tui.tui.app import RunaiTuiApp
+from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -45,6 +46,34 @@ HOSTILE = [
     "clear screen: \x1b[2J and title: \x1b]0;pwned\x07 stay inert",
     "a very long line " + "x" * 300,
 ]
+# broken-run's master: IB asked for, memlock too low, a hostile DataLoader line.
+BROKEN_LOG = [
+    "trainer: NCCL settings: NCCL_DEBUG=INFO NCCL_IB_HCA=mlx5",
+    "broken-run-master-0:9:9 [0] NCCL INFO NET/IB : Using [0]mlx5_2:1/RoCE ; OOB net1:10.0.0.2<0>",
+    "broken-run-master-0:9:40 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr failed with "
+    "error Cannot allocate memory",
+    "broken-run-master-0:9:9 [0] NCCL INFO Using network Socket",
+    "\x1b[2J[bold red]RuntimeError: DataLoader worker (pid(s) 77) exited unexpectedly",
+]
+PROBE = "\n".join(
+    [
+        "@@pf memlock 64",
+        "@@pf shm_kb 65536",
+        "@@pf gpus_visible 1 nvidia-smi",
+        "@@pf gpus_requested 1",
+        "@@pf cuda_visible_devices (unset)",
+        "@@pf rdma mlx5_2",
+        "@@pf netifs eth0 lo net1",
+        "@@pf env NCCL_IB_HCA=mlx5",
+        "@@pf env NCCL_SOCKET_IFNAME=net1",
+        "@@pf master_addr retinanet-local-master-0",
+        "@@pf master_port 29500",
+        "@@pf python 3.12.3",
+        "@@pf torch 2.14.1",
+        "@@pf master open 10.0.0.1",
+        "@@pf end ok",
+    ]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +99,11 @@ def make_app(store: ProfileStore, readonly: bool = False) -> RunaiTuiApp:
             make_job("old-run", Phase.COMPLETED, age_s=3 * 86400),
             make_job("broken-run", Phase.FAILED, age_s=7200),
         ],
-        logs={"retinanet-local-master-0": ["starting trainer", *HOSTILE, *METRICS]},
+        logs={
+            "retinanet-local-master-0": ["starting trainer", *HOSTILE, *METRICS],
+            "broken-run-master-0": BROKEN_LOG,
+        },
+        probes={"retinanet-local-master-0": PROBE, "retinanet-local-worker-0": PROBE},
     )
     return RunaiTuiApp(
         client,
@@ -85,6 +118,9 @@ def make_app(store: ProfileStore, readonly: bool = False) -> RunaiTuiApp:
 async def jobs_loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.screen.query_one(JobTable).row_count == 4)
     await wait_for(pilot, lambda: pilot.app.header_state["logged_in"] is True)
+    # The background diagnosis of the Failed job has marked its row.
+    table = pilot.app.screen.query_one(JobTable)
+    await wait_for(pilot, lambda: str(table.get_cell("broken-run", "health")).startswith("✗"))
 
 
 def test_jobs_screen(snap_compare, store) -> None:
@@ -105,6 +141,8 @@ def test_describe_screen_with_training_progress(snap_compare, store) -> None:
         await pilot.press("down", "down", "d")
         panel = pilot.app.screen.query_one(TrainingPanel)
         await wait_for(pilot, lambda: panel.progress.step == 60)
+        health = pilot.app.screen.query_one(HealthPanel)
+        await wait_for(pilot, lambda: health.diagnosis is not None)
 
     assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
 
@@ -156,3 +194,22 @@ def test_help_screen(snap_compare, store) -> None:
         await pilot.press("question_mark")
 
     assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_describe_screen_health_panel(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("d")  # broken-run (sorted by name, first)
+        panel = pilot.app.screen.query_one(HealthPanel)
+        await wait_for(pilot, lambda: panel.diagnosis is not None)
+
+    assert snap_compare(make_app(store), terminal_size=(110, 40), run_before=run_before)
+
+
+def test_preflight_checklist(snap_compare, store) -> None:
+    async def run_before(pilot) -> None:
+        await jobs_loaded(pilot)
+        await pilot.press("down", "down", "c")  # retinanet-local: Running
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "report", None) is not None)
+
+    assert snap_compare(make_app(store), terminal_size=(110, 44), run_before=run_before)

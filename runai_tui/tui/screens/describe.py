@@ -16,10 +16,12 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from runai_tui.diagnose import diagnose_job
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job, JobDetail, Pod
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal
+from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import format_age, format_pods, status_text
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -108,6 +110,8 @@ class DescribeScreen(AppScreen):
         Binding("escape", "back", "Back"),
         Binding("l", "logs", "Logs"),
         Binding("s", "shell", "Shell"),
+        Binding("c", "preflight", "Preflight"),
+        Binding("h", "health", "Diagnose again"),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("r", "refresh", "Refresh"),
         Binding("w", "toggle_raw", "Summary/raw"),
@@ -119,6 +123,7 @@ class DescribeScreen(AppScreen):
         self.detail: JobDetail | None = None
         self._timer: Timer | None = None
         self._metrics_pod: str | None = None
+        self._diagnosed = False
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -126,6 +131,7 @@ class DescribeScreen(AppScreen):
         yield TrainingPanel(id="describe-training")
         with TabbedContent(id="describe-tabs"):
             with TabPane("Summary", id="tab-summary"), VerticalScroll(id="summary-scroll"):
+                yield HealthPanel(id="describe-health")
                 yield Static("loading…", id="describe-summary")
             with TabPane("Raw", id="tab-raw"):
                 yield LogView(max_lines=50_000, id="describe-raw")
@@ -170,7 +176,22 @@ class DescribeScreen(AppScreen):
         if pod is not None and pod.name != self._metrics_pod:
             self._metrics_pod = pod.name
             self.read_metrics(pod.name, follow=detail.job.phase.is_active)
+        if not self._diagnosed:  # once per visit (h again): a whole log is not re-read every tick
+            self._diagnosed = True
+            self.diagnose_health(detail)
         self.refresh_bindings()
+
+    @work(exclusive=True, group="describe-health", exit_on_error=False)
+    async def diagnose_health(self, detail: JobDetail) -> None:
+        """Every pod's whole log through the core's diagnosis (streamed: memory stays flat)."""
+        panel = self.query_one(HealthPanel)
+        try:
+            report = await diagnose_job(self.tui.client, detail.job.name, detail=detail)
+        except RunaiError as error:
+            panel.failed(error.message)
+            return
+        panel.show(report)
+        self.tui.health.put(detail.job, report)
 
     @work(exclusive=True, group="describe-metrics", exit_on_error=False)
     async def read_metrics(self, pod: str, follow: bool) -> None:
@@ -190,9 +211,19 @@ class DescribeScreen(AppScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.tui.readonly and action in {"shell", "delete"}:
             return False
-        if action == "shell" and not self.job.phase.is_active:
+        if action in ("shell", "preflight") and not self.job.phase.is_active:
             return None
         return True
+
+    def action_preflight(self) -> None:
+        from runai_tui.tui.screens.preflight import PreflightScreen
+
+        self.app.push_screen(PreflightScreen(self.job))
+
+    def action_health(self) -> None:
+        if self.detail is not None:
+            self.query_one(HealthPanel).update("reading the pods' logs…")
+            self.diagnose_health(self.detail)
 
     def action_back(self) -> None:
         self.dismiss()

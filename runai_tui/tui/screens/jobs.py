@@ -16,7 +16,9 @@ from runai_tui.tui.widgets.job_table import JobTable
 # Actions that change the cluster; --readonly hides them.
 MUTATING = {"shell", "delete", "new_job"}
 # Actions that need a selected job.
-NEEDS_JOB = {"describe", "logs", "shell", "delete"}
+NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight"}
+# The background diagnosis reads at most this many jobs per refresh (tui/health.py says which).
+HEALTH_JOBS_PER_PASS = 3
 
 
 class JobsScreen(AppScreen):
@@ -26,6 +28,7 @@ class JobsScreen(AppScreen):
         Binding("d,enter", "describe", "Describe", key_display="d/enter"),
         Binding("l", "logs", "Logs"),
         Binding("s", "shell", "Shell"),
+        Binding("c", "preflight", "Preflight"),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("n", "new_job", "New job"),
         Binding("p", "profiles", "Profiles"),
@@ -43,6 +46,7 @@ class JobsScreen(AppScreen):
         self._fetching = False
         self._again = False
         self.loaded = False  # at least one successful refresh
+        self._diagnosing = False
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -60,8 +64,14 @@ class JobsScreen(AppScreen):
 
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False
+        self.table.health = self.tui.health
         self.table.focus()
         self.refresh_jobs()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self.loaded:  # show what describe diagnosed meanwhile (no fetch)
+            self.table.update_jobs(list(self.table.jobs.values()), self.tui.now())
 
     # -- refresh loop: one fetch at a time, render, re-arm ------------------------------------
 
@@ -117,6 +127,35 @@ class JobsScreen(AppScreen):
         self.loaded = True
         self._update_title()
         self.refresh_bindings()
+        if not self._diagnosing and self.tui.health.next_to_diagnose(jobs) is not None:
+            self._diagnosing = True
+            self._diagnose_in_background(jobs)
+
+    @work(group="jobs-health", exit_on_error=False)
+    async def _diagnose_in_background(self, jobs: list[Job]) -> None:
+        """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
+        time, and mark their rows; the next refresh continues with the next few."""
+        from runai_tui.diagnose import diagnose_job
+        from runai_tui.tui.health import BACKGROUND_TAIL
+
+        newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
+        newest_first.reverse()
+        try:
+            for _ in range(HEALTH_JOBS_PER_PASS):
+                job = self.tui.health.next_to_diagnose(newest_first)
+                if job is None:
+                    break
+                try:
+                    report = await diagnose_job(self.tui.client, job.name, tail=BACKGROUND_TAIL)
+                except RunaiError:
+                    report = None  # gone, or no logs: left unmarked
+                if report is not None:
+                    self.tui.health.put(job, report)
+                else:
+                    self.tui.health.give_up(job)
+                self.table.update_jobs(list(self.table.jobs.values()), self.tui.now())
+        finally:
+            self._diagnosing = False
 
     def _update_title(self) -> None:
         table = self.table
@@ -135,7 +174,7 @@ class JobsScreen(AppScreen):
             job = self.table.selected_job if self.is_mounted else None
             if job is None:
                 return None
-            if action == "shell" and not job.phase.is_active:
+            if action in ("shell", "preflight") and not job.phase.is_active:
                 return None
         return True
 
@@ -187,6 +226,13 @@ class JobsScreen(AppScreen):
             )
             return
         self.tui.exec_into(job.name, None, after=self.refresh_jobs)
+
+    def action_preflight(self) -> None:
+        from runai_tui.tui.screens.preflight import PreflightScreen
+
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(PreflightScreen(job))
 
     def action_delete(self) -> None:
         job = self._selected()

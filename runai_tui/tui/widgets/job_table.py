@@ -9,7 +9,9 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
+from runai_tui.diagnose import Diagnosis
 from runai_tui.models import Job, Phase
+from runai_tui.tui.health import HealthCache, health_cell
 
 COLUMNS: list[tuple[str, str]] = [
     ("name", "NAME"),
@@ -18,6 +20,7 @@ COLUMNS: list[tuple[str, str]] = [
     ("gpus", "GPUS"),
     ("project", "PROJECT"),
     ("age", "AGE"),
+    ("health", "HEALTH"),  # from the diagnoses already made (tui/health.py), never fetched here
 ]
 
 PHASE_STYLES: dict[Phase, str] = {
@@ -67,7 +70,7 @@ def status_text(phase: Phase) -> Text:
     return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
 
 
-def job_cells(job: Job, now: datetime) -> dict[str, str | Text]:
+def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> dict[str, str | Text]:
     return {
         "name": job.name,
         "status": status_text(job.phase),
@@ -75,6 +78,7 @@ def job_cells(job: Job, now: datetime) -> dict[str, str | Text]:
         "gpus": format_gpus(job),
         "project": job.project or "-",
         "age": format_age(job.created, now),
+        "health": health_cell(diagnosis),
     }
 
 
@@ -98,6 +102,7 @@ class JobTable(DataTable):
         self.sort_reverse = False
         self.filter_text = ""
         self._order: list[str] = []
+        self.health: HealthCache | None = None  # set by the screen: the app's diagnoses
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -148,7 +153,7 @@ class JobTable(DataTable):
                 self.remove_row(name)
             shown = set(self._order)
             for name, job in wanted.items():
-                cells = job_cells(job, now)
+                cells = job_cells(job, now, self.health.get(job) if self.health else None)
                 if name in shown:
                     for column, value in cells.items():
                         if self.get_cell(name, column) != value:

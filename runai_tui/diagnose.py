@@ -1,0 +1,659 @@
+"""Job diagnosis from pod logs: what went wrong (NCCL, PyTorch, the trainer) and what to change.
+
+Core (no Textual, no Rich). A `PodDiagnoser` takes one pod's log a line at a time and keeps only
+counters, the first few findings per code and the transport NCCL chose, so a multi-gigabyte log
+is streamed with flat memory. `CODES` is the one table of what each finding means and how to fix
+it; the CLI (`runai-tui diagnose`), the TUI's health panel and the README all read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import re
+import statistics
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.models import JobDetail, Phase
+from runai_tui.progress import parse_metric_line
+from runai_tui.text import literal
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+EVIDENCE_MAX = 300  # characters of an evidence line that are kept
+FINDINGS_PER_CODE = 3  # findings kept per code per pod; the rest are only counted
+MAX_LINE_READ = 1 << 20  # a saved log's "line" longer than this is read in pieces
+DATA_STARVED_RATIO = 1 / 3  # data wait above this share of step time
+STALL_FACTOR = 20  # "stalled": no record for this many usual record intervals...
+STALL_MIN_SECONDS = 600.0  # ...and at least this long (an evaluation pauses records too)
+MAX_CONCURRENT_PODS = 8  # `runai logs` processes at once for one job
+INTERVALS_KEPT = 64  # recent record intervals kept for the usual interval (their median)
+
+TRANSPORT_IB, TRANSPORT_SOCKET, TRANSPORT_UNKNOWN = "IB", "Socket", "unknown"
+
+
+@dataclass(frozen=True)
+class Code:
+    """One kind of finding. `pattern` (with cheap `needles` tried first) finds it in a line;
+    codes without a pattern are derived from the transport or the trainer's records."""
+
+    code: str
+    severity: str
+    message: str
+    fix: str
+    example: str  # a line of evidence, as NCCL / PyTorch / the trainer print it
+    pattern: re.Pattern[str] | None = None
+    needles: tuple[str, ...] = ()
+
+
+def _re(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.IGNORECASE)
+
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        Code(
+            "memlock",
+            ERROR,
+            "NCCL could not register memory for RDMA (ibv_reg_mr failed): the locked-memory "
+            "limit (memlock) is too low, so IB fails or falls back to TCP",
+            "make memlock unlimited on the nodes (CRI-O default_ulimits "
+            '"memlock=-1:-1"), give the pod IPC_LOCK (capabilities: [IPC_LOCK]); check with '
+            "`runai-tui preflight JOB`",
+            "host-1:312:340 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr failed "
+            "with error Cannot allocate memory",
+            _re(r"\bibv_reg_mr\w*(?:\(\))? failed|Call to ibv_reg_mr\w* failed"),
+            ("ibv_reg_mr",),
+        ),
+        Code(
+            "tcp-fallback",
+            WARNING,
+            "InfiniBand/RoCE was asked for but NCCL uses sockets (TCP): all-reduce is far slower",
+            "check NCCL_IB_HCA matches a device in /sys/class/infiniband, the RDMA resource "
+            "(openshift.io/mlxrdma) and IPC_LOCK are granted, memlock is unlimited; "
+            "`runai-tui preflight JOB` checks the pod",
+            "host-1:312:312 [0] NCCL INFO NET/Socket : Using [0]net1:10.0.0.2<0>",
+        ),
+        Code(
+            "nccl-timeout",
+            ERROR,
+            "a collective (all-reduce, broadcast...) timed out: a rank hung, died or the network "
+            "between pods stalled",
+            "find the rank that stopped first (other findings, the logs of every pod); check the "
+            "transport and the network; raise the timeout only for long evaluation pauses "
+            "(trainer --dist-timeout)",
+            "[rank1]:[E1123 10:02:13.123 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=2144, OpType=ALLREDUCE, "
+            "NumelIn=9461268, NumelOut=9461268, Timeout(ms)=1800000) ran for 1800087 "
+            "milliseconds before timing out.",
+            _re(
+                r"Watchdog caught collective operation timeout|WorkNCCL\(.*\) ran for \d+ "
+                r"milliseconds before timing out|ProcessGroupNCCL's watchdog got stuck"
+            ),
+            ("atchdog", "before timing out"),
+        ),
+        Code(
+            "nccl-error",
+            ERROR,
+            "an NCCL call failed (system, remote or internal error): a peer died, the network "
+            "dropped, or NCCL could not set up its transport",
+            "read the NCCL WARN lines just above it and the other pods' first error (a rank that "
+            "died makes its peers fail); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET says more",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details), NCCL version 2.21.5",
+            _re(
+                r"NCCL error in: |\bnccl(?:System|Internal|Remote|InvalidUsage)Error\b|"
+                r"unhandled (?:system|cuda) error|NET/IB : Got completion from peer .* status="
+            ),
+            ("error", "completion"),
+        ),
+        Code(
+            "shm",
+            ERROR,
+            "a DataLoader worker or NCCL ran out of shared memory (/dev/shm)",
+            "give the pod a large /dev/shm (profile large_shm: true, --large-shm), or lower "
+            "the trainer's --workers / --prefetch-factor",
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+            "insufficient shared memory (shm).",
+            _re(
+                r"Unexpected bus error encountered in worker|insufficient shared memory|"
+                r"killed by signal: Bus error|failed to extend /dev/shm|"
+                r"unable to write to file </torch_\d+"
+            ),
+            ("bus error", "shared memory", "/dev/shm", "</torch_"),
+        ),
+        Code(
+            "cuda-oom",
+            ERROR,
+            "the GPU ran out of memory",
+            "lower --batch-size (keep the global batch with --grad-accum), use --amp bf16, "
+            "or a smaller --max-size",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has "
+            "a total capacity of 79.25 GiB of which 1.02 GiB is free.",
+            _re(
+                r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate|"
+                r"CUDA error: out of memory"
+            ),
+            ("out of memory",),
+        ),
+        Code(
+            "rendezvous",
+            ERROR,
+            "a pod could not reach the master (rendezvous / TCP store): the workers cannot "
+            "join the job",
+            "check the master pod is running and MASTER_ADDR/MASTER_PORT resolve and answer "
+            "from the workers (`runai-tui preflight JOB`); a NetworkPolicy or a wrong "
+            "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME also blocks it",
+            "torch.distributed.DistNetworkError: The client socket has timed out after 1800s "
+            "while trying to connect to (10.0.0.1, 29500).",
+            _re(
+                r"DistNetworkError|The client socket has timed out after \d+\S* while trying "
+                r"to connect|RendezvousTimeoutError|RendezvousConnectionError|DistStoreError"
+            ),
+            ("error", "client socket has timed out", "Rendezvous"),
+        ),
+        Code(
+            "dataloader-killed",
+            ERROR,
+            "a DataLoader worker process died (often the kernel's OOM killer: the pod's "
+            "memory limit)",
+            "raise the pod's memory limit (memory.limit), or lower --workers / --prefetch-factor",
+            "RuntimeError: DataLoader worker (pid(s) 1234) exited unexpectedly",
+            _re(
+                r"DataLoader worker \(pids?(?:\(s\))? ?[\d, ]+\) (?:exited unexpectedly|"
+                r"is killed by signal: (?!Bus error)\w)"
+            ),
+            ("DataLoader worker",),
+        ),
+        Code(
+            "nan-loss",
+            ERROR,
+            "the loss became NaN or infinite: training diverged",
+            "lower --lr (or raise --warmup-steps), use --clip-grad, or --amp bf16 instead "
+            "of fp16; resume from the last good checkpoint",
+            "trainer: error: [rank 0] non-finite loss nan at step 1342 (epoch 2: "
+            "classification=nan, bbox_regression=0.41); lower --lr, use --clip-grad, or try "
+            "--amp bf16 instead of fp16",
+            _re(r"non-finite loss -?(?:nan|inf)"),
+            ("non-finite loss",),
+        ),
+        Code(
+            "data-starved",
+            WARNING,
+            "the GPUs wait for data: data wait is more than a third of the step time",
+            "raise the trainer's --workers (and --prefetch-factor), keep the dataset on fast "
+            "storage, or give the pod more CPU",
+            '{"kind": "train", "step": 40, "epoch": 0, "loss": 1.1, "lr": 0.01, '
+            '"images_per_sec": 12.0, "data_time": 0.61, "step_time": 1.02, "time": 1795000000.0}',
+        ),
+        Code(
+            "stalled",
+            ERROR,
+            "the job is Running but the trainer stopped reporting: it is probably hung",
+            "look for the first error on every pod (nccl-timeout, rendezvous...), check the "
+            "pods' transport; delete and resubmit to resume from the last checkpoint",
+            '{"kind": "train", "step": 880, "epoch": 1, "loss": 0.7, "time": 1795000000.0}',
+        ),
+        Code(
+            "log-unavailable",
+            INFO,
+            "this pod's log could not be read",
+            "wait for the pod to start, or check it with `runai-tui describe JOB`",
+            "pod retinanet-tcp-worker-1 has not started yet",
+        ),
+    )
+}
+
+# Codes found line by line, in table order.
+_LINE_CODES = [
+    (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
+]
+# A batch of lines is examined line by line only when it holds one of these. Each code's needles
+# contain one of them (checked below), so a line a pattern finds is never skipped.
+_NEEDLES = (
+    "error", "ibv_reg_mr", "atchdog", "timing out", "out of memory", "shared memory", "/dev/shm",
+    "</torch_", "dataloader worker", "non-finite", "rendezvous", "completion", "timed out",
+)  # fmt: skip
+assert all(any(c in n for c in _NEEDLES) for _, ns in _LINE_CODES for n in ns), "needle table"
+BATCH_LINES = 256  # lines examined together (bounded: at most BATCH_CHARS characters)
+BATCH_CHARS = 1 << 20
+
+# What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
+_NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
+# The network NCCL settled on; plugins are named after their transport (`IBext_v8`).
+_NET_FINAL = re.compile(r"\bUsing network (\w+)|\bvia NET/(\w+)/\d")
+# Devices as NCCL lists them: `[0]mlx5_2:1/RoCE`, a merged `[0]={[0] mlx5_2:1/RoCE, ...}`,
+# and sockets as `[0]net1:10.0.0.2<0>` (the interface is the part before the address).
+_IB_DEVICE = re.compile(r"([A-Za-z][\w.-]*:\d+/(?:IB|RoCE))\b")
+_SOCKET_DEVICE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
+# NCCL_IB_HCA / NCCL_IB_DISABLE as NCCL echoes them, or as `K=V` (the trainer's settings line).
+_IB_SETTING = re.compile(r"\bNCCL_IB_(HCA|DISABLE)(?: set (?:by environment )?to |=)([^\s.,;]+)")
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: str
+    pod: str
+    line: int
+    evidence: str
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "pod": self.pod,
+            "line": self.line,
+            "evidence": self.evidence,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+def make_finding(code: str, pod: str, line: int, evidence: str) -> Finding:
+    spec = CODES[code]
+    return Finding(code, spec.severity, pod, line, cut(evidence), spec.message, spec.fix)
+
+
+def cut(text: str, limit: int = EVIDENCE_MAX) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+@dataclass
+class PodHealth:
+    pod: str
+    transport: str = TRANSPORT_UNKNOWN
+    device: str = ""
+    lines: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod": self.pod, "transport": self.transport, "device": self.device}
+
+
+@dataclass
+class _Net:
+    """Where the transport decision came from: (transport, device, line number, text)."""
+
+    transport: str
+    device: str
+    line: int
+    text: str
+
+
+class PodDiagnoser:
+    """Reads one pod's log line by line; memory stays bounded whatever the log's length."""
+
+    def __init__(self, pod: str) -> None:
+        self.pod = pod
+        self.lines = 0
+        self._batch: list[str] = []
+        self._batch_chars = 0
+        self.findings: list[Finding] = []
+        self.counts: dict[str, int] = {}
+        self._init: dict[str, _Net] = {}  # "IB"/"Socket" -> the first NET/<x> : Using line
+        self._final: _Net | None = None  # the last "Using network X" / "via NET/X" line
+        self.ib_wanted: bool | None = None  # True: NCCL_IB_HCA / NCCL_IB_DISABLE=0 seen
+        # Trainer records.
+        self._records = 0
+        self._data_sum = 0.0
+        self._step_sum = 0.0
+        self._worst: tuple[float, int, str] | None = None  # (ratio, line, text)
+        self._last_time: float | None = None
+        self._last_record: tuple[int, str] | None = None
+        self._intervals: deque[float] = deque(maxlen=INTERVALS_KEPT)
+        self.finished = False  # the trainer printed its "done"/"stopped" record
+
+    # -- lines --------------------------------------------------------------------------------
+
+    def feed(self, line: str) -> None:
+        """Take one line. Lines are examined in small batches (cheap substring tests on the whole
+        batch first), so call `flush()` (or finish/health) before reading the results."""
+        self._batch.append(line)
+        self._batch_chars += len(line)
+        if len(self._batch) >= BATCH_LINES or self._batch_chars >= BATCH_CHARS:
+            self.flush()
+
+    def feed_all(self, lines: Iterable[str]) -> PodDiagnoser:
+        for line in lines:
+            self.feed(line)
+        self.flush()
+        return self
+
+    def flush(self) -> None:
+        batch, self._batch, self._batch_chars = self._batch, [], 0
+        if not batch:
+            return
+        joined = "\n".join(batch)
+        lowered = joined.lower()
+        needles = [n for n in _NEEDLES if n in lowered]  # usually none: the batch is clean
+        network = "NET/" in joined or "Using network" in joined
+        settings = "NCCL_IB_" in joined
+        records = '"kind"' in joined
+        for line in batch:
+            self.lines += 1
+            number = self.lines
+            if needles:
+                lower = line.lower()
+                if any(n in lower for n in needles):
+                    for spec, spec_needles in _LINE_CODES:
+                        found = any(n in lower for n in spec_needles)
+                        if found and spec.pattern is not None and spec.pattern.search(line):
+                            self._add(spec.code, number, line)
+            if network and ("NET/" in line or "Using network" in line):
+                self._network(number, line)
+            if settings and "NCCL_IB_" in line:
+                for key, value in _IB_SETTING.findall(line):
+                    if key == "DISABLE":
+                        self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
+                    elif value and self.ib_wanted is None:
+                        self.ib_wanted = True
+            if records and '"kind"' in line:
+                self._record(number, line)
+
+    def _add(self, code: str, number: int, line: str) -> None:
+        count = self.counts.get(code, 0)
+        self.counts[code] = count + 1
+        if count < FINDINGS_PER_CODE:
+            self.findings.append(make_finding(code, self.pod, number, line))
+
+    def _network(self, number: int, line: str) -> None:
+        final = _NET_FINAL.search(line)
+        transport = _transport_of(final.group(1) or final.group(2)) if final else None
+        if transport is not None:
+            if self._final is None or self._final.transport != transport:
+                init = self._init.get(transport)
+                self._final = _Net(transport, init.device if init else "", number, line)
+            return
+        match = _NET_INIT.search(line)
+        if match:
+            transport = TRANSPORT_IB if match.group(1) == "IB" else TRANSPORT_SOCKET
+            if transport not in self._init:
+                found = (_IB_DEVICE if transport == TRANSPORT_IB else _SOCKET_DEVICE).findall(
+                    match.group(2)
+                )
+                devices = ",".join(dict.fromkeys(found))  # unique, in NCCL's order
+                self._init[transport] = _Net(transport, devices, number, line)
+            if self._final is not None and self._final.transport == transport:
+                self._final.device = self._final.device or self._init[transport].device
+
+    def _record(self, number: int, line: str) -> None:
+        record = parse_metric_line(line)
+        if record is None:
+            return
+        kind = record.get("kind")
+        stamp = _number(record.get("time"))
+        if stamp is not None:
+            if self._last_time is not None and kind == "train" and stamp > self._last_time:
+                self._intervals.append(stamp - self._last_time)
+            self._last_time = stamp
+        self._last_record = (number, line)
+        if kind in ("done", "stopped"):
+            self.finished = True
+            return
+        if kind != "train":
+            return
+        self.finished = False  # a new run (a resume) after an earlier one
+        loss = record.get("loss")
+        if isinstance(loss, float) and not math.isfinite(loss):
+            self._add("nan-loss", number, line)
+        self._records += 1
+        data, step = _number(record.get("data_time")), _number(record.get("step_time"))
+        if self._records == 1 or data is None or step is None or step <= 0:
+            return  # the first record carries the DataLoader's start-up
+        self._data_sum += data
+        self._step_sum += step
+        ratio = data / step
+        if self._worst is None or ratio > self._worst[0]:
+            self._worst = (ratio, number, line)
+
+    # -- the end of the log -------------------------------------------------------------------
+
+    @property
+    def transport(self) -> _Net | None:
+        """The transport NCCL finally uses: a `Using network X` / `via NET/X` line decides; else
+        IB when NET/IB initialised (a bootstrap or fallback NET/Socket line does not count),
+        else Socket when only NET/Socket did."""
+        self.flush()
+        if self._final is not None:
+            return self._final
+        return self._init.get(TRANSPORT_IB) or self._init.get(TRANSPORT_SOCKET)
+
+    def usual_interval(self) -> float | None:
+        return statistics.median(self._intervals) if self._intervals else None
+
+    def finish(self, running: bool = False, now: float | None = None) -> list[Finding]:
+        """The derived findings (data-starved, stalled) plus the line findings, in log order."""
+        self.flush()
+        found = list(self.findings)
+        if self._step_sum > 0 and self._data_sum / self._step_sum > DATA_STARVED_RATIO:
+            assert self._worst is not None
+            found.append(make_finding("data-starved", self.pod, self._worst[1], self._worst[2]))
+        usual = self.usual_interval()
+        if running and not self.finished and usual and self._last_time is not None:
+            now = time.time() if now is None else now
+            silent = now - self._last_time
+            if silent > max(STALL_FACTOR * usual, STALL_MIN_SECONDS):
+                assert self._last_record is not None
+                finding = make_finding("stalled", self.pod, *self._last_record)
+                finding.message += (
+                    f" (no record for {_duration(silent)}; usually one every {_duration(usual)})"
+                )
+                found.append(finding)
+        return sorted(found, key=lambda f: f.line)
+
+    def health(self) -> PodHealth:
+        net = self.transport  # flushes
+        if net is None:
+            return PodHealth(self.pod, lines=self.lines)
+        return PodHealth(self.pod, net.transport, net.device, self.lines)
+
+
+def _transport_of(network: str) -> str | None:
+    """`IB`, `IBext_v8` (the IB plugin) -> IB; `Socket` -> Socket; anything else -> None."""
+    if network.startswith("IB"):
+        return TRANSPORT_IB
+    if network.startswith("Socket"):
+        return TRANSPORT_SOCKET
+    return None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# -- a whole job ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Diagnosis:
+    pods: list[PodHealth] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (pod, code) -> lines
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == ERROR for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.has_errors else 0
+
+    def codes(self, severity: str | None = None) -> list[str]:
+        """Distinct codes, most severe first."""
+        seen: list[str] = []
+        for f in self.findings:
+            if (severity is None or f.severity == severity) and f.code not in seen:
+                seen.append(f.code)
+        return seen
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pods": [p.to_dict() for p in self.pods],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def combine(
+    diagnosers: Iterable[PodDiagnoser],
+    running: bool = False,
+    now: float | None = None,
+    ib_wanted: bool | None = None,
+    extra: Iterable[Finding] = (),
+) -> Diagnosis:
+    """Per-pod results into one report. tcp-fallback is a job-level judgement: NCCL_IB_* settings
+    are printed by rank 0 only, so IB asked for anywhere applies to every pod that uses sockets."""
+    pods = list(diagnosers)
+    if ib_wanted is None:
+        said = [p.ib_wanted for p in pods if p.ib_wanted is not None]
+        ib_wanted = bool(said) and all(said)
+    report = Diagnosis()
+    findings: list[Finding] = list(extra)
+    for pod in pods:
+        report.pods.append(pod.health())
+        findings.extend(pod.finish(running=running, now=now))
+        net = pod.transport
+        wanted = ib_wanted or TRANSPORT_IB in pod._init or "memlock" in pod.counts
+        if wanted and net is not None and net.transport == TRANSPORT_SOCKET:
+            findings.append(make_finding("tcp-fallback", pod.pod, net.line, net.text))
+        for code, count in pod.counts.items():
+            report.counts[(pod.pod, code)] = count
+    order = {p.pod: i for i, p in enumerate(report.pods)}
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
+    report.findings = findings
+    return report
+
+
+def diagnose_lines(
+    logs: dict[str, Iterable[str]], running: bool = False, now: float | None = None
+) -> Diagnosis:
+    """Diagnose logs given as {pod: lines} (lines may be a lazy iterator)."""
+    return combine((PodDiagnoser(pod).feed_all(lines) for pod, lines in logs.items()), running, now)
+
+
+def read_log_lines(path: Path) -> Iterator[str]:
+    """A saved log, a line at a time, never more than MAX_LINE_READ bytes held (a longer line
+    comes in pieces). Raises OSError."""
+    with path.open("rb") as f:
+        while True:
+            chunk = f.readline(MAX_LINE_READ)
+            if not chunk:
+                return
+            yield chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def diagnose_files(paths: Iterable[Path], now: float | None = None) -> Diagnosis:
+    """`--log FILE...`: each file is one pod, named after the file without its extension."""
+    return diagnose_lines({p.stem: read_log_lines(p) for p in paths}, running=False, now=now)
+
+
+class LogSource(Protocol):
+    """What diagnose_job needs from RunaiClient (the TUI's tests pass a stand-in)."""
+
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncIterator[str]: ...
+
+
+async def diagnose_job(
+    client: LogSource,
+    name: str,
+    pod: str | None = None,
+    tail: int | None = None,
+    now: float | None = None,
+    detail: JobDetail | None = None,
+) -> Diagnosis:
+    """Every pod's log (or one pod's), fetched concurrently, read as it streams in.
+
+    `tail` limits each pod to its last lines (the TUI's background pass); None reads it all.
+    """
+    if detail is None:
+        detail = await client.adescribe(name)
+    pods = [p.name for p in detail.pods if pod is None or p.name == pod]
+    if pod is not None and not pods:
+        known = ", ".join(p.name for p in detail.pods) or "none"
+        raise RunaiError(
+            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
+        )
+    diagnosers = [PodDiagnoser(p) for p in pods]
+    unavailable: list[Finding] = []
+
+    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
+
+    async def read(diagnoser: PodDiagnoser) -> None:
+        async with slots:
+            stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
+            try:
+                async for line in stream:
+                    diagnoser.feed(line)
+            except RunaiError as exc:
+                unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
+
+    await asyncio.gather(*(read(d) for d in diagnosers))
+    running = detail.job.phase is Phase.RUNNING
+    return combine(diagnosers, running=running, now=now, extra=unavailable)
+
+
+# -- text output -----------------------------------------------------------------------------
+
+
+def render_text(report: Diagnosis) -> str:
+    """The CLI's report. Every piece of log text goes through `literal`: inert on a terminal."""
+    out: list[str] = []
+    if report.pods:
+        width = max(len("POD"), *(len(literal(p.pod)) for p in report.pods))
+        out.append(f"{'POD':<{width}}  TRANSPORT  DEVICE")
+        for p in report.pods:
+            out.append(f"{literal(p.pod):<{width}}  {p.transport:<9}  {literal(p.device) or '-'}")
+        out.append("")
+    if not report.pods:
+        return "no pod to read (the job has no pods yet)"
+    if not report.findings:
+        lines = sum(p.lines for p in report.pods)
+        out.append(f"no problems found ({lines} log lines, {len(report.pods)} pod(s))")
+        return "\n".join(out)
+    shown: dict[tuple[str, str], int] = {}
+    for f in report.findings:
+        key = (f.pod, f.code)
+        shown[key] = shown.get(key, 0) + 1
+        where = f"{literal(f.pod)}:{f.line}" if f.line else literal(f.pod)
+        out.append(f"{f.severity.upper()} {f.code}  {where}")
+        out.append(f"  evidence: {literal(f.evidence)}")
+        out.append(f"  what:     {literal(f.message)}")
+        out.append(f"  fix:      {f.fix}")
+        total = report.counts.get(key, 0)
+        if shown[key] == FINDINGS_PER_CODE and total > FINDINGS_PER_CODE:
+            out.append(f"  (and {total - FINDINGS_PER_CODE} more lines like these in this pod)")
+    errors = sum(1 for f in report.findings if f.severity == ERROR)
+    out.append("")
+    out.append(f"{errors} error(s), {len(report.findings) - errors} other finding(s)")
+    return "\n".join(out)

@@ -1,0 +1,394 @@
+"""Preflight: a read-only check run inside each running pod, parsed into a checklist.
+
+Core (no Textual). `SCRIPT` is the one POSIX sh probe: it changes nothing, prints one
+`@@pf KEY VALUE` line per fact and ends with `@@pf end ok`. The client runs it through `exec`
+(no TTY, time-bounded); `checklist` turns the facts into items that pass, fail or are skipped,
+each with the reason and the fix. The CLI (`runai-tui preflight`) and the TUI show the same items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runai_tui.diagnose import MAX_CONCURRENT_PODS
+from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.models import JobDetail, Phase
+from runai_tui.text import literal
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+MARK = "@@pf"
+SHM_MIN_KB = 1024 * 1024  # /dev/shm below 1 GiB starves DataLoader workers
+EXEC_TIMEOUT = 30.0  # seconds for the probe in one pod
+CONNECT_TIMEOUT = 3  # seconds for the master's port to answer
+
+# Read-only: ulimit, df, ls and env only read; python is asked for versions without importing
+# torch (importlib.metadata), and opens (then closes) one TCP connection to the master's port.
+SCRIPT = r"""
+p() { printf '@@pf %s %s\n' "$1" "$2"; }
+p memlock "$(ulimit -l 2>/dev/null || echo '?')"
+if [ -d /dev/shm ]; then
+  p shm_kb "$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')"
+else
+  p shm_kb missing
+fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  p gpus_visible "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') nvidia-smi"
+else
+  n=0
+  for d in /dev/nvidia[0-9]*; do [ -e "$d" ] && n=$((n + 1)); done
+  p gpus_visible "$n /dev/nvidia*"
+fi
+p gpus_requested "${RUNAI_NUM_OF_GPUS:-}"
+p cuda_visible_devices "${CUDA_VISIBLE_DEVICES-(unset)}"
+p rdma "$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+p netifs "$(ls /sys/class/net 2>/dev/null | tr '\n' ' ')"
+env | while IFS= read -r kv; do
+  case "$kv" in NCCL_*) p env "$kv" ;; esac
+done
+p master_addr "${MASTER_ADDR:-}"
+p master_port "${MASTER_PORT:-}"
+py=""
+for c in python3 python; do
+  if command -v "$c" >/dev/null 2>&1; then py="$c"; break; fi
+done
+if [ -n "$py" ]; then
+  p python "$("$py" -c 'import platform; print(platform.python_version())' 2>/dev/null)"
+  p torch "$("$py" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || echo none)"
+  if [ -n "${MASTER_ADDR:-}" ] && [ -n "${MASTER_PORT:-}" ]; then
+    p master "$("$py" -c '
+import os, socket
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+try:
+    ip = socket.getaddrinfo(addr, port, proto=socket.IPPROTO_TCP)[0][4][0]
+except (OSError, ValueError) as e:
+    print("unresolved", e)
+    raise SystemExit
+try:
+    socket.create_connection((ip, port), timeout=__TIMEOUT__).close()
+    print("open", ip)
+except OSError as e:
+    print("closed", ip, e)
+' 2>&1 | head -n 1)"
+  fi
+else
+  p python none
+fi
+p end ok
+""".replace("__TIMEOUT__", str(CONNECT_TIMEOUT))
+
+COMMAND = ["sh", "-c", SCRIPT]
+
+
+@dataclass
+class Item:
+    check: str
+    status: str  # pass | fail | skip
+    reason: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "reason": self.reason, "fix": self.fix}
+
+
+@dataclass
+class PodChecklist:
+    pod: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(i.status == FAIL for i in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod": self.pod, "items": [i.to_dict() for i in self.items]}
+
+
+@dataclass
+class Preflight:
+    pods: list[PodChecklist] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(p.failed for p in self.pods)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pods": [p.to_dict() for p in self.pods]}
+
+
+def parse_facts(output: str) -> dict[str, list[str]]:
+    """`@@pf KEY VALUE` lines into {KEY: [VALUE, ...]}; every other line is ignored."""
+    facts: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if not line.startswith(MARK + " "):
+            continue
+        key, _, value = line[len(MARK) + 1 :].partition(" ")
+        facts.setdefault(key, []).append(value.strip())
+    return facts
+
+
+def _one(facts: dict[str, list[str]], key: str) -> str:
+    values = facts.get(key)
+    return values[-1] if values else ""
+
+
+def checklist(pod: str, output: str) -> PodChecklist:
+    """The probe's output into a checklist; a fact the probe could not print is a fail or a skip
+    that says so, never a pass."""
+    facts = parse_facts(output)
+    env = dict(kv.partition("=")[::2] for kv in facts.get("env", []))
+    rdma = _one(facts, "rdma").split()
+    netifs = _one(facts, "netifs").split()
+    ib_disabled = env.get("NCCL_IB_DISABLE", "").strip() in ("1", "true", "True")
+    hca = env.get("NCCL_IB_HCA", "")
+    ib_on = not ib_disabled and bool(hca or rdma)
+    if ib_disabled:
+        ib_why = "IB is off (NCCL_IB_DISABLE=1): NCCL uses sockets"
+    else:
+        ib_why = "IB is not in use: no NCCL_IB_HCA and no RDMA device in /sys/class/infiniband"
+    items = [
+        _memlock(_one(facts, "memlock"), ib_on, ib_why),
+        _shm(_one(facts, "shm_kb")),
+        _gpus(
+            _one(facts, "gpus_requested"),
+            _one(facts, "gpus_visible"),
+            _one(facts, "cuda_visible_devices"),
+        ),  # fmt: skip
+        _rdma(rdma, ib_on, hca, ib_why),
+        _socket_ifname(env.get("NCCL_SOCKET_IFNAME"), netifs),
+        _nccl_env(env),
+        _master(_one(facts, "master_addr"), _one(facts, "master_port"), facts),
+        *_versions(facts),
+    ]
+    if _one(facts, "end") != "ok":
+        items.append(
+            Item(
+                "probe",
+                FAIL,
+                "the check did not finish in the pod (no end marker): its output was cut",
+                "run `runai-tui exec JOB -- sh` and look; raise --timeout if the pod is slow",
+            )
+        )
+    return PodChecklist(pod, items)
+
+
+def _memlock(value: str, ib_on: bool, ib_why: str) -> Item:
+    if not ib_on:
+        return Item("memlock", SKIP, f"{ib_why} (ulimit -l: {value or '?'})")
+    if value == "unlimited":
+        return Item("memlock", PASS, "ulimit -l: unlimited")
+    return Item(
+        "memlock",
+        FAIL,
+        f"ulimit -l is {value or 'unknown'} KiB with IB on: RDMA memory registration "
+        "(ibv_reg_mr) will fail",
+        'set memlock unlimited on the nodes (CRI-O default_ulimits "memlock=-1:-1") and give '
+        "the pod IPC_LOCK (capabilities: [IPC_LOCK])",
+    )
+
+
+def _shm(value: str) -> Item:
+    fix = "profile large_shm: true (--large-shm), or fewer DataLoader --workers"
+    if value == "missing":
+        return Item("shm", FAIL, "/dev/shm does not exist", fix)
+    if not value.isdigit():
+        return Item("shm", FAIL, f"could not read the size of /dev/shm ({value or 'no df'})", fix)
+    size = int(value)
+    shown = f"/dev/shm is {_size(size)}"
+    if size < SHM_MIN_KB:
+        return Item("shm", FAIL, f"{shown}: DataLoader workers will hit bus errors", fix)
+    return Item("shm", PASS, shown)
+
+
+def _size(kib: int) -> str:
+    if kib >= 1024 * 1024:
+        return f"{kib / 1024 / 1024:.1f} GiB"
+    return f"{kib / 1024:.0f} MiB"
+
+
+def _gpus(requested: str, visible: str, cuda_visible: str) -> Item:
+    count_text, _, how = visible.partition(" ")
+    try:
+        wanted = float(requested) if requested else 0.0
+    except ValueError:
+        return Item("gpus", SKIP, f"RUNAI_NUM_OF_GPUS={requested!r} is not a number")
+    if wanted <= 0:
+        return Item("gpus", SKIP, "no GPUs requested (RUNAI_NUM_OF_GPUS is 0 or unset)")
+    count = int(count_text) if count_text.isdigit() else 0
+    if cuda_visible not in ("(unset)", ""):
+        listed = [d for d in cuda_visible.split(",") if d.strip()]
+        if cuda_visible.strip() in ("-1", "none", "NoDevFiles"):
+            listed = []
+        count = min(count, len(listed))
+        how += f", CUDA_VISIBLE_DEVICES={cuda_visible}"
+    need = max(1, int(wanted)) if wanted == int(wanted) else 1
+    reason = f"{count} GPU(s) visible ({how}), {requested} requested"
+    if count >= need:
+        return Item("gpus", PASS, reason)
+    return Item(
+        "gpus",
+        FAIL,
+        reason,
+        "check the node's GPU device plugin, and that CUDA_VISIBLE_DEVICES (profile env) does "
+        "not hide the GPUs Run:ai assigned",
+    )
+
+
+def _rdma(devices: list[str], ib_on: bool, hca: str, ib_why: str) -> Item:
+    if not ib_on:
+        return Item("rdma", SKIP, ib_why)
+    if not devices:
+        return Item(
+            "rdma",
+            FAIL,
+            f"NCCL_IB_HCA={hca} but /sys/class/infiniband has no device",
+            "request the RDMA resource (extended_resources openshift.io/mlxrdma: 1) and the "
+            "SR-IOV network annotation, or set NCCL_IB_DISABLE=1 to use TCP on purpose",
+        )
+    wanted = [h.strip().lstrip("^=") for h in hca.split(",") if h.strip()]
+    if hca.startswith("^") or not wanted:
+        return Item("rdma", PASS, f"RDMA devices: {' '.join(devices)}")
+    if any(d.startswith(w.split(":")[0]) for d in devices for w in wanted):
+        return Item("rdma", PASS, f"RDMA devices: {' '.join(devices)} (NCCL_IB_HCA={hca})")
+    return Item(
+        "rdma",
+        FAIL,
+        f"NCCL_IB_HCA={hca} matches none of the RDMA devices: {' '.join(devices)}",
+        "set NCCL_IB_HCA to a device prefix listed in /sys/class/infiniband (e.g. mlx5)",
+    )
+
+
+def _socket_ifname(value: str | None, netifs: list[str]) -> Item:
+    if value is None:
+        return Item("socket-ifname", SKIP, "NCCL_SOCKET_IFNAME is not set: NCCL picks one")
+    if value.startswith("^"):
+        return Item("socket-ifname", SKIP, f"NCCL_SOCKET_IFNAME={value} only excludes names")
+    shown = " ".join(netifs) or "none"
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        exact = entry.startswith("=")
+        name = entry.lstrip("=")
+        if any(n == name or (not exact and n.startswith(name)) for n in netifs):
+            return Item("socket-ifname", PASS, f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
+    return Item(
+        "socket-ifname",
+        FAIL,
+        f"NCCL_SOCKET_IFNAME={value} names no interface of the pod (interfaces: {shown})",
+        "check the Multus network annotation (k8s.v1.cni.cncf.io/networks) that adds the "
+        "interface, or set NCCL_SOCKET_IFNAME to one listed",
+    )
+
+
+def _nccl_env(env: dict[str, str]) -> Item:
+    if not env:
+        return Item("nccl-env", SKIP, "no NCCL_* variables in the pod")
+    return Item("nccl-env", PASS, " ".join(f"{k}={v}" for k, v in sorted(env.items())))
+
+
+def _master(addr: str, port: str, facts: dict[str, list[str]]) -> Item:
+    if not addr or not port:
+        return Item("master", SKIP, "MASTER_ADDR/MASTER_PORT are not set (a single pod?)")
+    if _one(facts, "python") in ("", "none"):
+        return Item("master", SKIP, f"{addr}:{port}: no python in the pod to test the port")
+    answer = _one(facts, "master")
+    state, _, rest = answer.partition(" ")
+    where = f"{addr}:{port}"
+    if state == "open":
+        return Item("master", PASS, f"{where} resolves to {rest} and answers")
+    if state == "unresolved":
+        return Item(
+            "master",
+            FAIL,
+            f"{addr} does not resolve: {rest}",
+            "check the master pod exists and its service/DNS name (a headless service per job)",
+        )
+    return Item(
+        "master",
+        FAIL,
+        f"{where} ({rest or answer or 'no answer'}) does not answer",
+        "the master pod's rendezvous listens once torchrun started there: check it is Running "
+        "and that no NetworkPolicy blocks the port",
+    )
+
+
+def _versions(facts: dict[str, list[str]]) -> list[Item]:
+    python = _one(facts, "python")
+    if python in ("", "none"):
+        fix = "use an image with python3 (e.g. nvcr.io/nvidia/pytorch)"
+        return [
+            Item("python", FAIL, "no python3 or python in the pod", fix),
+            Item("torch", SKIP, "no python"),
+        ]
+    torch = _one(facts, "torch")
+    items = [Item("python", PASS, f"Python {python}")]
+    if torch in ("", "none"):
+        items.append(Item("torch", FAIL, "torch is not installed", "use a PyTorch image"))
+    else:
+        items.append(Item("torch", PASS, f"torch {torch}"))
+    return items
+
+
+class ExecSource(Protocol):
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    async def aexec_output(
+        self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
+    ) -> str: ...
+
+
+async def preflight_job(
+    client: ExecSource,
+    name: str,
+    pod: str | None = None,
+    timeout: float = EXEC_TIMEOUT,
+    detail: JobDetail | None = None,
+) -> Preflight:
+    """The probe in every running pod (or one pod), concurrently. A pod that is not running is
+    one skipped item; a probe that fails or times out is one failed item."""
+    if detail is None:
+        detail = await client.adescribe(name)
+    pods = [p for p in detail.pods if pod is None or p.name == pod]
+    if pod is not None and not pods:
+        known = ", ".join(p.name for p in detail.pods) or "none"
+        raise RunaiError(
+            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
+        )
+
+    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
+
+    async def run(p_name: str, phase: Phase) -> PodChecklist:
+        if phase is not Phase.RUNNING:
+            return PodChecklist(
+                p_name, [Item("pod", SKIP, f"the pod is {phase.value}: nothing runs there yet")]
+            )
+        async with slots:
+            try:
+                output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
+            except RunaiError as exc:
+                return PodChecklist(p_name, [Item("probe", FAIL, exc.message, exc.hint)])
+        return checklist(p_name, output)
+
+    lists = await asyncio.gather(*(run(p.name, p.phase) for p in pods))
+    return Preflight(list(lists))
+
+
+def render_text(report: Preflight) -> str:
+    """The CLI's checklist; values from the pod go through `literal` (inert on a terminal)."""
+    out: list[str] = []
+    marks = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
+    for pod in report.pods:
+        out.append(literal(pod.pod))
+        for item in pod.items:
+            out.append(f"  {marks.get(item.status, item.status):<4}  {item.check:<13} "
+                       f"{literal(item.reason)}")  # fmt: skip
+            if item.status == FAIL and item.fix:
+                out.append(f"        {'':<13} fix: {item.fix}")
+        out.append("")
+    failed = sum(1 for p in report.pods for i in p.items if i.status == FAIL)
+    out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")
+    return "\n".join(out)
