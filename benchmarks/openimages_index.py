@@ -208,7 +208,9 @@ def step_workers(cache: str, workers: int, samples: int, tiny: bool) -> dict:
     if tiny:
         index = index.select(np.arange(len(index)) < 1000)
     dataset = IndexOnly(index, "", train=True, min_size=8, max_size=8)
-    sampler = RandomSampler(dataset, num_samples=samples, generator=torch.Generator().manual_seed(0))
+    sampler = RandomSampler(
+        dataset, num_samples=samples, generator=torch.Generator().manual_seed(0)
+    )
     loader = DataLoader(
         dataset,
         batch_size=64,
@@ -254,7 +256,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full split")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
-    parser.add_argument("--samples", type=int, default=20_000, help="random samples the workers fetch")
+    parser.add_argument(
+        "--samples", type=int, default=20_000, help="random samples the workers fetch"
+    )
     parser.add_argument("--dir", help="work directory (default: a temporary one, removed after)")
     parser.add_argument("--step", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -308,7 +312,9 @@ def main() -> None:
         for key in ("rss", "pss", "uss", "anon"):
             full = np.mean([w[key] for w in results["full"]["workers"]])
             tiny = np.mean([w[key] for w in results["tiny"]["workers"]])
-            print(f"extra per worker, full index vs 1,000 images: {key.upper()} {full - tiny:+.1f} MB")
+            print(
+                f"extra per worker, full index vs 1,000 images: {key.upper()} {full - tiny:+.1f} MB"
+            )
     finally:
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)

@@ -165,7 +165,7 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
                 confidence = float(row[c_conf])
             except (IndexError, ValueError):
                 raise ConfigError(
-                    f"{path}:{reader.line_num}: Confidence {row[c_conf:c_conf + 1]!r} is not a "
+                    f"{path}:{reader.line_num}: Confidence {row[c_conf : c_conf + 1]!r} is not a "
                     "number (1 verified present, 0 verified absent)"
                 ) from None
             (positive if confidence > 0 else negative)[i].append(label)
@@ -296,7 +296,11 @@ def oid_average_precisions(
             if gt.negative is not None:
                 verified.append(hierarchy.expand_down(gt.negative))
             evaluated = np.isin(d_labels, np.concatenate(verified))
-            d_labels, d_boxes, d_scores = d_labels[evaluated], d_boxes[evaluated], d_scores[evaluated]
+            d_labels, d_boxes, d_scores = (
+                d_labels[evaluated],
+                d_boxes[evaluated],
+                d_scores[evaluated],
+            )
         for c in np.unique(d_labels):
             mine, theirs = d_labels == c, g_labels == c
             s, t = match_image_class(

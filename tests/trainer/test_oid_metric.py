@@ -89,9 +89,7 @@ def test_group_of_box_absorbs_detections_by_intersection_over_detection_area():
     # A group-of box that nothing falls into is a missed positive: a second group-of box G2 with
     # no detection makes 3 positives; the same ranked list then has recall 0, 1/3, 1/3, 2/3 and
     # AP = 1/3 * 1/2 + 1/3 * 1/2 = 1/3.
-    ground_2 = [
-        gt([0, 0, 100, 100, 200, 200, 210, 210, 400, 400, 500, 500], [1, 1, 1], [1, 0, 1])
-    ]
+    ground_2 = [gt([0, 0, 100, 100, 200, 200, 210, 210, 400, 400, 500, 500], [1, 1, 1], [1, 0, 1])]
     aps_2, positives_2 = oid_average_precisions(ground_2, found, num_classes=1)
     assert positives_2.tolist() == [3]
     assert aps_2[0] == pytest.approx(1 / 3)

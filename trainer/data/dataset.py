@@ -9,9 +9,9 @@ import torch
 from torch.utils.data import Dataset
 
 from trainer.data.index import DetectionIndex
-from trainer.oid_metric import OidAnnotations
 from trainer.data.transforms import decode_image, flip_decision, hflip, resized_size
 from trainer.errors import TrainerError
+from trainer.oid_metric import OidAnnotations
 
 MAX_FALLBACKS = 8  # consecutive unreadable images tolerated before the run stops
 

@@ -113,19 +113,22 @@ class DetectionIndex:
             if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
                 raise ValueError(f"{path}: not a trainer index file (format {INDEX_FORMAT})")
             (length,) = struct.unpack("<Q", head[len(MAGIC) :])
-            header = json.loads(f.read(length))
+            text = f.read(length)
+        if len(text) < length:
+            raise ValueError(f"{path}: truncated index file (the header ends past the file)")
+        header = json.loads(text)
         if header.get("format") != INDEX_FORMAT:
             raise ValueError(
                 f"{path}: index format {header.get('format')}, expected {INDEX_FORMAT}"
             )
         start = _aligned(len(MAGIC) + 8 + length)
-        raw = np.memmap(path, dtype=np.uint8, mode="r") if os.path.getsize(path) > 0 else None
+        raw = np.memmap(path, dtype=np.uint8, mode="r")  # never empty: the header is in it
         arrays = {}
         for name in ARRAYS:
             spec = header["arrays"][name]
             dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            if nbytes == 0 or raw is None:
+            if nbytes == 0:
                 arrays[name] = np.zeros(shape, dtype)
                 continue
             begin = start + spec["offset"]
