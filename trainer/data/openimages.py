@@ -185,11 +185,12 @@ def _parse_block(data: bytes, first_line: int, cols: _Columns, stats: ParseStats
     fast = None if b'"' in data else _split_fields(data, cols.count)
     if fast is None:
         return _parse_block_rows(data, first_line, cols, stats)
-    buf, starts, ends, lines = fast
+    buf, starts, ends, commas, lines = fast
     lines = lines + first_line
 
     def fields(column: int) -> tuple[np.ndarray, np.ndarray]:
-        return starts[:, column], ends[:, column]
+        begin = starts if column == 0 else commas[:, column - 1] + 1
+        return begin, ends if column == cols.count - 1 else commas[:, column]
 
     try:
         xyxy = np.stack([_gather(buf, *fields(c)).astype(np.float64) for c in cols.coords], 1)
@@ -234,9 +235,9 @@ def _parse_block(data: bytes, first_line: int, cols: _Columns, stats: ParseStats
 
 def _split_fields(
     data: bytes, count: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(bytes, field starts [rows, count], field ends [rows, count], line offsets in the block)
-    for the non-empty lines, or None when some row does not have exactly ``count`` fields."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(bytes, row starts, row ends, comma positions [rows, count - 1], line offsets in the block)
+    of the non-empty lines, or None when some row does not have exactly ``count`` fields."""
     if not data.endswith(b"\n"):
         data += b"\n"
     buf = np.frombuffer(data, np.uint8)
@@ -254,7 +255,7 @@ def _split_fields(
     commas = commas.reshape(len(starts), count - 1)
     if len(starts) and not ((commas[:, 0] >= starts).all() and (commas[:, -1] < ends).all()):
         return None  # the counts add up but some row has too many and another too few
-    return buf, np.column_stack([starts, commas + 1]), np.column_stack([commas, ends]), lines
+    return buf, starts, ends, commas, lines
 
 
 def _gather(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
