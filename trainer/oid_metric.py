@@ -55,21 +55,35 @@ class ClassHierarchy:
         own = [np.array([k], np.int64) for k in range(num_classes + 1)]
         return cls(own, own)
 
+    def __post_init__(self) -> None:
+        # Flattened (offsets, values) copies, so expanding N labels is a few numpy calls.
+        object.__setattr__(self, "_up", _flatten(self.ancestors))
+        object.__setattr__(self, "_down", _flatten(self.descendants))
+
     def expand_up(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(expanded labels, index of the source row of each): every label and its ancestors."""
-        return _expand(self.ancestors, labels)
+        return _expand(*self._up, labels)
 
     def expand_down(self, labels: np.ndarray) -> np.ndarray:
-        return _expand(self.descendants, labels)[0]
+        return _expand(*self._down, labels)[0]
 
 
-def _expand(table: list[np.ndarray], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _flatten(lists: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(x) for x in lists], out=offsets[1:])
+    values = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, np.int64)
+    return offsets, values
+
+
+def _expand(
+    offsets: np.ndarray, values: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     labels = np.asarray(labels, np.int64).reshape(-1)
-    if len(labels) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    parts = [table[int(k)] for k in labels]
-    rows = np.repeat(np.arange(len(labels)), [len(p) for p in parts])
-    return np.concatenate(parts), rows
+    counts = offsets[labels + 1] - offsets[labels]
+    rows = np.repeat(np.arange(len(labels)), counts)
+    first = np.repeat(offsets[labels], counts)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return values[first + within], rows
 
 
 def read_hierarchy(path: str, mids: Sequence[str]) -> ClassHierarchy:
