@@ -133,12 +133,12 @@ def rollup(pid: int) -> dict[str, float]:
             parts = line.split()
             if len(parts) >= 3 and parts[2] == "kB":
                 values[parts[0].rstrip(":")] = int(parts[1])
-    mb = lambda key: values.get(key, 0) / 1024  # noqa: E731
+    kb = {key: values.get(key, 0) for key in ("Rss", "Pss", "Private_Clean", "Private_Dirty")}
     return {
-        "rss": mb("Rss"),
-        "pss": mb("Pss"),
-        "uss": mb("Private_Clean") + mb("Private_Dirty"),
-        "anon": mb("Anonymous"),
+        "rss": kb["Rss"] / 1024,
+        "pss": kb["Pss"] / 1024,
+        "uss": (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024,
+        "anon": values.get("Anonymous", 0) / 1024,
     }
 
 

@@ -97,8 +97,8 @@ def read_hierarchy(path: str, mids: Sequence[str]) -> ClassHierarchy:
             root = json.load(f)
     except FileNotFoundError:
         raise ConfigError(
-            f"{path}: class hierarchy not found (Open Images {HIERARCHY_FILE}, needed by "
-            "--eval-metric oid)"
+            f"{path}: class hierarchy not found; --eval-metric oid needs Open Images' "
+            f"{HIERARCHY_FILE} in the data root (or use --eval-metric coco)"
         ) from None
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read the class hierarchy JSON ({exc})") from None
@@ -151,8 +151,8 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
     """
     if not os.path.isfile(path):
         raise ConfigError(
-            f"{path}: image-level labels not found (Open Images {VAL_IMAGE_LABELS}, needed by "
-            "--eval-metric oid)"
+            f"{path}: image-level labels not found; --eval-metric oid needs Open Images' "
+            f"{VAL_IMAGE_LABELS} in the data root (or use --eval-metric coco)"
         )
     row_of = {image_id: i for i, image_id in enumerate(image_ids)}
     label_of = {mid: k + 1 for k, mid in enumerate(mids)}
@@ -183,8 +183,10 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
                     "number (1 verified present, 0 verified absent)"
                 ) from None
             (positive if confidence > 0 else negative)[i].append(label)
-    as_arrays = lambda lists: [np.unique(np.array(x, np.int64)) for x in lists]  # noqa: E731
-    return ImageLabels(as_arrays(positive), as_arrays(negative))
+    return ImageLabels(
+        [np.unique(np.array(x, np.int64)) for x in positive],
+        [np.unique(np.array(x, np.int64)) for x in negative],
+    )
 
 
 @dataclass(frozen=True)

@@ -68,11 +68,20 @@ def test_validation_set_carries_hierarchy_and_image_labels(tmp_path):
     assert oid_metrics(val.index, perfect, list(range(len(val))), annotations)["oid_map"] < 1.0
 
 
-def test_missing_metric_files_are_named(tmp_path):
+def test_missing_metric_files_are_named(tmp_path, monkeypatch, capsys):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
     root = tmp_path / "oid"
     write_openimages(root, train_images=2, val_images=2)
     with pytest.raises(ConfigError, match="bbox_labels_600_hierarchy.json: class hierarchy not"):
         build_datasets(config(root, tmp_path / "out"), CPU, lambda _m: None)
+    # From the command line: one line naming the file and the fix, exit 2, no traceback.
+    args = ["--dataset", "openimages", "--data-root", str(root), "--eval-metric", "oid",
+            "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    assert entry.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("trainer: error: ")
+    assert "bbox_labels_600_hierarchy.json" in err[0] and "--eval-metric coco" in err[0]
     write_oid_eval_files(root)
     (root / "validation-annotations-human-imagelabels-boxable.csv").unlink()
     with pytest.raises(ConfigError, match="imagelabels-boxable.csv: image-level labels not found"):
