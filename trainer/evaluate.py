@@ -107,7 +107,7 @@ def oid_metrics(
 ) -> dict:
     """Open Images challenge mAP@0.5 over ``image_indices`` (see trainer/oid_metric.py):
     ``oid_map`` and ``oid_classes``, the number of classes with ground truth (the mean's terms)."""
-    labels = annotations.image_labels if annotations else None
+    labels = annotations.image_labels if annotations is not None else None
     ground, found = [], []
     empty = (np.zeros((0, 4)), np.zeros(0), np.zeros(0, np.int64))
     for i in image_indices:
@@ -118,13 +118,16 @@ def oid_metrics(
                 index.boxes[rows] * scale,
                 np.asarray(index.labels[rows], np.int64),
                 np.asarray(index.group_of[rows], bool),
-                labels.positive[i] if labels else None,
-                labels.negative[i] if labels else None,
+                labels.positive[i] if labels is not None else None,
+                labels.negative[i] if labels is not None else None,
             )
         )
         found.append(predictions.get(i, empty))
     aps, _ = oid_average_precisions(
-        ground, found, len(index.class_names), annotations.hierarchy if annotations else None
+        ground,
+        found,
+        len(index.class_names),
+        annotations.hierarchy if annotations is not None else None,
     )
     return {"oid_map": round(oid_map(aps), 6), "oid_classes": int((~np.isnan(aps)).sum())}
 

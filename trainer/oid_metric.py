@@ -112,9 +112,9 @@ def read_hierarchy(path: str, mids: Sequence[str]) -> ClassHierarchy:
             parents.setdefault(mid, set()).add(parent)
         children = node.get("Subcategory", [])
         if not isinstance(children, list):
-            raise ConfigError(f"{path}: {where}/{mid}: Subcategory must be a list")
+            raise ConfigError(f"{path}: {where}.Subcategory ({mid}) must be a list")
         for k, child in enumerate(children):
-            walk(child, mid, f"{where}/{mid}[{k}]")
+            walk(child, mid, f"{where}.Subcategory[{k}]")
 
     walk(root, None, "root")
     label_of = {mid: k + 1 for k, mid in enumerate(mids)}
@@ -168,9 +168,15 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
                 "expected ImageID,Source,LabelName,Confidence"
             )
         c_id, c_label, c_conf = (header.index(c) for c in needed)
+        width = max(c_id, c_label, c_conf) + 1
         for row in reader:
             if not row:
                 continue
+            if len(row) < width:
+                raise ConfigError(
+                    f"{path}:{reader.line_num}: malformed row {','.join(row)!r}; expected "
+                    "ImageID,Source,LabelName,Confidence"
+                )
             i = row_of.get(row[c_id])
             label = label_of.get(row[c_label]) if i is not None else None
             if label is None:

@@ -218,6 +218,9 @@ def test_image_label_file(tmp_path):
     path.write_text("ImageID,Source,LabelName,Confidence\naaaa,v,/m/0k4j,yes\n")
     with pytest.raises(ConfigError, match=r":2: Confidence \['yes'\] is not a number"):
         read_image_labels(str(path), ["aaaa"], MIDS)
+    path.write_text("ImageID,Source,LabelName,Confidence\naaaa,v,/m/0k4j,1\naaaa,v\n")
+    with pytest.raises(ConfigError, match=r":3: malformed row 'aaaa,v'"):
+        read_image_labels(str(path), ["aaaa"], MIDS)
 
 
 def test_bad_hierarchy_file(tmp_path):
@@ -225,5 +228,5 @@ def test_bad_hierarchy_file(tmp_path):
     with pytest.raises(ConfigError, match="class hierarchy not found"):
         read_hierarchy(str(path), MIDS)
     path.write_text('{"LabelName": "/m/0bl9f", "Subcategory": [{"Name": "x"}]}')
-    with pytest.raises(ConfigError, match="expected an object with a LabelName"):
+    with pytest.raises(ConfigError, match=r"root.Subcategory\[0\]: expected an object with a"):
         read_hierarchy(str(path), MIDS)
