@@ -170,3 +170,27 @@ def test_loader_workers_read_the_mapped_file_without_a_copy(tmp_path):
     assert [s["first_box"] for s in seen] == [
         mapped.boxes[mapped.box_slice(i)][0].tolist() for i in range(2)
     ]
+
+
+def test_benchmark_csv_generator_writes_what_the_parser_reads(tmp_path):
+    """The full-size benchmark's generated CSV, at 1/10,000 scale, parsed by the trainer."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "openimages_index.py"
+    spec = importlib.util.spec_from_file_location("openimages_index_benchmark", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    written = bench.write_csv(tmp_path, scale=1e-4, chunk=500)
+    assert written == {"images": 174, "boxes": 1461, "group_of": written["group_of"]}
+    index, stats = openimages.build_openimages_index(
+        str(tmp_path / "oidv6-train-annotations-bbox.csv"),
+        str(tmp_path / "oidv7-class-descriptions-boxable.csv"),
+        None,
+        None,
+        "positive",
+        False,
+    )
+    assert (len(index), index.num_boxes, stats.rows) == (174, 1461, 1461)
+    assert int(index.group_of.sum()) == written["group_of"] > 0
+    assert len(index.class_names) == 600 and (index.heights == 0).all()  # no header scan
