@@ -229,6 +229,15 @@ class TrainConfig:
     eval_max_images: int = field(
         default=0, metadata=_opt("evaluate on the first N validation images (0: all)", "output")
     )
+    eval_metric: str = field(
+        default="coco",
+        metadata=_opt(
+            "coco: mAP@[.5:.95] and mAP@.5 (pycocotools); oid: also the Open Images challenge "
+            "mAP@.5 (hierarchy, group-of, image-level labels) as oid_map",
+            "output",
+            choices=("coco", "oid"),
+        ),
+    )
     log_samples: bool = field(
         default=False,
         metadata=_opt(

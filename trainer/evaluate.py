@@ -1,4 +1,5 @@
-"""COCO-style mAP@[.5:.95] and mAP@.5, each rank predicting its shard of the validation split.
+"""COCO-style mAP@[.5:.95] and mAP@.5 (and with --eval-metric oid the Open Images challenge mAP),
+each rank predicting its shard of the validation split.
 
 Ground truth comes from the flat index (sizes included), so building it decodes no image.
 pycocotools is optional: importing it happens only here, and config validation names the fix.
@@ -21,6 +22,7 @@ from trainer.data.sampler import ShardSampler
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, broadcast_object, gather_objects
 from trainer.errors import ConfigError
+from trainer.oid_metric import ImageGroundTruth, OidAnnotations, oid_average_precisions, oid_map
 
 Predictions = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # index -> boxes, scores, labels
 
@@ -97,6 +99,39 @@ def coco_map(index: DetectionIndex, predictions: Predictions, image_indices: lis
     }
 
 
+def oid_metrics(
+    index: DetectionIndex,
+    predictions: Predictions,
+    image_indices: list[int],
+    annotations: OidAnnotations | None = None,
+) -> dict:
+    """Open Images challenge mAP@0.5 over ``image_indices`` (see trainer/oid_metric.py):
+    ``oid_map`` and ``oid_classes``, the number of classes with ground truth (the mean's terms)."""
+    labels = annotations.image_labels if annotations is not None else None
+    ground, found = [], []
+    empty = (np.zeros((0, 4)), np.zeros(0), np.zeros(0, np.int64))
+    for i in image_indices:
+        rows = index.box_slice(i)
+        scale = np.array([index.widths[i], index.heights[i]] * 2, np.float64)
+        ground.append(
+            ImageGroundTruth(
+                index.boxes[rows] * scale,
+                np.asarray(index.labels[rows], np.int64),
+                np.asarray(index.group_of[rows], bool),
+                labels.positive[i] if labels is not None else None,
+                labels.negative[i] if labels is not None else None,
+            )
+        )
+        found.append(predictions.get(i, empty))
+    aps, _ = oid_average_precisions(
+        ground,
+        found,
+        len(index.class_names),
+        annotations.hierarchy if annotations is not None else None,
+    )
+    return {"oid_map": round(oid_map(aps), 6), "oid_classes": int((~np.isnan(aps)).sum())}
+
+
 @torch.inference_mode()
 def predict_shard(
     ctx: DistContext,
@@ -147,8 +182,11 @@ def evaluate(
     workers: int,
     limit: int = 0,
     amp_dtype: torch.dtype | None = None,
+    metric: str = "coco",
 ) -> dict:
-    """Every rank predicts its shard; rank 0 scores the union; every rank gets the result."""
+    """Every rank predicts its shard; rank 0 scores the union; every rank gets the result.
+
+    ``metric="oid"`` adds the Open Images challenge metric's keys to COCO's."""
     shard = predict_shard(ctx, model, dataset, batch_size, workers, limit, amp_dtype)
     gathered = gather_objects(ctx, shard)
     result = None
@@ -158,4 +196,8 @@ def evaluate(
             merged.update(part)
         length = min(len(dataset), limit) if limit > 0 else len(dataset)
         result = coco_map(dataset.index, merged, list(range(length)))
+        if metric == "oid":
+            result |= oid_metrics(
+                dataset.index, merged, list(range(length)), dataset.oid_annotations
+            )
     return broadcast_object(ctx, result)

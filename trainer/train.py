@@ -202,6 +202,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             cfg.workers,
             cfg.eval_max_images,
             amp_dtype(cfg),
+            cfg.eval_metric,
         )
         metrics.write(
             {
@@ -210,6 +211,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
                 "epoch": progress.epoch,
                 "map": round(result["map"], 6),
                 "map50": round(result["map50"], 6),
+                **{k: v for k, v in result.items() if k.startswith("oid_")},  # --eval-metric oid
                 "images": result["images"],
                 "detections": result["detections"],
                 "eval_time": round(time.perf_counter() - started, 3),

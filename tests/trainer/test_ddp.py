@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from oid_fixtures import write_oid_eval_files
 from trainer_fixtures import write_coco, write_openimages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -251,6 +252,7 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
     root = tmp_path / dataset
     if dataset == "openimages":
         write_openimages(root, train_images=12, val_images=4)
+        write_oid_eval_files(root)  # and score the Open Images metric too, gathered to rank 0
     else:
         write_coco(root, train_images=12, val_images=4)
     out_dir = tmp_path / "out"
@@ -260,7 +262,7 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
         "--batch-size", "2", "--workers", "1", "--max-steps", "3", "--log-every", "1",
         "--eval-every", "1", "--checkpoint-every", "0",
         # COCO also runs gradient accumulation: two micro-batches of one, no_sync on the first.
-        *(["--grad-accum", "2"] if dataset == "coco" else []),
+        *(["--grad-accum", "2"] if dataset == "coco" else ["--eval-metric", "oid"]),
     ])  # fmt: skip
     out = finish(proc)
     assert proc.returncode == 0, out
@@ -269,6 +271,8 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
     assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
     evals = [r for r in metrics if r["kind"] == "eval"]
     assert len(evals) == 1 and evals[0]["images"] == 4  # the listed-but-missing image is skipped
+    if dataset == "openimages":
+        assert evals[0]["oid_classes"] == 3 and 0.0 <= evals[0]["oid_map"] <= 1.0
     expected_log = "skipped missing images 1" if dataset == "openimages" else "'missing_images': 1"
     assert expected_log in out
     assert (out_dir / "checkpoints" / "step-000000003.pt").exists()

@@ -111,7 +111,7 @@ def test_unknown_subset_class(tmp_path):
 def test_index_round_trips_through_cache_file(tmp_path):
     write_openimages(tmp_path, train_images=4, val_images=1)
     index, _ = build(tmp_path)
-    path = tmp_path / "cache" / "index.npz"
+    path = tmp_path / "cache" / "train.index"
     index.save(str(path))
     loaded = type(index).load(str(path))
     for name in ("file_names", "offsets", "boxes", "labels", "group_of", "heights", "widths"):
@@ -135,7 +135,7 @@ def test_prepare_only_caches_the_index_and_trains_nothing(tmp_path, monkeypatch,
         str(out),
     ]
     assert entry.main([*args, "--prepare-only"]) == 0
-    cached = sorted(p.name for p in (out / "cache").glob("*.npz"))
+    cached = sorted(p.name for p in (out / "cache").glob("*.index"))
     assert len(cached) == 2 and cached[0].startswith("openimages-train-")
     assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
     assert entry.main([*args, "--prepare-only"]) == 0  # second time from the cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict
@@ -11,10 +10,23 @@ from trainer.config import TrainConfig
 from trainer.data.coco import build_coco_index
 from trainer.data.dataset import DetectionDataset, collate
 from trainer.data.index import DetectionIndex, cache_key, cached_index
-from trainer.data.openimages import CLASSES, TRAIN_BOXES, VAL_BOXES, build_openimages_index
+from trainer.data.openimages import (
+    CLASSES,
+    TRAIN_BOXES,
+    VAL_BOXES,
+    build_openimages_index,
+    read_classes,
+)
 from trainer.data.synthetic import SyntheticDataset, make_synthetic_index, write_jpegs
 from trainer.distributed import DistContext, barrier
 from trainer.errors import ConfigError
+from trainer.oid_metric import (
+    HIERARCHY_FILE,
+    VAL_IMAGE_LABELS,
+    OidAnnotations,
+    read_hierarchy,
+    read_image_labels,
+)
 
 __all__ = ["DetectionDataset", "build_datasets", "collate"]
 
@@ -75,21 +87,18 @@ def build_datasets(
 
         def split(csv_path: str, images_dir: str, name: str) -> DetectionIndex:
             key = cache_key(csv_path, classes, images_dir, cfg.classes, cfg.group_of, name)
-            cache_path = os.path.join(cache_dir, f"openimages-{name}-{key}.npz")
-            stats_path = cache_path[: -len(".npz")] + ".stats.json"
+            cache_path = os.path.join(cache_dir, f"openimages-{name}-{key}.index")
 
             def build() -> DetectionIndex:
                 log(f"openimages {name}: parsing {csv_path} (cached afterwards in {cache_dir})")
                 index, stats = build_openimages_index(
                     csv_path, classes, images_dir, cfg.classes, cfg.group_of, cfg.strict
                 )
-                os.makedirs(cache_dir, exist_ok=True)
-                with open(stats_path, "w", encoding="utf-8") as f:
-                    json.dump(asdict(stats), f)
+                index.meta["parse_stats"] = asdict(stats)
                 return index
 
             index = cached_index(ctx, cache_path, build)
-            stats = _read_json(stats_path)
+            stats = index.meta.get("parse_stats", {})
             log(
                 f"openimages {name}: {_describe(index)}; skipped missing images "
                 f"{stats.get('missing_images', '?')}, degenerate boxes {stats.get('degenerate', '?')}, "
@@ -106,6 +115,12 @@ def build_datasets(
         if want_val:
             val_index = split(val_csv, val_dir, "validation")
             val = DetectionDataset(val_index, val_dir, train=False, **common)
+            if cfg.eval_metric == "oid":
+                val.oid_annotations = _oid_annotations(
+                    cfg.data_root or os.path.dirname(os.path.abspath(val_csv)),
+                    read_classes(classes, cfg.classes).mids,
+                    val_index,
+                )
         return train, val
 
     raise ConfigError(f"--dataset {cfg.dataset!r}: expected one of openimages, coco, synthetic")
@@ -119,12 +134,13 @@ def _require_files(paths: list[str]) -> None:
             )
 
 
-def _read_json(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+def _oid_annotations(root: str, mids: list[str], index: DetectionIndex) -> OidAnnotations:
+    """The class hierarchy and the validation image-level labels, from the data root."""
+    image_ids = [name.decode().rsplit(".", 1)[0] for name in index.file_names.tolist()]
+    return OidAnnotations(
+        read_hierarchy(os.path.join(root, HIERARCHY_FILE), mids),
+        read_image_labels(os.path.join(root, VAL_IMAGE_LABELS), image_ids, mids),
+    )
 
 
 def _describe(index: DetectionIndex) -> str:

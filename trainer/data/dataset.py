@@ -11,6 +11,7 @@ from torch.utils.data import Dataset
 from trainer.data.index import DetectionIndex
 from trainer.data.transforms import decode_image, flip_decision, hflip, resized_size
 from trainer.errors import TrainerError
+from trainer.oid_metric import OidAnnotations
 
 MAX_FALLBACKS = 8  # consecutive unreadable images tolerated before the run stops
 
@@ -21,6 +22,9 @@ class DetectionDataset(Dataset):
     The epoch in the key makes augmentation a pure function of (seed, epoch, index), which is what
     lets a resumed run see exactly the samples it would have seen.
     """
+
+    # Set on an Open Images validation set for --eval-metric oid (hierarchy, image-level labels).
+    oid_annotations: OidAnnotations | None = None
 
     def __init__(
         self,

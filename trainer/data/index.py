@@ -1,18 +1,26 @@
-"""A detection dataset's annotations as a handful of flat numpy arrays.
+"""A detection dataset's annotations as a handful of flat numpy arrays, cached as one memory-mapped file.
 
 At Open Images scale (1.7 M images, 14.6 M boxes) a list of dicts would be copied into every loader
-worker page by page as reference counts change. Flat arrays are a few large buffers that forked
-workers share untouched. Boxes are stored normalised to [0, 1] (x1, y1, x2, y2), so they hold for
-the image at any decoded size.
+worker page by page as reference counts change. Flat arrays are a few large buffers; there is no
+Python object per box or per image (file names are one fixed-width bytes array). Boxes are stored
+normalised to [0, 1] (x1, y1, x2, y2), so they hold for the image at any decoded size.
+
+The cache file (``save``/``load``) is a small JSON header followed by the raw arrays, each aligned to
+64 bytes. ``load`` maps it read-only (``np.memmap``): loading costs no parsing and no copy, every
+rank and loader worker on a node shares the same page-cache pages, and an index that is pickled (a
+``spawn`` worker) travels as its path and is mapped again on the other side.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -20,7 +28,10 @@ from PIL import Image
 from trainer.distributed import DistContext, barrier
 from trainer.files import atomic_open
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
+MAGIC = b"RTINDEX\0"  # 8 bytes, then a little-endian u64 header length, then the JSON header
+ALIGN = 64
+ARRAYS = ("file_names", "offsets", "boxes", "labels", "group_of", "heights", "widths")
 
 
 @dataclass
@@ -33,6 +44,8 @@ class DetectionIndex:
     heights: np.ndarray  # int32 [n_images], 0 when not known yet
     widths: np.ndarray  # int32 [n_images]
     class_names: list[str]  # index k-1 names label k
+    meta: dict[str, Any] = field(default_factory=dict)  # plain data saved with it (parse stats)
+    path: str | None = None  # the cache file the arrays are mapped from (None: in memory)
 
     def __len__(self) -> int:
         return len(self.file_names)
@@ -66,41 +79,83 @@ class DetectionIndex:
             self.heights[keep],
             self.widths[keep],
             self.class_names,
+            dict(self.meta),
         )
 
     def save(self, path: str) -> None:
-        """Atomic write: temp file in the same directory, fsync, rename."""
+        """Atomic write (temp file beside it, fsync, rename): JSON header, then aligned raw arrays."""
+        arrays = {name: np.ascontiguousarray(getattr(self, name)) for name in ARRAYS}
+        layout, offset = {}, 0
+        for name, arr in arrays.items():
+            layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+            offset += _aligned(arr.nbytes)
+        header = json.dumps(
+            {
+                "format": INDEX_FORMAT,
+                "arrays": layout,
+                "class_names": list(self.class_names),
+                "meta": self.meta,
+            }
+        ).encode()
+        start = _aligned(len(MAGIC) + 8 + len(header))
         with atomic_open(path) as f:
-            np.savez(
-                f,
-                format=np.int64(INDEX_FORMAT),
-                file_names=self.file_names,
-                offsets=self.offsets,
-                boxes=self.boxes,
-                labels=self.labels,
-                group_of=self.group_of,
-                heights=self.heights,
-                widths=self.widths,
-                class_names=np.array(self.class_names, dtype=np.str_),
-            )
+            f.write(MAGIC + struct.pack("<Q", len(header)) + header)
+            f.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
+            for arr in arrays.values():
+                f.write(memoryview(arr.reshape(-1).view(np.uint8)))
+                f.write(b"\0" * (_aligned(arr.nbytes) - arr.nbytes))
 
     @classmethod
     def load(cls, path: str) -> DetectionIndex:
-        with np.load(path, allow_pickle=False) as z:
-            if int(z["format"]) != INDEX_FORMAT:
-                raise ValueError(
-                    f"{path}: index format {int(z['format'])}, expected {INDEX_FORMAT}"
-                )
-            return cls(
-                z["file_names"],
-                z["offsets"],
-                z["boxes"],
-                z["labels"],
-                z["group_of"],
-                z["heights"],
-                z["widths"],
-                [str(n) for n in z["class_names"]],
+        """Map the file read-only: no parse, no copy; the arrays are ``np.memmap`` views."""
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC) + 8)
+            if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
+                raise ValueError(f"{path}: not a trainer index file (format {INDEX_FORMAT})")
+            (length,) = struct.unpack("<Q", head[len(MAGIC) :])
+            text = f.read(length)
+        if len(text) < length:
+            raise ValueError(f"{path}: truncated index file (the header ends past the file)")
+        header = json.loads(text)
+        if header.get("format") != INDEX_FORMAT:
+            raise ValueError(
+                f"{path}: index format {header.get('format')}, expected {INDEX_FORMAT}"
             )
+        start = _aligned(len(MAGIC) + 8 + length)
+        raw = np.memmap(path, dtype=np.uint8, mode="r")  # never empty: the header is in it
+        arrays = {}
+        for name in ARRAYS:
+            spec = header["arrays"][name]
+            dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if nbytes == 0:
+                arrays[name] = np.zeros(shape, dtype)
+                continue
+            begin = start + spec["offset"]
+            if begin + nbytes > len(raw):
+                raise ValueError(f"{path}: truncated index file ({name} ends past the file)")
+            arrays[name] = raw[begin : begin + nbytes].view(dtype).reshape(shape)
+        return cls(
+            **arrays,
+            class_names=[str(n) for n in header["class_names"]],
+            meta=dict(header.get("meta") or {}),
+            path=os.path.abspath(path),
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A mapped index pickles as its path (a spawn worker maps the file instead of a copy).
+        if self.path is not None and all(isinstance(getattr(self, n), np.memmap) for n in ARRAYS):
+            return {"path": self.path}
+        return {**self.__dict__, "path": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if set(state) == {"path"}:
+            state = DetectionIndex.load(state["path"]).__dict__
+        self.__dict__.update(state)
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
 def build_from_rows(
@@ -176,8 +231,8 @@ def cached_index(
     if ctx.is_main:
         index = _try_load(cache_path)
         if index is None:
-            index = build()
-            index.save(cache_path)
+            build().save(cache_path)
+            index = DetectionIndex.load(cache_path)  # mapped, like on every other rank
     barrier(ctx)
     if index is None:
         index = _try_load(cache_path) or build()
