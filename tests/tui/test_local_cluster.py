@@ -62,7 +62,9 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
         name_box.value = "Bad_Name"
         submit.query_one("#in-workers").value = "many"
         submit.query_one("#in-env").value = "NOEQUALS"
-        await pilot.pause()
+        # Validation runs on the change events; wait for all three rather than one pause, so a
+        # loaded machine only makes the test slower.
+        await wait_for(pilot, lambda: len(submit.errors) >= 3, "three errors shown")
         errors = {
             f: str(submit.query_one(f"#err-{f}").render()) for f in ("job_name", "workers", "env")
         }
@@ -78,8 +80,8 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
         name_box.value = "demo-tui"
         submit.query_one("#in-workers").value = "1"
         submit.query_one("#in-env").value = "EXTRA=1"
-        await pilot.pause()
-        assert submit.errors == {}
+        await wait_for(pilot, lambda: submit.errors == {}, "errors cleared")
+        await wait_for(pilot, lambda: "EXTRA=1" in (submit.argv or []), "command rebuilt")
         assert submit.argv[:5] == ["runai", "training", "pytorch", "submit", "demo-tui"]
         assert "EXTRA=1" in submit.argv and "submit demo-tui" in screen_text(app)
         await pilot.press("ctrl+s")
