@@ -190,15 +190,42 @@ class RawSample:
         return len(self.jpeg) + len(self.meta)
 
 
-def _pairs(tar: tarfile.TarFile, path: str) -> Iterator[tuple[str, bytes, bytes]]:
+BLOCK = 512
+
+
+def _members(handle: Any, path: str, skip: Any = None) -> Iterator[tuple[str, bytes | None]]:
+    """(name, data) of each regular file in a tar written by ``prepare`` (USTAR headers), read
+    with a few large reads per member instead of tarfile's small stream buffer. ``skip(name)``
+    true: the member's data is seeked over and None is given instead."""
+    while True:
+        header = handle.read(BLOCK)
+        if len(header) < BLOCK:
+            raise TrainerError(f"{path}: tar ends without its end-of-archive block (truncated?)")
+        if header == bytes(BLOCK):
+            return
+        try:
+            info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
+        except tarfile.HeaderError as exc:
+            raise TrainerError(f"{path}: bad tar header ({exc})") from None
+        if info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+            raise TrainerError(f"{path}: unexpected tar member {info.name!r} (not a regular file)")
+        padded = info.size + (-info.size) % BLOCK
+        if skip is not None and skip(info.name):
+            handle.seek(padded, os.SEEK_CUR)
+            yield info.name, None
+            continue
+        data = handle.read(padded)
+        if len(data) < padded:
+            raise TrainerError(f"{path}: member {info.name!r} is cut short (truncated tar)")
+        yield info.name, data[: info.size]
+
+
+def _pairs(
+    members: Iterator[tuple[str, bytes | None]], path: str
+) -> Iterator[tuple[str, Any, Any]]:
     """(key, jpeg, json) in member order; anything else in the tar is a format error."""
-    pending: tuple[str, bytes] | None = None
-    for member in tar:
-        name = member.name
-        handle = tar.extractfile(member) if member.isfile() else None
-        if handle is None:
-            raise TrainerError(f"{path}: unexpected tar member {name!r} (not a regular file)")
-        data = handle.read()
+    pending: tuple[str, Any] | None = None
+    for name, data in members:
         if name.endswith(".jpg") and pending is None:
             pending = (name[: -len(".jpg")], data)
         elif name.endswith(".json") and pending is not None and name[:-5] == pending[0]:
@@ -212,63 +239,50 @@ def _pairs(tar: tarfile.TarFile, path: str) -> Iterator[tuple[str, bytes, bytes]
         raise TrainerError(f"{path}: {pending[0]}.jpg has no {pending[0]}.json")
 
 
-def read_shard(handle: BinaryIO, shard: ShardInfo, path: str) -> Iterator[RawSample]:
-    """Every sample of a shard read sequentially from its start; at the end the sample count and
-    the sha256 of the whole file are checked against the manifest."""
-    reader = HashingReader(handle)
+def read_shard(
+    handle: BinaryIO, shard: ShardInfo, path: str, verify: bool = True
+) -> Iterator[RawSample]:
+    """Every sample of a shard read sequentially from its start. At the end the sample count is
+    checked against the manifest, and with ``verify`` the sha256 of the whole file (a shard
+    served by the cache was verified when it was copied in)."""
+    reader: Any = HashingReader(handle) if verify else handle
     count = 0
-    try:
-        with tarfile.open(fileobj=reader, mode="r|") as tar:  # type: ignore[call-overload]
-            for key, jpeg, meta in _pairs(tar, path):
-                if count >= shard.samples:
-                    raise shard_mismatch(shard, path, f"more than {shard.samples} samples")
-                yield RawSample(shard.first_id + count, key, jpeg, meta)
-                count += 1
-    except tarfile.TarError as exc:
-        raise shard_mismatch(shard, path, f"not a readable tar ({exc})") from None
-    reader.drain()
+    for key, jpeg, meta in _pairs(_members(reader, path), path):
+        if count >= shard.samples:
+            raise shard_mismatch(shard, path, f"more than {shard.samples} samples")
+        yield RawSample(shard.first_id + count, key, jpeg, meta)
+        count += 1
     if count != shard.samples:
         raise shard_mismatch(shard, path, f"{count} samples, manifest says {shard.samples}")
-    if reader.hash.hexdigest() != shard.sha256:
-        raise shard_mismatch(
-            shard, path, f"sha256 {reader.hash.hexdigest()[:16]}… differs from the manifest's"
-        )
+    if verify:
+        reader.drain()
+        if reader.hash.hexdigest() != shard.sha256:
+            raise shard_mismatch(
+                shard, path, f"sha256 {reader.hash.hexdigest()[:16]}… differs from the manifest's"
+            )
 
 
 def read_shard_at(
     handle: BinaryIO, shard: ShardInfo, path: str, ordinals: set[int], start: int
 ) -> Iterator[RawSample]:
     """Random access (resume): the samples whose ordinal within the shard is in ``ordinals`` or
-    at least ``start``. Tar headers are read and data is skipped by seeking, so samples before
+    at least ``start``. The data of every other sample is skipped by seeking, so samples before
     the position are never read; the checksum is not verified on this path."""
+    state = {"n": 0}
+
+    def skip(name: str) -> bool:
+        wanted = state["n"] in ordinals or state["n"] >= start
+        if name.endswith(".json"):
+            state["n"] += 1
+        return not wanted
+
     count = 0
-    try:
-        with tarfile.open(fileobj=handle, mode="r:") as tar:
-            for member in tar:
-                if not member.name.endswith(".jpg"):
-                    continue
-                wanted = count in ordinals or count >= start
-                if wanted:
-                    key = member.name[: -len(".jpg")]
-                    jpeg = _member_bytes(tar, member, path)
-                    meta_member = tar.next()
-                    if meta_member is None or meta_member.name != f"{key}.json":
-                        raise TrainerError(f"{path}: {key}.jpg is not followed by {key}.json")
-                    yield RawSample(
-                        shard.first_id + count, key, jpeg, _member_bytes(tar, meta_member, path)
-                    )
-                count += 1
-    except tarfile.TarError as exc:
-        raise shard_mismatch(shard, path, f"not a readable tar ({exc})") from None
+    for key, jpeg, meta in _pairs(_members(handle, path, skip), path):
+        if jpeg is not None:
+            yield RawSample(shard.first_id + count, key, jpeg, meta)
+        count += 1
     if count != shard.samples:
         raise shard_mismatch(shard, path, f"{count} samples, manifest says {shard.samples}")
-
-
-def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> bytes:
-    handle = tar.extractfile(member)
-    if handle is None:
-        raise TrainerError(f"{path}: tar member {member.name!r} is not a regular file")
-    return handle.read()
 
 
 def verify_manifest(manifest: Manifest) -> tuple[int, int]:

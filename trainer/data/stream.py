@@ -226,7 +226,9 @@ class ShardStream(IterableDataset):
             handle = self._open(shard)
             with handle:
                 if base >= read_from:
-                    samples = read_shard(handle, shard, self.manifest.shard_path(shard))
+                    samples = read_shard(
+                        handle, shard, self.manifest.shard_path(shard), self.cache is None
+                    )
                 else:
                     samples = read_shard_at(
                         handle, shard, self.manifest.shard_path(shard), ordinals, read_from - base
