@@ -329,3 +329,28 @@ def test_cache_shared_by_concurrent_processes(shards, tmp_path):
     for info in infos:
         assert os.path.getsize(cache.cached_path(info)) == info.bytes
     assert not [n for n in os.listdir(directory) if n.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--data-format", "shards"], "--data-format shards needs --manifest PATH"),
+        (["--manifest", "m.json"], "--manifest applies to --data-format shards only"),
+        (["--data-format", "shards", "--manifest", "/nope.json"], "--manifest '/nope.json': no such file"),
+        (["--dataset", "synthetic", "--cache-max-bytes", "big"], "--cache-max-bytes: not a size: 'big'"),
+        (["--dataset", "synthetic", "--shuffle-buffer", "0"], "--shuffle-buffer 0: must be at least 1"),
+    ],
+)  # fmt: skip
+def test_shard_flags_bad_input_is_one_line(capsys, monkeypatch, args, message):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert entry.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"trainer: error: {message}") and len(err.splitlines()) == 1
+
+
+def test_shard_training_needs_a_validation_manifest_to_evaluate(shards, capsys):
+    args = ["--data-format", "shards", "--manifest", str(shards / "manifest.json")]
+    assert entry.main(args) == 2
+    err = capsys.readouterr().err
+    assert "evaluates on --val-manifest PATH" in err and "--eval-every 0" in err
