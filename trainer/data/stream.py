@@ -329,6 +329,12 @@ class ShardFeed:
                 f"checkpoint stream topology (ranks, workers) {position.get('topology')} differs "
                 f"from this run's {self.topology}: the position cannot be mapped"
             )
+        done = sum(int(state["batches"]) for state in position.get("slots", {}).values())
+        if done != step_in_epoch:
+            return (
+                f"the checkpoint's stream position covers {done} batches of epoch {epoch}, "
+                f"its progress {step_in_epoch}"
+            )
         self._restored = position
         return ""
 
