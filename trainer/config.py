@@ -324,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainer",
         description="Distributed RetinaNet training (torchrun) on Open Images V7, COCO or synthetic data.",
+        epilog="Shards: `python -m trainer prepare --help` packs a split into tar shards and a "
+        "manifest; `python -m trainer verify --manifest M` re-reads them (trainer/README.md).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
