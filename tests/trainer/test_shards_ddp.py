@@ -30,9 +30,10 @@ def manifest_path(tmp_path_factory) -> Path:
     write_openimages(root, train_images=16, val_images=2)
     add_hygiene_cases(root)
     out = tmp_path_factory.mktemp("shards")
-    assert entry.main(["prepare", "--dataset", "openimages", "--data-root", str(root),
-                       "--split", "train", "--out", str(out), "--shard-size", "12KB"]) == 0  # fmt: skip
-    return out / "manifest.json"
+    for split in ("train", "validation"):
+        assert entry.main(["prepare", "--dataset", "openimages", "--data-root", str(root),
+                           "--split", split, "--out", str(out / split), "--shard-size", "12KB"]) == 0  # fmt: skip
+    return out / "train" / "manifest.json"
 
 
 def run_args(manifest: Path, out_dir: Path, cache: Path) -> list[str]:
@@ -41,7 +42,8 @@ def run_args(manifest: Path, out_dir: Path, cache: Path) -> list[str]:
         "--cache-dir", str(cache), "--cache-max-bytes", "40KB", "--shuffle-buffer", "3",
         "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
         "--batch-size", "2", "--workers", "2", "--epochs", "2", "--checkpoint-every", "2",
-        "--eval-every", "0", "--log-every", "1", "--lr", "0.01", "--warmup-steps", "2",
+        "--val-manifest", str(manifest.parent.parent / "validation" / "manifest.json"),
+        "--eval-every", "1", "--log-every", "1", "--lr", "0.01", "--warmup-steps", "2",
         "--log-samples",
     ]  # fmt: skip
 
@@ -75,6 +77,8 @@ def test_shard_run_sees_each_sample_once_per_epoch_with_equal_steps(reference, m
     assert all("cache_hit_rate" in r and r["input_bytes_per_sec"] >= 0 for r in train)
     assert sum(r["input_bytes_per_sec"] for r in train) > 0
     assert stdout_records(out)[-1]["kind"] == "done"
+    evals = [r for r in records(out_dir / "metrics.jsonl") if r["kind"] == "eval"]
+    assert [r["images"] for r in evals] == [2, 2]  # the validation shards, split over 2 ranks
 
     # run.json and every checkpoint carry the corpus view, transform policy and topology.
     run = json.loads((out_dir / "run.json").read_text())
