@@ -311,6 +311,29 @@ def test_cache_copies_verifies_and_evicts_least_recently_used(shards, tmp_path):
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".tmp-")]
 
 
+def test_the_next_shard_is_fetched_into_the_cache_while_one_is_read(shards, tmp_path):
+    manifest = load_manifest(str(shards / "manifest.json"))
+    cold = stream(manifest, buffer=1)
+    cold.cache = ShardCache(str(tmp_path / "cache"))
+    order = cold.slot_shards(0)
+    batches = cold._batches(0)
+    first = next(batches)
+    ahead, thread, _ = cold._ahead
+    assert ahead in order[1:]  # the shard after the one being read
+    thread.join(30)
+    assert os.path.getsize(cold.cache.cached_path(ahead)) == ahead.bytes
+    infos = [first[3]] + [b[3] for b in batches]
+    # Fetched ahead is not a hit: nothing was in the cache before this reader needed it.
+    assert sum(i["io"]["hits"] for i in infos) == 0
+    assert sum(i["io"]["lookups"] for i in infos) == len(order)
+    warm = stream(manifest, buffer=1)
+    warm.cache = ShardCache(str(tmp_path / "cache"))
+    infos = [b[3] for b in warm._batches(0)]
+    assert (
+        sum(i["io"]["hits"] for i in infos) == sum(i["io"]["lookups"] for i in infos) == len(order)
+    )
+
+
 def test_cache_shared_by_concurrent_processes(shards, tmp_path):
     """Four processes fill one cache directory with the same shards at once: every file ends
     complete (atomic rename), and every reader saw whole shards."""

@@ -32,6 +32,7 @@ import hashlib
 import io
 import json
 import tarfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,10 +117,12 @@ class ShardStream(IterableDataset):
         self.rotation = 0
         self.start: dict[int, dict[str, Any]] = {}
         self._io = {"bytes": 0, "hits": 0, "lookups": 0}
+        self._ahead: tuple[ShardInfo, threading.Thread, list[bool]] | None = None
 
     def configure(self, epoch: int, rotation: int, start: dict[int, dict[str, Any]]) -> None:
         """Before a DataLoader is built for an epoch: worker i plays slot (i + rotation) mod W."""
         self.epoch, self.rotation, self.start = epoch, rotation, start
+        self._ahead = None
 
     def slot_shards(self, worker: int) -> list[ShardInfo]:
         per_slot = epoch_slots(
@@ -217,13 +220,15 @@ class ShardStream(IterableDataset):
     ) -> Iterator[tuple[int, RawSample]]:
         """(stream position, sample): the ``wanted`` positions before ``read_from``, then all."""
         base = 0
-        for shard in shards:
+        for k, shard in enumerate(shards):
             end = base + shard.samples
             ordinals = {p - base for p in wanted if base <= p < end}
             if end <= read_from and not ordinals:
                 base = end
                 continue
             handle = self._open(shard)
+            if k + 1 < len(shards):
+                self._fetch_ahead(shards[k + 1])
             with handle:
                 if base >= read_from:
                     samples = read_shard(
@@ -243,9 +248,35 @@ class ShardStream(IterableDataset):
         self._io["lookups"] += 1
         if self.cache is None:
             return open(path, "rb")  # noqa: SIM115 -- closed by the caller
+        ahead = self._ahead
+        if ahead is not None and ahead[0] is shard:
+            ahead[1].join()  # never copy the same shard twice; it is (nearly) there
         handle, hit, _copied = self.cache.open(path, shard)
+        if ahead is not None and ahead[0] is shard and ahead[2]:
+            hit = ahead[2][0]  # a hit means: in the cache before this reader asked for it
+        self._ahead = None
         self._io["hits"] += int(hit)
         return handle
+
+    def _fetch_ahead(self, shard: ShardInfo) -> None:
+        """With a cache, copy the reader's next shard in a background thread while this one is
+        read and decoded, so a cold cache does not stall the reader at each shard boundary.
+        Errors are left for the real open to report."""
+        if self.cache is None:
+            return
+        cache, path, result = self.cache, self.manifest.shard_path(shard), []
+
+        def fetch() -> None:
+            try:
+                handle, hit, _ = cache.open(path, shard)
+                handle.close()
+                result.append(hit)
+            except (TrainerError, OSError):
+                pass
+
+        thread = threading.Thread(target=fetch, name="shard-fetch-ahead", daemon=True)
+        thread.start()
+        self._ahead = (shard, thread, result)
 
     def _decode(self, sample: RawSample) -> tuple[torch.Tensor, dict[str, Any]]:
         try:
