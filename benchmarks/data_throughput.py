@@ -6,7 +6,8 @@ class CSVs), packs it with ``python -m trainer prepare``, then runs one epoch of
 through the trainer's own loaders (DataLoader workers, decode, flips; no model) and prints images/s
 and input MB/s. Every row reads the same images at the same decode size. The "read only" rows
 time the I/O part alone (no decode, one process): opening and reading every file vs reading
-every shard sequentially with its sha256 check. Each row is the best of --repeats passes.
+every shard sequentially with its sha256 check. The cases run interleaved, --repeats rounds;
+each row is its best pass.
 
     python benchmarks/data_throughput.py                       # 256 images, 800 px, 2 workers
     python benchmarks/data_throughput.py --images 1000 --workers 4 --shard-size 64MB
@@ -47,7 +48,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--shard-size", default="2MB", help="about 18 shards per worker here")
     parser.add_argument("--shuffle-buffer", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3, help="passes per row; the best counts")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; each row's best counts")
     parser.add_argument("--keep", help="build the data in this directory and keep it")
     return parser.parse_args()
 
@@ -165,13 +166,16 @@ def shards_read_only(manifest_path: Path, cache: Path | None) -> dict:
     return {"images": images, "seconds": seconds, "bytes": nbytes, "hit_rate": hit_rate}
 
 
-def best(run, repeats: int, before=None) -> dict:
-    results = []
+def interleaved(cases: list[tuple[str, object, object]], repeats: int) -> list[tuple[str, dict]]:
+    """Each case once per round, rounds repeated; the best pass of each case counts. Interleaving
+    spreads a busy machine's slow moments over all cases instead of one."""
+    results: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
     for _ in range(repeats):
-        if before:
-            before()
-        results.append(run())
-    return min(results, key=lambda r: r["seconds"])
+        for name, run, before in cases:
+            if before:
+                before()
+            results[name].append(run())
+    return [(name, min(results[name], key=lambda r: r["seconds"])) for name, _, _ in cases]
 
 
 def main() -> int:
@@ -215,22 +219,25 @@ def main() -> int:
         def empty_cache() -> None:
             shutil.rmtree(cache, ignore_errors=True)
 
-        rows = [
-            ("files (one JPEG per image)", best(lambda: files_epoch(root, args), n)),
-            ("shards, no cache", best(lambda: shards_epoch(manifest, args, None), n)),
-            (
-                "shards, cold cache",
-                best(lambda: shards_epoch(manifest, args, cache), n, empty_cache),
-            ),
-            ("shards, warm cache", best(lambda: shards_epoch(manifest, args, cache), n)),
-            ("read only: files", best(lambda: files_read_only(root), n)),
-            ("read only: shards", best(lambda: shards_read_only(manifest, None), n)),
-            (
-                "read only: shards cold",
-                best(lambda: shards_read_only(manifest, cache), n, empty_cache),
-            ),
-            ("read only: shards warm", best(lambda: shards_read_only(manifest, cache), n)),
-        ]
+        warm = None  # the warm cases run after a cold one has filled the cache
+
+        rows = interleaved(
+            [
+                ("files (one JPEG per image)", lambda: files_epoch(root, args), warm),
+                ("shards, no cache", lambda: shards_epoch(manifest, args, None), warm),
+                ("shards, cold cache", lambda: shards_epoch(manifest, args, cache), empty_cache),
+                ("shards, warm cache", lambda: shards_epoch(manifest, args, cache), warm),
+            ],
+            n,
+        ) + interleaved(
+            [
+                ("read only: files", lambda: files_read_only(root), warm),
+                ("read only: shards", lambda: shards_read_only(manifest, None), warm),
+                ("read only: shards cold", lambda: shards_read_only(manifest, cache), empty_cache),
+                ("read only: shards warm", lambda: shards_read_only(manifest, cache), warm),
+            ],
+            n,
+        )
         print()
         print(
             f"{platform.node()} · {os.cpu_count()} CPUs · {platform.processor() or platform.machine()}"

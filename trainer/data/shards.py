@@ -214,10 +214,10 @@ def _members(handle: Any, path: str, skip: Any = None) -> Iterator[tuple[str, by
             handle.seek(padded, os.SEEK_CUR)
             yield info.name, None
             continue
-        data = handle.read(padded)
-        if len(data) < padded:
+        data = handle.read(info.size)
+        if len(data) < info.size or len(handle.read(padded - info.size)) < padded - info.size:
             raise TrainerError(f"{path}: member {info.name!r} is cut short (truncated tar)")
-        yield info.name, data[: info.size]
+        yield info.name, data
 
 
 def _pairs(
