@@ -377,3 +377,14 @@ def test_shard_training_needs_a_validation_manifest_to_evaluate(shards, capsys):
     assert entry.main(args) == 2
     err = capsys.readouterr().err
     assert "evaluates on --val-manifest PATH" in err and "--eval-every 0" in err
+
+
+def test_resume_refuses_a_checkpoint_of_another_manifest_version():
+    from trainer.data.feeds import check_same_corpus
+
+    ours = {"corpus": {"manifest": "/s/new/manifest.json", "manifest_version": "bbbb"}}
+    saved = {"data": {"corpus": {"manifest": "/s/old/manifest.json", "manifest_version": "aaaa"}}}
+    with pytest.raises(ConfigError, match="manifest version aaaa .*this run uses bbbb"):
+        check_same_corpus(saved, "ckpt.pt", ours)
+    check_same_corpus({"data": {"corpus": {"manifest_version": "bbbb"}}}, "ckpt.pt", ours)
+    check_same_corpus({}, "ckpt.pt", ours)  # a checkpoint from before shards: nothing to compare
