@@ -15,7 +15,16 @@ from trainer.errors import TrainerError
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = parse_config(argv)
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["prepare"]:  # offline: pack a split into shards (trainer/data/prepare.py)
+        from trainer.data.prepare import main as prepare_main
+
+        return prepare_main(args[1:])
+    if args[:1] == ["verify"]:  # re-read every shard of a manifest
+        from trainer.data.prepare import verify_main
+
+        return verify_main(args[1:])
+    cfg = parse_config(args)
     ctx = None
     try:
         validate(cfg)

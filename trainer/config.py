@@ -25,6 +25,27 @@ OPTIMIZER_DEFAULTS = {
 }
 
 
+SIZE_UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6, "G": 10**9,
+              "GB": 10**9, "T": 10**12, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
+              "TIB": 2**40}  # fmt: skip
+
+
+def parse_size(text: str) -> int:
+    """'1GB' -> 10**9, '512MiB' -> 512 * 2**20, '123' -> 123 bytes; ValueError otherwise."""
+    number = text.strip().upper()
+    digits = number.rstrip("KMGTIB").strip()
+    unit = number[len(number.rstrip("KMGTIB")) :]
+    try:
+        value = float(digits) * SIZE_UNITS[unit]
+    except (KeyError, ValueError):
+        raise ValueError(
+            f"not a size: {text!r} (expected e.g. 1GB, 512MB, 64MiB or a number of bytes)"
+        ) from None
+    if value < 0:
+        raise ValueError(f"not a size: {text!r} (negative)")
+    return int(value)
+
+
 def _opt(help_text: str, group: str = "training", **kwargs: Any) -> dict[str, Any]:
     return {"help": help_text, "group": group, **kwargs}
 
@@ -122,6 +143,35 @@ class TrainConfig:
         default=False,
         metadata=_opt(
             "build (and cache) the annotation indexes, then exit without training", "data"
+        ),
+    )
+    data_format: str = field(
+        default="files",
+        metadata=_opt(
+            "files: one file per image (--dataset); shards: tar shards of a manifest", "data",
+            choices=("files", "shards"),
+        ),
+    )  # fmt: skip
+    manifest: str | None = field(
+        default=None,
+        metadata=_opt("train manifest.json written by `python -m trainer prepare`", "data"),
+    )
+    val_manifest: str | None = field(
+        default=None, metadata=_opt("validation manifest.json (shards: evaluation data)", "data")
+    )
+    shuffle_buffer: int = field(
+        default=512,
+        metadata=_opt("shards: samples each loader worker shuffles through (memory bound)", "data"),
+    )
+    cache_dir: str | None = field(
+        default=None,
+        metadata=_opt("shards: node-local directory shards are copied to on first use", "data"),
+    )
+    cache_max_bytes: str = field(
+        default="0",
+        metadata=_opt(
+            "shards: cache size cap (e.g. 200GB); least recently used shards go first; 0: none",
+            "data",
         ),
     )
     workers: int = field(default=4, metadata=_opt("data loader processes per rank", "data"))
@@ -283,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainer",
         description="Distributed RetinaNet training (torchrun) on Open Images V7, COCO or synthetic data.",
+        epilog="Shards: `python -m trainer prepare --help` packs a split into tar shards and a "
+        "manifest; `python -m trainer verify --manifest M` re-reads them (trainer/README.md).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -358,7 +410,8 @@ def validate(cfg: TrainConfig) -> None:
             "evaluation needs pycocotools, which is not installed: `pip install pycocotools`, "
             "or pass --eval-every 0"
         )
-    if cfg.dataset != "synthetic" and not cfg.data_root:
+    _validate_shards(cfg)
+    if cfg.data_format == "files" and cfg.dataset != "synthetic" and not cfg.data_root:
         needs_root = cfg.dataset == "coco" or not (
             cfg.oid_train_annotations and cfg.oid_classes_file and cfg.train_images
         )
@@ -368,3 +421,33 @@ def validate(cfg: TrainConfig) -> None:
             )
     if cfg.data_root and not os.path.isdir(cfg.data_root):
         raise ConfigError(f"--data-root {cfg.data_root!r}: no such directory")
+
+
+def _validate_shards(cfg: TrainConfig) -> None:
+    try:
+        parse_size(cfg.cache_max_bytes)
+    except ValueError as exc:
+        raise ConfigError(f"--cache-max-bytes: {exc}") from None
+    if cfg.shuffle_buffer < 1:
+        raise ConfigError(f"--shuffle-buffer {cfg.shuffle_buffer}: must be at least 1")
+    if cfg.data_format != "shards":
+        for flag, value in (
+            ("manifest", cfg.manifest),
+            ("val-manifest", cfg.val_manifest),
+            ("cache-dir", cfg.cache_dir),
+        ):
+            if value:
+                raise ConfigError(f"--{flag} applies to --data-format shards only; add that flag")
+        return
+    if not cfg.manifest:
+        raise ConfigError(
+            "--data-format shards needs --manifest PATH (written by `python -m trainer prepare`)"
+        )
+    for flag, path in (("manifest", cfg.manifest), ("val-manifest", cfg.val_manifest)):
+        if path and not os.path.isfile(path):
+            raise ConfigError(f"--{flag} {path!r}: no such file")
+    if cfg.eval_every > 0 and not cfg.val_manifest:
+        raise ConfigError(
+            "--data-format shards evaluates on --val-manifest PATH (prepare --split validation); "
+            "pass one, or --eval-every 0"
+        )

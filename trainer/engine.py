@@ -74,12 +74,24 @@ class StopRequest:
 
 
 @dataclass
+class InputMeter:
+    """Shard input counters: ``take()`` gives this rank's [sample bytes read, shard cache hits,
+    shard opens] since its previous call; the sums over ranks accumulate here for the records."""
+
+    take: Callable[[], list[float]]
+    cached: bool
+    hits: float = 0.0
+    opens: float = 0.0
+
+
+@dataclass
 class Window:
     """Measurements between two metrics records."""
 
     steps: int = 0
     images: int = 0
     data_time: float = 0.0
+    input_bytes: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     losses: dict[str, float] = field(default_factory=dict)
 
@@ -107,6 +119,7 @@ def train_one_epoch(
     metrics: MetricsLog,
     save: Callable[[str], None],
     stop: StopRequest,
+    meter: InputMeter | None = None,
 ) -> str:
     """Train until the epoch ends, ``total_steps`` is reached, or a stop is requested.
 
@@ -146,8 +159,16 @@ def train_one_epoch(
         # One small all-reduce per step: the loss terms (for the finite check and the log), the
         # stop flag (so all ranks stop at this same step), and the count of skipped images.
         skipped = sum(len(t["skipped"]) for t in targets)
-        flags = torch.tensor([float(stop.requested), float(skipped)], device=ctx.device)
+        io = meter.take() if meter else []
+        flags = torch.tensor([float(stop.requested), float(skipped), *io], device=ctx.device)
         reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags])).cpu()
+        n_terms = len(LOSS_TERMS)
+        stop_votes, skipped_total = float(reduced[n_terms]), float(reduced[n_terms + 1])
+        if meter:
+            input_bytes, hits, opens = reduced[n_terms + 2 :].tolist()
+            window.input_bytes += input_bytes
+            meter.hits += hits
+            meter.opens += opens
         mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
         total_loss = float(mean_losses.sum())
         if not math.isfinite(total_loss):
@@ -182,16 +203,14 @@ def train_one_epoch(
             ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
         ):
             window.losses[name] = window.losses.get(name, 0.0) + value
-        window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + float(
-            reduced[-1]
-        )
+        window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + skipped_total
         if progress.global_step % cfg.log_every == 0:
-            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs)
+            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter)
             window = Window()
 
         if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
             save("periodic")
-        if float(reduced[-2]) > 0:
+        if stop_votes > 0:
             return "stopped"
         if progress.global_step >= total_steps:
             return "max_steps"
@@ -223,6 +242,7 @@ def _log(
     lr: float,
     total_steps: int,
     epochs: int,
+    meter: InputMeter | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
     record = {
@@ -241,4 +261,10 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    if meter:
+        # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
+        # shard opens served from --cache-dir over the run so far (None without a cache).
+        record["input_bytes_per_sec"] = round(window.input_bytes / elapsed, 1)
+        hit_rate = meter.hits / meter.opens if meter.opens else 0.0
+        record["cache_hit_rate"] = round(hit_rate, 4) if meter.cached else None
     metrics.write(record)

@@ -16,12 +16,11 @@ import PIL
 import torch
 import torchvision
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 
 from trainer import checkpoint
 from trainer.config import TrainConfig
-from trainer.data import build_datasets, collate
-from trainer.data.sampler import DistributedGroupedBatchSampler, aspect_ratio_groups
+from trainer.data.feeds import build_train_data, check_same_corpus
+from trainer.data.stream import ShardFeed
 from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
@@ -49,42 +48,27 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if comm_env and ctx.backend == "nccl":
         log(f"NCCL settings: {comm_env}")
 
-    # Data: the index knows every image's size and boxes before any image is decoded.
-    train_set, val_set = build_datasets(cfg, ctx, log)
-    class_names = train_set.index.class_names
-    if cfg.prepare_only:
-        log("--prepare-only: datasets indexed, exiting without training")
+    # Data: the index (files) or the manifest (shards) knows every image's size and boxes, and
+    # every rank's number of steps, before any image is decoded (trainer/data/feeds.py).
+    data = build_train_data(cfg, ctx, log)
+    if data is None:
         return 0
-    groups = aspect_ratio_groups(
-        train_set.index.heights, train_set.index.widths, cfg.aspect_ratio_group_factor
+    feed, val_set, class_names = data.feed, data.val_set, data.class_names
+    epoch_steps = [feed.steps(e) for e in range(cfg.epochs)]
+    if min(epoch_steps) == 0:
+        raise ConfigError(data.too_few)
+    per_epoch = (
+        str(epoch_steps[0])
+        if len(set(epoch_steps)) == 1
+        else "/".join(map(str, epoch_steps[:3])) + "..."
     )
-    sampler = DistributedGroupedBatchSampler(
-        groups, cfg.batch_size, ctx.rank, ctx.world_size, cfg.seed
-    )
-    steps_per_epoch = sampler.batches_per_rank
-    if steps_per_epoch == 0:
-        raise ConfigError(
-            f"{len(train_set)} training images are too few for --batch-size {cfg.batch_size} "
-            f"on {ctx.world_size} rank(s) (per aspect-ratio group); add data, lower the batch size, "
-            "or pass --aspect-ratio-group-factor -1"
-        )
-    total_steps = cfg.epochs * steps_per_epoch
+    total_steps = sum(epoch_steps)
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
-    loader_options = {}
-    if cfg.workers > 0:
-        loader_options = {"persistent_workers": True, "prefetch_factor": cfg.prefetch_factor}
-    loader = DataLoader(
-        train_set,
-        batch_sampler=sampler,
-        num_workers=cfg.workers,
-        collate_fn=collate,
-        pin_memory=cfg.pin_memory and ctx.device.type == "cuda",
-        **loader_options,
-    )
+    data_info = data.info
 
     # Model, optimiser, schedule.
-    model = build_model(cfg, train_set.num_classes).to(ctx.device)
+    model = build_model(cfg, data.num_classes).to(ctx.device)
     if cfg.sync_bn and ctx.distributed and ctx.device.type == "cuda":
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
     elif cfg.sync_bn:
@@ -113,11 +97,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     scaler = torch.amp.GradScaler(ctx.device.type) if cfg.amp == "fp16" else None
     log(
-        f"model {cfg.model}, {train_set.num_classes} classes incl. background, "
+        f"model {cfg.model}, {data.num_classes} classes incl. background, "
         f"{sum(p.numel() for p in model_without_ddp.parameters()) / 1e6:.1f}M parameters; "
         f"{cfg.optimizer} lr {lr:g} (= {cfg.resolved_lr(cfg.lr_base_batch):g} x global batch "
         f"{global_batch} / {cfg.lr_base_batch}), weight decay {weight_decay:g} "
-        f"(norm layers {norm_weight_decay:g}); {steps_per_epoch} steps per epoch, "
+        f"(norm layers {norm_weight_decay:g}); {per_epoch} steps per epoch, "
         f"{total_steps} steps in total"
     )
 
@@ -147,8 +131,19 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         rng = ckpt.get("rng", [])
         if ctx.rank < len(rng):
             checkpoint.set_rng_state(rng[ctx.rank])
-        if progress.step_in_epoch >= steps_per_epoch:
+        if progress.step_in_epoch >= feed.steps(progress.epoch):
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
+        if isinstance(feed, ShardFeed):
+            check_same_corpus(ckpt, path, data_info)
+            positions = ckpt.get("stream") or []
+            note = feed.restore(
+                positions[ctx.rank] if ctx.rank < len(positions) else None,
+                progress.epoch,
+                progress.step_in_epoch,
+            )
+            if note:
+                log(f"{note}; continuing with epoch {progress.epoch + 1}")
+                progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
         log(
             f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
             f"batch {progress.step_in_epoch} of the epoch"
@@ -158,7 +153,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         ctx, {"rank": ctx.rank, "host": socket.gethostname(), "device": str(ctx.device)}
     )
     if ctx.is_main:
-        write_run_json(cfg.output_dir, _run_info(cfg, ctx, ranks, found[0] if found else None))
+        info = _run_info(cfg, ctx, ranks, found[0] if found else None)
+        write_run_json(cfg.output_dir, {**info, "data": data_info})
 
     stop = StopRequest()
     stop.install()
@@ -167,6 +163,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     def save(reason: str) -> None:
         """Collective (gathers every rank's RNG state); rank 0 writes."""
         rngs = all_gather_objects(ctx, checkpoint.rng_state())
+        positions = None
+        if isinstance(feed, ShardFeed):  # every rank's stream position (exact resume)
+            positions = all_gather_objects(ctx, feed.position())
         if not ctx.is_main or last_saved["step"] == progress.global_step:
             return
         state = {
@@ -179,6 +178,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             "config": cfg.to_dict(),
             "class_names": list(class_names),
             "world_size": ctx.world_size,
+            "data": data_info,
+            "stream": positions,
             "reason": reason,
             "versions": {
                 "torch": str(torch.__version__),
@@ -222,11 +223,14 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     outcome = "epoch_end"
     evaluated_at = -1
     while progress.epoch < cfg.epochs and progress.global_step < total_steps:
-        sampler.set_epoch(progress.epoch, start_batch=progress.step_in_epoch)
-        log(f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of {steps_per_epoch}")
+        batches = feed.epoch_batches(progress.epoch, progress.step_in_epoch)
+        log(
+            f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of "
+            f"{feed.steps(progress.epoch)}"
+        )
         outcome = train_one_epoch(
-            ctx, cfg, model, optimizer, scheduler, scaler, loader, progress,
-            total_steps, metrics, save, stop,
+            ctx, cfg, model, optimizer, scheduler, scaler, batches, progress,
+            total_steps, metrics, save, stop, data.meter,
         )  # fmt: skip
         if outcome == "stopped":
             log(

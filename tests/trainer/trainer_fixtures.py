@@ -128,3 +128,38 @@ def write_coco(root: Path, train_images: int = 24, val_images: int = 6, size=(80
         (ann_dir / f"instances_{name}.json").write_text(
             json.dumps({"images": images, "annotations": annotations, "categories": categories})
         )
+
+
+def add_hygiene_cases(root: Path, split: str = "train") -> dict:
+    """Three more listed images in an Open Images folder (write_openimages first): a truncated
+    JPEG, a JPEG stored sideways with EXIF orientation 6 (its box in the stored frame), and a byte
+    copy of the first image under another ImageID."""
+    images = root / split
+    csv_name = (
+        "oidv6-train-annotations-bbox.csv"
+        if split == "train"
+        else "validation-annotations-bbox.csv"
+    )
+    corrupt, rotated, duplicate = image_id(7001), image_id(7002), image_id(7003)
+    whole = (images / f"{image_id(1)}.jpg").read_bytes()
+    (images / f"{corrupt}.jpg").write_bytes(whole[: len(whole) // 2])
+    (images / f"{duplicate}.jpg").write_bytes((images / f"{image_id(0)}.jpg").read_bytes())
+    stored = np.zeros((48, 80, 3), np.uint8)  # stored 80 wide, 48 high; shown upright 48 x 80
+    box = (0.1, 0.2, 0.4, 0.6)  # x1, y1, x2, y2 normalised, stored frame
+    stored[int(0.2 * 48) : int(0.6 * 48), int(0.1 * 80) : int(0.4 * 80)] = (255, 0, 0)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(stored).save(images / f"{rotated}.jpg", quality=95, exif=exif)
+    xclick = split == "train"
+    with open(root / csv_name, "a", newline="") as f:
+        writer = csv.writer(f)
+        for iid, (x1, y1, x2, y2) in (
+            (corrupt, (0.1, 0.1, 0.5, 0.5)),
+            (rotated, box),
+            (duplicate, (0.2, 0.2, 0.6, 0.6)),
+        ):
+            row = [iid, "xclick", "/m/0k4j", "1", str(x1), str(x2), str(y1), str(y2),
+                   "0", "0", "0", "0", "0"]  # fmt: skip
+            writer.writerow(row + (["-1"] * 8 if xclick else []))
+    return {"corrupt": f"{corrupt}.jpg", "rotated": rotated, "duplicate": f"{duplicate}.jpg",
+            "duplicate_of": f"{image_id(0)}.jpg", "rotated_box": box}  # fmt: skip
