@@ -26,14 +26,15 @@ from typing import Any
 from runai_tui import __version__
 from runai_tui.local import flags as F
 from runai_tui.local import jobs, jobspec, pvc, state
-from runai_tui.local.config import ConfigError, load_config
+from runai_tui.local.config import load_config
+from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import Flag, FlagError, Parsed
 
 PROG = "runai-local"
 FOLLOW_POLL_SECONDS = 0.2
 
 
-class CliError(Exception):
+class CliError(LocalError):
     """Printed as `Error: <message>`; exit 1."""
 
 
@@ -507,9 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             _out(_help(path, node))
             return 0
         return handler(parsed, [PROG, *args])
-    except (FlagError, CliError, jobs.JobError, jobspec.SpecError, pvc.PvcError) as exc:
-        return _fail(str(exc), debug)
-    except (ConfigError, state.StateError) as exc:
+    except LocalError as exc:  # every explained failure (flags, spec, PVC, job, config, state)
         return _fail(str(exc), debug)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error for a log stream.

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runai_tui.local.errors import LocalError
 from runai_tui.local.state import data_root
 
 
-class ConfigError(Exception):
+class ConfigError(LocalError):
     """The config file or an override is invalid (one line naming file, field and value)."""
 
 

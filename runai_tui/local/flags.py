@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from runai_tui.local.errors import LocalError
 
-class FlagError(Exception):
+
+class FlagError(LocalError):
     """A command-line error, worded like cobra/pflag (printed as ``Error: <message>``)."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from runai_tui.local import pvc
 from runai_tui.local.config import LocalConfig
+from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import GLOBAL_FLAGS, Parsed
 from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
@@ -52,7 +53,7 @@ _BASE_ENV_KEYS = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
 _GLOBAL_NAMES = {flag.name for flag in GLOBAL_FLAGS}
 
 
-class SpecError(ValueError):
+class SpecError(LocalError, ValueError):
     """A submit that cannot run locally (bad value or missing command): one line with the fix."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runai_tui.atomic import atomic_open
+from runai_tui.local.errors import LocalError
 
 # Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
 # delete can find and stop the whole job even when its records are lost or a process escaped
@@ -45,7 +46,7 @@ ACTIVE_PHASES = {
 TERMINAL_PHASES = {"Completed", "Failed"}
 
 
-class StateError(Exception):
+class StateError(LocalError):
     """A state file is missing, truncated or hand-edited: one line naming the file."""
 
 
