@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runai_tui import __version__
+from runai_tui import __version__, paths
 from runai_tui.command import build_submit_argv, display_argv
 from runai_tui.errors import Failure, RunaiError, UsageError
 from runai_tui.profiles import (
@@ -324,13 +324,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     from runai_tui.client import RunaiClient
 
     store = ProfileStore()
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state") / "runai-tui"
     print(f"runai-tui {__version__}")
     for directory in store.dirs:
         kind = "user" if directory == store.user_dir else "project"
         exists = "" if directory.is_dir() else "  (does not exist yet)"
         print(f"profiles ({kind}): {directory}{exists}")
-    print(f"local cluster state: {state / 'local'}")
+    print(f"local cluster state: {paths.local_state_dir()}")
     backend = select_backend(args.backend)
     print(f"backend: {backend.kind}  ({backend.label})  {' '.join(backend.executable)}")
     try:

@@ -9,7 +9,6 @@ a key set to `null` in the child removes what the parent set. The child's own `e
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from runai_tui import paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import UsageError
 
@@ -613,8 +613,7 @@ def default_dirs() -> list[Path]:
 
 
 def user_profiles_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "runai-tui" / "profiles"
+    return paths.user_profiles_dir()
 
 
 class ProfileStore:

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runai_tui import paths
 from runai_tui.atomic import atomic_open
 from runai_tui.local.errors import LocalError
 
@@ -51,13 +52,11 @@ class StateError(LocalError):
 
 
 def state_root() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "runai-tui" / "local"
+    return paths.local_state_dir()
 
 
 def data_root() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "runai-tui" / "local"
+    return paths.local_data_dir()
 
 
 def jobs_root() -> Path:
