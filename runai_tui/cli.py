@@ -306,7 +306,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_suspend_resume(args: argparse.Namespace) -> int:
     client = _client(args)
     output = client.suspend(args.job) if args.command == "suspend" else client.resume(args.job)
-    print(output.strip() or f"{args.command.capitalize()}ed {args.job}.")
+    done = {"suspend": "Suspended", "resume": "Resumed"}[args.command]
+    print(output.strip() or f"{done} {args.job}.")
     return 0
 
 
@@ -369,12 +370,12 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in raw
+    head, tail = raw, None
+    if "--" in raw:  # what follows is an exec command: its words are not ours
+        split = raw.index("--")
+        head, tail = raw[:split], raw[split + 1 :]
+    debug = "--debug" in head
     try:
-        head, tail = raw, None
-        if "--" in raw:
-            split = raw.index("--")
-            head, tail = raw[:split], raw[split + 1 :]
         args = build_parser().parse_args(head)
         if tail is not None and args.command != "exec":
             raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")

@@ -46,7 +46,7 @@ def build_submit_argv(profile: Profile, name: str | None = None) -> list[str]:
     opt("--run-as-uid", profile.run_as.get("uid"))
     opt("--run-as-gid", profile.run_as.get("gid"))
     opt("--working-dir", profile.working_dir)
-    # `-e` is the one spelling valid in CLI v1, old v2 and new v2 (runai-cli.md §1.4).
+    # `-e` is the one spelling valid in CLI v1, old v2 and new v2 (docs/runai-cli.md §1.4).
     repeated("-e", [f"{k}={v}" for k, v in profile.env.items()])
     repeated("--existing-pvc", [f"claimname={p['claim']},path={p['path']}" for p in profile.pvcs])
     repeated("--capability", profile.capabilities)

@@ -18,7 +18,7 @@ from runai_tui.models import Event, Job, JobDetail, Pod, normalize_phase
 
 # --- notices and JSON ------------------------------------------------------------------------
 
-# Lines the auto-updating CLI prints before or after the real output (runai-cli.md §3.4).
+# Lines the auto-updating CLI prints before or after the real output (docs/runai-cli.md §3.4).
 _NOTICE_RE = re.compile(
     r"^\s*(A new version .* is available|Updating now|"
     r"Warning: You are currently using version|.*newer version .* is available)",
@@ -393,7 +393,7 @@ _NOT_LOGGED_IN_RE = re.compile(
 )
 _WORKLOAD_NAME = r"['\"]?(?:<name>|[a-z0-9][\w.-]*)['\"]?"
 _NOT_FOUND_RE = re.compile(
-    r"\bcould not locate desired workload\b"  # v2 logs/exec (runai-cli.md §2.3)
+    r"\bcould not locate desired workload\b"  # v2 logs/exec (docs/runai-cli.md §2.3)
     r"|\bno such (?:workload|job)\b|\b(?:workload|job) (?:was )?not found\b"
     # "workload 'x' could not be found in project 'p'", v1 "Job x does not exist in project p.",
     # v1 "Job x not found"; a Kubernetes-style `"x" not found` only for the job's own name.

@@ -1,7 +1,7 @@
 """Turn a parsed `submit` into the job spec the supervisor runs, and compute each pod's env.
 
 Pods follow the Kubeflow PyTorchJob layout: ``NAME-master-0`` (rank 0) and ``NAME-worker-i``
-(rank i+1). Their env mirrors what the operator and Run:ai inject (runai-cli.md section 4), with
+(rank i+1). Their env mirrors what the operator and Run:ai inject (docs/runai-cli.md section 4), with
 MASTER_ADDR 127.0.0.1 because every pod runs on this machine.
 """
 
