@@ -46,14 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         choices=["auto", "runai", "local"],
         default=None,
-        help="auto (default, or $RUNAI_TUI_BACKEND): runai when installed, else the local cluster",
+        help="auto (default; or $RUNAI_TUI_BACKEND, or config.toml): runai when installed, "
+        "else the local cluster",
     )
-    parser.add_argument("-p", "--project", default=None, help="Run:ai project (-p) for every call")
+    parser.add_argument(
+        "-p",
+        "--project",
+        default=None,
+        help="Run:ai project (-p) for every call (or $RUNAI_TUI_PROJECT, or config.toml)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per runai call")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--readonly", action="store_true", help="TUI: hide submit, delete, exec")
     parser.add_argument(
-        "--refresh", type=float, default=2.0, metavar="SECONDS", help="TUI: job list refresh"
+        "--refresh",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="TUI: job list refresh (default 2; or $RUNAI_TUI_REFRESH, or config.toml)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -107,18 +117,35 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--pod", help="pod name (default: the master)")
     # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
-    sub.add_parser("info", help="paths, backend and runai version in use")
+    inf = sub.add_parser("info", help="settings and where each came from, paths, runai version")
+    inf.add_argument("--json", action="store_true")
     return parser
 
 
 # ---------------------------------------------------------------------------------------------
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings (flag > env > config.toml > default), resolved once per command."""
+    if getattr(args, "settings", None) is None:
+        from runai_tui.config import load_settings
+
+        args.settings = load_settings(
+            {"backend": args.backend, "project": args.project, "refresh": args.refresh}
+        )
+    return args.settings
+
+
 def _client(args: argparse.Namespace) -> Any:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
-    return RunaiClient(select_backend(args.backend), project=args.project, timeout=args.timeout)
+    settings = _settings(args)
+    return RunaiClient(
+        select_backend(settings.backend.value),
+        project=settings.project.value,
+        timeout=args.timeout,
+    )
 
 
 def _print_json(data: Any) -> None:
@@ -143,7 +170,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         profile = apply_overrides(profile, args.sets)
     if args.name is not None:
         check_job_name(args.name)
-    argv = build_submit_argv(profile, args.name)
+    from runai_tui.client import with_project
+
+    settings = _settings(args)
+    if settings.project.from_flag:  # an explicit -p beats the profile's own project
+        profile = apply_overrides(profile, [f"project={settings.project.value}"])
+    argv = with_project(build_submit_argv(profile, args.name), settings.project.value)
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
     if args.dry_run:
@@ -324,31 +356,74 @@ def cmd_info(args: argparse.Namespace) -> int:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
+    settings = _settings(args)
     store = ProfileStore()
-    print(f"runai-tui {__version__}")
-    for directory in store.dirs:
-        kind = "user" if directory == store.user_dir else "project"
-        exists = "" if directory.is_dir() else "  (does not exist yet)"
-        print(f"profiles ({kind}): {directory}{exists}")
-    print(f"local cluster state: {paths.local_state_dir()}")
-    backend = select_backend(args.backend)
-    print(f"backend: {backend.kind}  ({backend.label})  {' '.join(backend.executable)}")
+    info: dict[str, Any] = {
+        "version": __version__,
+        "config_file": {"path": str(settings.file), "exists": settings.file.is_file()},
+        "settings": {s.name: {"value": s.value, "source": s.source} for s in settings.all()},
+        "profiles": [
+            {
+                "path": str(d),
+                "origin": "user" if d == store.user_dir else "project",
+                "exists": d.is_dir(),
+            }
+            for d in store.dirs
+        ],
+        "local_cluster": {
+            "config": str(paths.local_config_file()),
+            "state": str(paths.local_state_dir()),
+            "data": str(paths.local_data_dir()),
+        },
+    }
     try:
-        version = RunaiClient(backend, timeout=args.timeout).version().strip()
+        backend = select_backend(settings.backend.value)
     except RunaiError as exc:
-        version = f"unavailable: {exc.message}"
-    print(f"version: {version.splitlines()[0] if version else '-'}")
+        info["backend"] = {"kind": None, "error": exc.message, "hint": exc.hint}
+    else:
+        try:
+            version = RunaiClient(backend, timeout=args.timeout).version().strip()
+        except RunaiError as exc:
+            version = f"unavailable: {exc.message}"
+        info["backend"] = {
+            "kind": backend.kind,
+            "label": backend.label,
+            "executable": backend.executable,
+            "version": version.splitlines()[0] if version else "",
+        }
+    if args.json:
+        _print_json(info)
+        return 0
+    print(f"runai-tui {__version__}")
+    missing = "" if info["config_file"]["exists"] else "  (does not exist)"
+    print(f"config file: {settings.file}{missing}")
+    for setting in settings.all():
+        value = setting.value if setting.value is not None else "-"
+        shown = f"{value:g} s" if setting.name == "refresh" else value
+        print(f"  {setting.name}: {shown}  (from {setting.source})")
+    for entry in info["profiles"]:
+        exists = "" if entry["exists"] else "  (does not exist yet)"
+        print(f"profiles ({entry['origin']}): {entry['path']}{exists}")
+    print(f"local cluster state: {paths.local_state_dir()}")
+    print(f"local cluster data (PVCs): {paths.local_data_dir()}")
+    found = info["backend"]
+    if found["kind"] is None:
+        print(f"backend: unavailable: {found['error']}")
+        return 0
+    print(f"backend: {found['kind']}  ({found['label']})  {' '.join(found['executable'])}")
+    print(f"version: {found['version'] or '-'}")
     return 0
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from runai_tui.tui.app import run_tui  # Textual is imported only here
 
+    settings = _settings(args)
     return run_tui(
-        backend_choice=args.backend,
+        backend_choice=settings.backend.value,
         readonly=args.readonly,
-        refresh=args.refresh,
-        project=args.project,
+        refresh=settings.refresh.value,
+        project=settings.project.value,
         timeout=args.timeout,
     )
 

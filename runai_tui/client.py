@@ -58,6 +58,21 @@ class Completed:
         return "\n".join(part for part in (self.stdout, self.stderr) if part.strip())
 
 
+def with_project(argv: Sequence[str], project: str | None) -> list[str]:
+    """A submit argv with `-p PROJECT` when `project` is set and the argv names no project (a
+    profile's own `project` is kept), inserted before `--command`/`--`. Both faces show and run
+    this argv, so what is displayed is what runs."""
+    args = list(argv)
+    end = len(args)
+    for marker in ("--command", "--"):
+        if marker in args:
+            end = min(end, args.index(marker))
+    has_project = any(a in ("-p", "--project") or a.startswith("--project=") for a in args[:end])
+    if project and not has_project:
+        args[end:end] = ["-p", project]
+    return args
+
+
 def _sync_twin(
     coroutine_function: Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]],
 ) -> Callable[Concatenate[Any, _P], _T]:
@@ -127,19 +142,10 @@ class RunaiClient:
         return args
 
     def submit_args(self, argv: Sequence[str]) -> list[str]:
-        """`argv` from command.build_submit_argv without its leading "runai", plus `-p` when the
-        client has a project and the argv has none (inserted before `--command`/`--`)."""
+        """`argv` from command.build_submit_argv without its leading "runai", with the client's
+        project added when the argv names none (`with_project`)."""
         args = list(argv[1:]) if argv and os.path.basename(argv[0]) == "runai" else list(argv)
-        end = len(args)
-        for marker in ("--command", "--"):
-            if marker in args:
-                end = min(end, args.index(marker))
-        has_project = any(
-            a in ("-p", "--project") or a.startswith("--project=") for a in args[:end]
-        )
-        if self.project and not has_project:
-            args[end:end] = self._project_args()
-        return args
+        return with_project(args, self.project)
 
     def exec_argv(
         self,
