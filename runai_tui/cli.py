@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--pod", help="pod name (default: the master)")
     # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
+    pj = sub.add_parser("projects", help="the projects you may use (runai project list)")
+    pj.add_argument("--json", action="store_true")
     inf = sub.add_parser("info", help="settings and where each came from, paths, runai version")
     inf.add_argument("--json", action="store_true")
     return parser
@@ -352,6 +354,19 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return run_interactive(argv)
 
 
+def cmd_projects(args: argparse.Namespace) -> int:
+    client = _client(args)
+    projects = client.projects()
+    if args.json:
+        _print_json([{"name": p, "current": p == client.project} for p in projects])
+        return 0
+    for project in projects:
+        print(f"{project}{'  (current)' if project == client.project else ''}")
+    if not projects:
+        print("no projects")
+    return 0
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
@@ -438,6 +453,7 @@ COMMANDS = {
     "suspend": cmd_suspend_resume,
     "resume": cmd_suspend_resume,
     "exec": cmd_exec,
+    "projects": cmd_projects,
     "info": cmd_info,
     None: cmd_tui,
 }

@@ -26,6 +26,7 @@ from runai_tui.parse import (
     first_meaningful_line,
     parse_describe,
     parse_list_page,
+    parse_project_list,
     parse_submitted_name,
     strip_notices,
 )
@@ -303,6 +304,12 @@ class RunaiClient:
         """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`."""
         return first_meaningful_line(self._text(await self._run(["version"])))
 
+    async def aprojects(self) -> list[str]:
+        """The projects the user may use (`project list --json`; never `runai project` alone,
+        which opens an interactive picker)."""
+        done = await self._run(["project", "list", "--json"], check_when_ok=True)
+        return self._parse_or_classify(done, lambda: parse_project_list(done.stdout))
+
     async def stream_logs(
         self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
     ) -> AsyncIterator[str]:
@@ -347,6 +354,7 @@ class RunaiClient:
     resume = _sync_twin(aresume)
     whoami = _sync_twin(awhoami)
     version = _sync_twin(aversion)
+    projects = _sync_twin(aprojects)
 
     def logs(
         self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None

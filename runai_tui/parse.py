@@ -220,7 +220,9 @@ def _find_items(doc: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
-_NO_ITEMS_RE = re.compile(r"\bno (workloads?|trainings?|jobs?|resources?)\b.*\bfound\b", re.I)
+_NO_ITEMS_RE = re.compile(
+    r"\bno (workloads?|trainings?|jobs?|resources?|projects?)\b.*\bfound\b", re.I
+)
 
 
 def parse_list_page(text: str) -> tuple[list[Job], str]:
@@ -374,6 +376,38 @@ def parse_describe(text: str) -> JobDetail:
     )
 
 
+# --- projects --------------------------------------------------------------------------------
+
+
+def parse_project_list(text: str) -> list[str]:
+    """Project names from `project list --json`, in order, without duplicates. Its JSON shape is
+    UNCONFIRMED (docs/runai-cli.md §3.2), so a list of names or of objects (`name`,
+    `projectName`, `Name`), bare or under `projects`/`items`/`data`/`entries`, is accepted."""
+    body = strip_notices(text)
+    if not body or body == "null" or _NO_ITEMS_RE.search(body):
+        return []
+    try:
+        doc = extract_json(body)
+    except ValueError:
+        raise RunaiError(
+            ErrorKind.OTHER,
+            f"could not parse the project list: {first_meaningful_line(body)}",
+            "run `runai project list --json` by hand to see its output; report the format",
+            output=text,
+        ) from None
+    if isinstance(doc, Mapping):
+        doc = pick(doc, "projects", "items", "data", "entries", "Projects") or []
+    names: list[str] = []
+    for item in doc if isinstance(doc, list) else []:
+        name = item if isinstance(item, str) else None
+        if isinstance(item, Mapping):
+            value = pick(item, "name", "projectName", "Name")
+            name = value if isinstance(value, str) else None
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 # Failures are recognised by the phrases the CLIs actually print (docs/runai-cli.md §2.3, §2.8,
@@ -499,6 +533,7 @@ __all__ = [
     "parse_job",
     "parse_list_page",
     "parse_pod",
+    "parse_project_list",
     "parse_submitted_name",
     "parse_version",
     "parse_time",

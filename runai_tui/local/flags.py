@@ -358,3 +358,11 @@ ACTION_FLAGS = [
 ]
 
 PLAIN_FLAGS: list[Flag] = [Flag("wide", "bool")]
+
+PROJECT_LIST_FLAGS = [
+    Flag("json", "bool", help="Output structure JSON"),
+    Flag("yaml", "bool", help="Output structure YAML"),
+    Flag("table", "bool", help="Output structure table"),
+    Flag("no-headers", "bool"),
+    Flag("no-pagination", "bool"),
+]

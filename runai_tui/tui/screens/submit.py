@@ -166,6 +166,7 @@ class SubmitScreen(AppScreen):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
+        from runai_tui.client import with_project
         from runai_tui.command import build_submit_argv, display_argv
         from runai_tui.profiles import ProfileError, apply_overrides
 
@@ -196,7 +197,9 @@ class SubmitScreen(AppScreen):
             self.argv = None
             command.update("(fix the errors above to see the command)")
         else:
-            self.argv = build_submit_argv(profile)
+            # The project the app uses (-p) is part of the command shown and run.
+            project = getattr(self.tui.client, "project", None)
+            self.argv = with_project(build_submit_argv(profile), project)
             command.update(literal(display_argv(self.argv), max_chars=100_000))
         self.refresh_bindings()
         return not self.errors
