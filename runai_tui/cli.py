@@ -318,9 +318,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     client = _client(args)
     out = sys.stdout
-    for line in client.logs(args.job, pod=args.pod, follow=args.follow, tail=args.tail):
-        out.write(line + "\n")
-        out.flush()
+    lines = client.logs(args.job, pod=args.pod, follow=args.follow, tail=args.tail)
+    with contextlib.closing(lines):  # Ctrl-C or a closed pipe stops `logs` at once
+        for line in lines:
+            out.write(line + "\n")
+            out.flush()
     return 0
 
 
