@@ -3,7 +3,8 @@
 argv lists (never a shell), stdin from /dev/null (so a prompt can never hang us), the child in its
 own process group (so a timeout or a cancel kills it and anything it started), and the child
 always reaped. Everything is async, so the TUI's event loop is never blocked; the headless CLI
-drives the same coroutines through `run_sync` and `iterate_sync` (a private event loop per call).
+drives the same coroutines through `run_sync` and `iterate_sync` (a private event loop per call,
+in a helper thread when the caller itself runs inside an event loop).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -134,16 +136,42 @@ class LineStream:
 # --- the sync facade -----------------------------------------------------------------------------
 
 
-def _refuse_inside_a_loop(what: Any) -> None:
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return
-    if hasattr(what, "close"):
-        what.close()
-    raise RuntimeError(
-        "a sync RunaiClient method was called inside an event loop; await its async twin"
-    )
+        return False
+    return True
+
+
+class _Driver:
+    """A private event loop for sync callers. Called from inside a running event loop (a sync
+    call in async code), the private loop runs in a helper thread, and the caller blocks as on
+    any sync call."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pool = ThreadPoolExecutor(1, "runai-sync") if _loop_running() else None
+
+    def call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self.pool is None:
+            return fn(*args)
+        return self.pool.submit(fn, *args).result()
+
+    def step(self, awaitable: Any) -> Any:
+        return self.call(_step, self.loop, awaitable)
+
+    def close(self) -> None:
+        def shutdown() -> None:
+            with contextlib.suppress(Exception):
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+        try:
+            self.call(shutdown)
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
 
 
 def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
@@ -162,25 +190,21 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run `coroutine` to completion on a private event loop (for the headless CLI)."""
-    _refuse_inside_a_loop(coroutine)
-    loop = asyncio.new_event_loop()
+    driver = _Driver()
     try:
-        return _step(loop, coroutine)
+        return driver.step(coroutine)
     finally:
-        with contextlib.suppress(Exception):
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+        driver.close()
 
 
 def iterate_sync(stream: AsyncIterator[_T]) -> Iterator[_T]:
     """The items of an async iterator as a plain iterator, on a private event loop. Closing the
     iterator (or Ctrl-C) closes the async one inside the loop, so its cleanup runs."""
-    _refuse_inside_a_loop(None)
-    loop = asyncio.new_event_loop()
+    driver = _Driver()
     try:
         while True:
             try:
-                item = _step(loop, stream.__anext__())
+                item = driver.step(stream.__anext__())
             except StopAsyncIteration:
                 return
             yield item
@@ -189,8 +213,6 @@ def iterate_sync(stream: AsyncIterator[_T]) -> Iterator[_T]:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
-                    _step(loop, aclose())
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(loop.shutdown_asyncgens())
+                    driver.step(aclose())
         finally:
-            loop.close()
+            driver.close()
