@@ -101,7 +101,13 @@ def relative_imports(path: Path) -> set[str]:
     }
 
 
-ASYNC_SPAWNS = {"create_subprocess_exec", "create_subprocess_shell"}
+# asyncio's process APIs, high level and low level (loop.subprocess_exec).
+ASYNC_SPAWNS = {
+    "create_subprocess_exec",
+    "create_subprocess_shell",
+    "subprocess_exec",
+    "subprocess_shell",
+}
 
 
 def asyncio_spawns(path: Path) -> list[str]:
