@@ -27,11 +27,6 @@ from runai_tui import paths
 from runai_tui.backend import BACKEND_CHOICES, ENV_BACKEND
 from runai_tui.errors import UsageError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -124,6 +119,10 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
         raise UsageError(
             f"{path}: cannot read the config file: {reason}", f"fix or remove {path}"
         ) from None
+    if sys.version_info >= (3, 11):  # imported only when there is a file to read
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
