@@ -87,7 +87,7 @@ def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+        proc.communicate()  # reap it and close its pipes
     assert wait_gone(record["pid"])
     assert wait_gone(record["child_pid"])  # the whole group, grandchild included
 

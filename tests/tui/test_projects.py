@@ -21,6 +21,11 @@ from tests.tui.helpers import notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
+async def settled(pilot, app: RunaiTuiApp) -> None:
+    """Wait until no worker still runs a `runai` call, so none is cut off when the test ends."""
+    await wait_for(pilot, lambda: all(w.is_finished for w in app.workers), "calls finished")
+
+
 def workloads(name: str, project: str) -> str:
     job = {
         "name": name,
@@ -65,6 +70,7 @@ async def test_switch_project_on_the_fake_runai(tmp_path) -> None:
         assert isinstance(submit, SubmitScreen)
         await wait_for(pilot, lambda: submit.argv is not None, "command")
         assert submit.argv[submit.argv.index("-p") + 1] == "team-b"
+        await settled(pilot, app)
     assert ["project", "list", "--json"] in fake.calls()
     assert ["training", "list", "--json", "-p", "team-b"] in fake.calls()
 
@@ -92,6 +98,7 @@ async def test_project_list_failure_keeps_the_app_and_the_project(tmp_path) -> N
         await pilot.press("escape")
         assert client.project == "team-a"
         assert not isinstance(app.screen, ProjectsDialog)
+        await settled(pilot, app)
 
 
 async def test_switch_project_on_the_local_cluster(local_client) -> None:
@@ -112,3 +119,4 @@ async def test_switch_project_on_the_local_cluster(local_client) -> None:
         await pilot.press("up", "enter")  # back to the CLI default: no -p
         assert local_client.project is None
         assert app.screen.query_one(StatusHeader).project == ""
+        await settled(pilot, app)
