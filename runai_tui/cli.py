@@ -175,9 +175,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from runai_tui.client import with_project
 
     settings = _settings(args)
-    if settings.project.from_flag:  # an explicit -p beats the profile's own project
-        profile = apply_overrides(profile, [f"project={settings.project.value}"])
-    argv = with_project(build_submit_argv(profile, args.name), settings.project.value)
+    argv = with_project(
+        build_submit_argv(profile, args.name),
+        settings.project.value,
+        override=settings.project.from_flag,  # an explicit -p beats the profile's own project
+    )
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
     if args.dry_run:
@@ -442,6 +444,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         refresh=settings.refresh.value,
         project=settings.project.value,
         timeout=args.timeout,
+        project_explicit=settings.project.from_flag,
     )
 
 

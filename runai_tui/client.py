@@ -59,18 +59,28 @@ class Completed:
         return "\n".join(part for part in (self.stdout, self.stderr) if part.strip())
 
 
-def with_project(argv: Sequence[str], project: str | None) -> list[str]:
-    """A submit argv with `-p PROJECT` when `project` is set and the argv names no project (a
-    profile's own `project` is kept), inserted before `--command`/`--`. Both faces show and run
-    this argv, so what is displayed is what runs."""
+def with_project(argv: Sequence[str], project: str | None, *, override: bool = False) -> list[str]:
+    """A submit argv with `-p PROJECT` inserted before `--command`/`--` when `project` is set and
+    the argv names no project. A profile's own project is kept, unless `override` (the user chose
+    the project explicitly: `-p` on the command line, or `P` in the TUI) replaces it. Both faces
+    show and run this argv, so what is displayed is what runs."""
     args = list(argv)
     end = len(args)
     for marker in ("--command", "--"):
         if marker in args:
             end = min(end, args.index(marker))
-    has_project = any(a in ("-p", "--project") or a.startswith("--project=") for a in args[:end])
-    if project and not has_project:
-        args[end:end] = ["-p", project]
+    if not project:
+        return args
+    for i, word in enumerate(args[:end]):
+        if word in ("-p", "--project") and i + 1 < end:
+            if override:
+                args[i + 1] = project
+            return args
+        if word.startswith("--project="):
+            if override:
+                args[i] = f"--project={project}"
+            return args
+    args[end:end] = ["-p", project]
     return args
 
 

@@ -248,9 +248,13 @@ class RunaiTuiApp(App[int]):
 
         self.push_screen(ProjectsDialog(getattr(self.client, "project", None)), answered)
 
+    # True once the user chose the project (-p, or P): it then beats a profile's own project.
+    project_explicit = False
+
     def switch_project(self, project: str | None) -> None:
         """Use `project` (None: the CLI's default) for every call from now on."""
         self.client.project = project
+        self.project_explicit = project is not None
         self.set_header(project=project or "", error="")
         self._last_error = ""
         self.notify(f"Project: {project or '(the CLI default)'}.", title="project", markup=False)
@@ -306,6 +310,7 @@ def run_tui(
     refresh: float,
     project: str | None,
     timeout: float = 60.0,
+    project_explicit: bool = False,
 ) -> int:
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
@@ -321,5 +326,6 @@ def run_tui(
     backend = select_backend(backend_choice)
     client = RunaiClient(backend, project=project, timeout=timeout)
     app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
+    app.project_explicit = project_explicit
     result = app.run()
     return int(result or app.return_code or 0)

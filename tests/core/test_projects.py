@@ -35,6 +35,27 @@ def test_parse_project_list_shapes(text: str, names: list[str]) -> None:
     assert parse_project_list(text) == names
 
 
+@pytest.mark.parametrize(
+    ("argv", "override", "expected"),
+    [
+        (["submit", "j", "--command", "--", "x", "-p", "z"], False,
+         ["submit", "j", "-p", "P", "--command", "--", "x", "-p", "z"]),
+        (["submit", "j", "--", "a"], False, ["submit", "j", "-p", "P", "--", "a"]),
+        (["submit", "j", "--project", "own", "--", "a"], False,
+         ["submit", "j", "--project", "own", "--", "a"]),
+        (["submit", "j", "--project", "own", "--", "a"], True,
+         ["submit", "j", "--project", "P", "--", "a"]),
+        (["submit", "j", "-p", "own"], True, ["submit", "j", "-p", "P"]),
+        (["submit", "j", "--project=own"], True, ["submit", "j", "--project=P"]),
+    ],
+)  # fmt: skip
+def test_with_project(argv: list[str], override: bool, expected: list[str]) -> None:
+    from runai_tui.client import with_project
+
+    assert with_project(argv, "P", override=override) == expected
+    assert with_project(argv, None, override=override) == argv
+
+
 def test_unparseable_project_list_is_one_line() -> None:
     with pytest.raises(RunaiError) as info:
         parse_project_list("PROJECT  QUOTA\nteam-a   4\n")

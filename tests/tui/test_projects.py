@@ -10,6 +10,7 @@ from textual.widgets import OptionList
 
 from runai_tui.backend import Backend
 from runai_tui.client import RunaiClient
+from runai_tui.profiles import ProfileStore
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.projects import ProjectsDialog
 from runai_tui.tui.screens.submit import SubmitScreen
@@ -36,6 +37,22 @@ def workloads(name: str, project: str) -> str:
     return json.dumps({"workloads": [job], "next": ""})
 
 
+OWN_PROFILE = """\
+description: a profile that names its own project
+job_name: own-job
+project: team-own
+image: img:1
+workers: 1
+gpus: 0
+command: [python, train.py]
+"""
+
+
+def project_of(argv: list[str]) -> str:
+    flag = "-p" if "-p" in argv else "--project"
+    return argv[argv.index(flag) + 1]
+
+
 async def test_switch_project_on_the_fake_runai(tmp_path) -> None:
     fake = fake_runai(
         tmp_path,
@@ -47,9 +64,18 @@ async def test_switch_project_on_the_fake_runai(tmp_path) -> None:
             rule("training", "list", stdout=workloads("job-a", "team-a")),
         ],
     )
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "own.yaml").write_text(OWN_PROFILE)
+    store = ProfileStore([tmp_path / "profiles", tmp_path / "user"])
     client = RunaiClient(Backend("runai", [str(fake.path)]), project="team-a", timeout=30)
-    app = RunaiTuiApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RunaiTuiApp(
+        client, store=store, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW
+    )
     async with app.run_test(size=(110, 24)) as pilot:
+        await pilot.press("n")  # a default project (not chosen) keeps the profile's own
+        await wait_for(pilot, lambda: getattr(app.screen, "argv", None), "command")
+        assert project_of(app.screen.argv) == "team-own"
+        await pilot.press("escape")
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 1, "jobs of team-a")
         assert "job-a" in screen_text(app)
@@ -69,7 +95,8 @@ async def test_switch_project_on_the_fake_runai(tmp_path) -> None:
         submit = app.screen
         assert isinstance(submit, SubmitScreen)
         await wait_for(pilot, lambda: submit.argv is not None, "command")
-        assert submit.argv[submit.argv.index("-p") + 1] == "team-b"
+        assert project_of(submit.argv) == "team-b"  # chosen with P: it beats the profile's
+        assert "team-own" not in submit.argv
         await settled(pilot, app)
     assert ["project", "list", "--json"] in fake.calls()
     assert ["training", "list", "--json", "-p", "team-b"] in fake.calls()
@@ -120,3 +147,15 @@ async def test_switch_project_on_the_local_cluster(local_client) -> None:
         assert local_client.project is None
         assert app.screen.query_one(StatusHeader).project == ""
         await settled(pilot, app)
+
+
+def test_the_tui_gets_the_resolved_project_and_whether_it_was_chosen(monkeypatch) -> None:
+    from runai_tui.cli import main
+
+    opened: list[RunaiTuiApp] = []
+    monkeypatch.setattr(RunaiTuiApp, "run", lambda self: opened.append(self) or 0)
+    assert main(["--backend", "local", "-p", "team-b"]) == 0
+    assert opened[-1].client.project == "team-b" and opened[-1].project_explicit is True
+    monkeypatch.setenv("RUNAI_TUI_PROJECT", "team-e")
+    assert main(["--backend", "local"]) == 0  # a default from the environment: not chosen
+    assert opened[-1].client.project == "team-e" and opened[-1].project_explicit is False

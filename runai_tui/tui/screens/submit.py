@@ -199,7 +199,9 @@ class SubmitScreen(AppScreen):
         else:
             # The project the app uses (-p) is part of the command shown and run.
             project = getattr(self.tui.client, "project", None)
-            self.argv = with_project(build_submit_argv(profile), project)
+            self.argv = with_project(
+                build_submit_argv(profile), project, override=self.tui.project_explicit
+            )
             command.update(literal(display_argv(self.argv), max_chars=100_000))
         self.refresh_bindings()
         return not self.errors
