@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runai_tui import __version__
+from runai_tui import __version__, paths
 from runai_tui.command import build_submit_argv, display_argv
 from runai_tui.errors import Failure, RunaiError, RuntimeFailure, UsageError
 from runai_tui.profiles import (
@@ -45,14 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         choices=["auto", "runai", "local"],
         default=None,
-        help="auto (default, or $RUNAI_TUI_BACKEND): runai when installed, else the local cluster",
+        help="auto (default; or $RUNAI_TUI_BACKEND, or config.toml): runai when installed, "
+        "else the local cluster",
     )
-    parser.add_argument("-p", "--project", default=None, help="Run:ai project (-p) for every call")
+    parser.add_argument(
+        "-p",
+        "--project",
+        default=None,
+        help="Run:ai project (-p) for every call (or $RUNAI_TUI_PROJECT, or config.toml)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per runai call")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--readonly", action="store_true", help="TUI: hide submit, delete, exec")
     parser.add_argument(
-        "--refresh", type=float, default=2.0, metavar="SECONDS", help="TUI: job list refresh"
+        "--refresh",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="TUI: job list refresh (default 2; or $RUNAI_TUI_REFRESH, or config.toml)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -109,7 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--pod", help="pod name (default: the master)")
     # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
-    sub.add_parser("info", help="paths, backend and runai version in use")
+    pj = sub.add_parser("projects", help="the projects you may use (runai project list)")
+    pj.add_argument("--json", action="store_true")
+    inf = sub.add_parser("info", help="settings and where each came from, paths, runai version")
+    inf.add_argument("--json", action="store_true")
     _add_checks_parsers(sub)
     _add_health_parsers(sub)
     return parser
@@ -164,11 +177,27 @@ def _add_health_parsers(sub: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings (flag > env > config.toml > default), resolved once per command."""
+    if getattr(args, "settings", None) is None:
+        from runai_tui.config import load_settings
+
+        args.settings = load_settings(
+            {"backend": args.backend, "project": args.project, "refresh": args.refresh}
+        )
+    return args.settings
+
+
 def _client(args: argparse.Namespace) -> Any:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
-    return RunaiClient(select_backend(args.backend), project=args.project, timeout=args.timeout)
+    settings = _settings(args)
+    return RunaiClient(
+        select_backend(settings.backend.value),
+        project=settings.project.value,
+        timeout=args.timeout,
+    )
 
 
 def _print_json(data: Any) -> None:
@@ -193,7 +222,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         profile = apply_overrides(profile, args.sets)
     if args.name is not None:
         check_job_name(args.name)
-    argv = build_submit_argv(profile, args.name)
+    from runai_tui.client import with_project
+
+    settings = _settings(args)
+    argv = with_project(
+        build_submit_argv(profile, args.name),
+        settings.project.value,
+        override=settings.project.from_flag,  # an explicit -p beats the profile's own project
+    )
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
     _submit_checks(profile, args.strict)
@@ -428,9 +464,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     client = _client(args)
     out = sys.stdout
-    for line in client.logs(args.job, pod=args.pod, follow=args.follow, tail=args.tail):
-        out.write(line + "\n")
-        out.flush()
+    lines = client.logs(args.job, pod=args.pod, follow=args.follow, tail=args.tail)
+    with contextlib.closing(lines):  # Ctrl-C or a closed pipe stops `logs` at once
+        for line in lines:
+            out.write(line + "\n")
+            out.flush()
     return 0
 
 
@@ -450,7 +488,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_suspend_resume(args: argparse.Namespace) -> int:
     client = _client(args)
     output = client.suspend(args.job) if args.command == "suspend" else client.resume(args.job)
-    print(output.strip() or f"{args.command.capitalize()}ed {args.job}.")
+    done = {"suspend": "Suspended", "resume": "Resumed"}[args.command]
+    print(output.strip() or f"{done} {args.job}.")
     return 0
 
 
@@ -463,25 +502,79 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return run_interactive(argv)
 
 
+def cmd_projects(args: argparse.Namespace) -> int:
+    client = _client(args)
+    projects = client.projects()
+    if args.json:
+        _print_json([{"name": p, "current": p == client.project} for p in projects])
+        return 0
+    for project in projects:
+        print(f"{project}{'  (current)' if project == client.project else ''}")
+    if not projects:
+        print("no projects")
+    return 0
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
 
+    settings = _settings(args)
     store = ProfileStore()
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state") / "runai-tui"
-    print(f"runai-tui {__version__}")
-    for directory in store.dirs:
-        kind = "user" if directory == store.user_dir else "project"
-        exists = "" if directory.is_dir() else "  (does not exist yet)"
-        print(f"profiles ({kind}): {directory}{exists}")
-    print(f"local cluster state: {state / 'local'}")
-    backend = select_backend(args.backend)
-    print(f"backend: {backend.kind}  ({backend.label})  {' '.join(backend.executable)}")
+    info: dict[str, Any] = {
+        "version": __version__,
+        "config_file": {"path": str(settings.file), "exists": settings.file.is_file()},
+        "settings": {s.name: {"value": s.value, "source": s.source} for s in settings.all()},
+        "profiles": [
+            {
+                "path": str(d),
+                "origin": "user" if d == store.user_dir else "project",
+                "exists": d.is_dir(),
+            }
+            for d in store.dirs
+        ],
+        "local_cluster": {
+            "config": str(paths.local_config_file()),
+            "state": str(paths.local_state_dir()),
+            "data": str(paths.local_data_dir()),
+        },
+    }
     try:
-        version = RunaiClient(backend, timeout=args.timeout).version().strip()
+        backend = select_backend(settings.backend.value)
     except RunaiError as exc:
-        version = f"unavailable: {exc.message}"
-    print(f"version: {version.splitlines()[0] if version else '-'}")
+        info["backend"] = {"kind": None, "error": exc.message, "hint": exc.hint}
+    else:
+        try:
+            version = RunaiClient(backend, timeout=args.timeout).version().strip()
+        except RunaiError as exc:
+            version = f"unavailable: {exc.message}"
+        info["backend"] = {
+            "kind": backend.kind,
+            "label": backend.label,
+            "executable": backend.executable,
+            "version": version.splitlines()[0] if version else "",
+        }
+    if args.json:
+        _print_json(info)
+        return 0
+    print(f"runai-tui {__version__}")
+    missing = "" if info["config_file"]["exists"] else "  (does not exist)"
+    print(f"config file: {settings.file}{missing}")
+    for setting in settings.all():
+        value = setting.value if setting.value is not None else "-"
+        shown = f"{value:g} s" if setting.name == "refresh" else value
+        print(f"  {setting.name}: {shown}  (from {setting.source})")
+    for entry in info["profiles"]:
+        exists = "" if entry["exists"] else "  (does not exist yet)"
+        print(f"profiles ({entry['origin']}): {entry['path']}{exists}")
+    print(f"local cluster state: {paths.local_state_dir()}")
+    print(f"local cluster data (PVCs): {paths.local_data_dir()}")
+    found = info["backend"]
+    if found["kind"] is None:
+        print(f"backend: unavailable: {found['error']}")
+        return 0
+    print(f"backend: {found['kind']}  ({found['label']})  {' '.join(found['executable'])}")
+    print(f"version: {found['version'] or '-'}")
     return 0
 
 
@@ -534,12 +627,14 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     from runai_tui.tui.app import run_tui  # Textual is imported only here
 
+    settings = _settings(args)
     return run_tui(
-        backend_choice=args.backend,
+        backend_choice=settings.backend.value,
         readonly=args.readonly,
-        refresh=args.refresh,
-        project=args.project,
+        refresh=settings.refresh.value,
+        project=settings.project.value,
         timeout=args.timeout,
+        project_explicit=settings.project.from_flag,
     )
 
 
@@ -553,6 +648,7 @@ COMMANDS = {
     "suspend": cmd_suspend_resume,
     "resume": cmd_suspend_resume,
     "exec": cmd_exec,
+    "projects": cmd_projects,
     "info": cmd_info,
     "lint": cmd_lint,
     "plan": cmd_plan,
@@ -564,12 +660,12 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in raw
+    head, tail = raw, None
+    if "--" in raw:  # what follows is an exec command: its words are not ours
+        split = raw.index("--")
+        head, tail = raw[:split], raw[split + 1 :]
+    debug = "--debug" in head
     try:
-        head, tail = raw, None
-        if "--" in raw:
-            split = raw.index("--")
-            head, tail = raw[:split], raw[split + 1 :]
         args = build_parser().parse_args(head)
         if tail is not None and args.command != "exec":
             raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")

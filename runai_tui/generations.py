@@ -1,12 +1,12 @@
 """Which generation of the `runai` CLI is installed, told once from `runai version` and cached.
 
-Flag names changed between CLI generations (runai-cli.md §1.4 and §7): `-e` is valid in all of
+Flag names changed between CLI generations (docs/runai-cli.md §1.4 and §7): `-e` is valid in all of
 them, while `--preemptibility` and the restart policies exist only in CLI v2 from about 2.21 on.
 The profile field table (runai_tui/profiles/fields.py) records which generations know each
 field's flag; `check_profile` turns a field the detected CLI lacks into a validation error
 (exit 2) BEFORE anything is submitted, instead of letting `runai` fail on an unknown flag.
 
-What is certain and what is a guess (runai-cli.md §3.3, §3.5):
+What is certain and what is a guess (docs/runai-cli.md §3.3, §3.5):
 - CLI v1 prints `Version: x` then `BuildDate:`, `GitCommit:`… (its source); CLI v2's format is
   UNCONFIRMED, so any `2.x` number in the first line is taken. A v1 answer only warns (runai-tui
   speaks CLI v2; v1's exact output is too close to a guess to refuse on it).
@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from runai_tui import __version__
+from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import ErrorKind, RunaiError
 
@@ -113,8 +112,7 @@ class Detection:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "runai-tui" / CACHE_NAME
+    return paths.cache_dir() / CACHE_NAME
 
 
 def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:

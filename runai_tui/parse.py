@@ -18,7 +18,7 @@ from runai_tui.models import Event, Job, JobDetail, Pod, normalize_phase
 
 # --- notices and JSON ------------------------------------------------------------------------
 
-# Lines the auto-updating CLI prints before or after the real output (runai-cli.md §3.4).
+# Lines the auto-updating CLI prints before or after the real output (docs/runai-cli.md §3.4).
 _NOTICE_RE = re.compile(
     r"^\s*(A new version .* is available|Updating now|"
     r"Warning: You are currently using version|.*newer version .* is available)",
@@ -220,7 +220,9 @@ def _find_items(doc: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
-_NO_ITEMS_RE = re.compile(r"\bno (workloads?|trainings?|jobs?|resources?)\b.*\bfound\b", re.I)
+_NO_ITEMS_RE = re.compile(
+    r"\bno (workloads?|trainings?|jobs?|resources?|projects?)\b.*\bfound\b", re.I
+)
 
 
 def parse_list_page(text: str) -> tuple[list[Job], str]:
@@ -374,15 +376,64 @@ def parse_describe(text: str) -> JobDetail:
     )
 
 
+# --- projects --------------------------------------------------------------------------------
+
+
+def parse_project_list(text: str) -> list[str]:
+    """Project names from `project list --json`, in order, without duplicates. Its JSON shape is
+    UNCONFIRMED (docs/runai-cli.md §3.2), so a list of names or of objects (`name`,
+    `projectName`, `Name`), bare or under `projects`/`items`/`data`/`entries`, is accepted."""
+    body = strip_notices(text)
+    if not body or body == "null" or _NO_ITEMS_RE.search(body):
+        return []
+    try:
+        doc = extract_json(body)
+    except ValueError:
+        raise RunaiError(
+            ErrorKind.OTHER,
+            f"could not parse the project list: {first_meaningful_line(body)}",
+            "run `runai project list --json` by hand to see its output; report the format",
+            output=text,
+        ) from None
+    if isinstance(doc, Mapping):
+        doc = pick(doc, "projects", "items", "data", "entries", "Projects") or []
+    names: list[str] = []
+    for item in doc if isinstance(doc, list) else []:
+        name = item if isinstance(item, str) else None
+        if isinstance(item, Mapping):
+            value = pick(item, "name", "projectName", "Name")
+            name = value if isinstance(value, str) else None
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 # --- errors ----------------------------------------------------------------------------------
 
+# Failures are recognised by the phrases the CLIs actually print (docs/runai-cli.md §2.3, §2.8,
+# §6.2), never by a bare `401`, `expired` or `not found`: a submit failing with "PVC project-001
+# not found" or "x509: certificate has expired" is not a login problem, and a job that is missing
+# is named as a workload or job. Workload names are masked as `<name>` before matching.
 _NOT_LOGGED_IN_RE = re.compile(
-    r"not logged in|(?<![\w-])401(?![\w-])|unauthori[sz]ed|token (is |has )?expired|"
-    r"no valid id-token|\bexpired\b|please log ?in|login required",
-    re.IGNORECASE,
+    r"\bnot logged in\b"  # v1 whoami: "You are currently not logged in to Run:AI"
+    r"|\bmust be logged in\b"  # kubectl: "You must be logged in to the server (Unauthorized)"
+    r"|\bno valid id-token\b"  # a stale token, from the kubeconfig the CLI set up
+    r"|\b(?:access |refresh |id[- ]|auth(?:entication)? )?token (?:is |has )?expired\b"
+    r"|\bsession (?:is |has )?expired\b"
+    r"|\b401 unauthori[sz]ed\b|\bstatus(?: code)?:? 401\b"  # an HTTP status, not any 401
+    r"|^\W*(?:error:\s*)?unauthori[sz]ed\W*$"  # the whole message is "Unauthorized"
+    r"|\bplease (?:log ?in|re-?login)\b|\blogin required\b|\brunai login\b",
+    re.IGNORECASE | re.MULTILINE,
 )
+_WORKLOAD_NAME = r"['\"]?(?:<name>|[a-z0-9][\w.-]*)['\"]?"
 _NOT_FOUND_RE = re.compile(
-    r"not found|does not exist|doesn't exist|could not locate|could not be found|no such workload",
+    r"\bcould not locate desired workload\b"  # v2 logs/exec (docs/runai-cli.md §2.3)
+    r"|\bno such (?:workload|job)\b|\b(?:workload|job) (?:was )?not found\b"
+    # "workload 'x' could not be found in project 'p'", v1 "Job x does not exist in project p.",
+    # v1 "Job x not found"; a Kubernetes-style `"x" not found` only for the job's own name.
+    rf"|\b(?:workload|job|training|pytorchjob)s?(?:\.[\w.]+)?\s+{_WORKLOAD_NAME}\s+"
+    r"(?:could not be found|was not found|not found|does not exist|doesn't exist)\b"
+    r"|['\"]<name>['\"]\s+(?:not found|does not exist|could not be found)\b",
     re.IGNORECASE,
 )
 HINT_LOGIN = "run: runai login"
@@ -482,6 +533,7 @@ __all__ = [
     "parse_job",
     "parse_list_page",
     "parse_pod",
+    "parse_project_list",
     "parse_submitted_name",
     "parse_version",
     "parse_time",

@@ -1,5 +1,6 @@
 """The layering rules: the core never imports Textual; headless commands load neither Textual nor
-torch; the trainer imports nothing from runai_tui; faces never spawn processes themselves."""
+torch; the trainer imports nothing from runai_tui; faces never spawn processes themselves; only
+backend.py knows the local cluster's package; asyncio spawns happen only in the core's runner."""
 
 from __future__ import annotations
 
@@ -76,3 +77,60 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_only_backend_selection_knows_the_local_cluster_package() -> None:
+    # The core talks to runai-local through its command line; only backend.py locates it.
+    local = REPO / "runai_tui" / "local"
+    allowed = {REPO / "runai_tui" / "backend.py"}
+    offenders = [
+        (str(p), m)
+        for p in python_files(REPO / "runai_tui") + python_files(REPO / "trainer")
+        if local not in p.parents and p not in allowed
+        for m in imported_modules(p) | relative_imports(p)
+        if m == "runai_tui.local" or m.startswith("runai_tui.local.") or m.startswith(".local")
+    ]
+    assert offenders == []
+
+
+def relative_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    return {
+        "." * node.level + (node.module or "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level
+    }
+
+
+# asyncio's process APIs, high level and low level (loop.subprocess_exec).
+ASYNC_SPAWNS = {
+    "create_subprocess_exec",
+    "create_subprocess_shell",
+    "subprocess_exec",
+    "subprocess_shell",
+}
+
+
+def asyncio_spawns(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ASYNC_SPAWNS:
+            found.append(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            found += [a.name for a in node.names if a.name in ASYNC_SPAWNS]
+        elif isinstance(node, ast.Name) and node.id in ASYNC_SPAWNS:
+            found.append(node.id)
+    return found
+
+
+def test_asyncio_spawns_only_in_the_core_runner() -> None:
+    runner = REPO / "runai_tui" / "runner.py"
+    assert asyncio_spawns(runner)  # the rule checks something real
+    offenders = [
+        (str(p), name)
+        for p in python_files(REPO / "runai_tui") + python_files(REPO / "trainer")
+        if p != runner
+        for name in asyncio_spawns(p)
+    ]
+    assert offenders == []

@@ -3,7 +3,7 @@
     runai-local training pytorch submit|describe|logs|exec|delete|suspend|resume|list ...
     runai-local pytorch <verb> ...            (alias, as `runai pytorch`)
     runai-local training list | workload list|describe|logs|exec|delete ...
-    runai-local whoami | version
+    runai-local project list [--json] | whoami | version
 
 Output formats are fixed in docs/contracts.md. Errors: one `Error: ...` line on stderr, exit 1
 (as cobra does); `--debug` adds the traceback.
@@ -26,14 +26,15 @@ from typing import Any
 from runai_tui import __version__
 from runai_tui.local import flags as F
 from runai_tui.local import jobs, jobspec, pvc, state
-from runai_tui.local.config import ConfigError, load_config
+from runai_tui.local.config import load_config
+from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import Flag, FlagError, Parsed
 
 PROG = "runai-local"
 FOLLOW_POLL_SECONDS = 0.2
 
 
-class CliError(Exception):
+class CliError(LocalError):
     """Printed as `Error: <message>`; exit 1."""
 
 
@@ -391,6 +392,19 @@ def cmd_standard(p: Parsed, argv: list[str]) -> int:
     )
 
 
+def cmd_project_list(p: Parsed, argv: list[str]) -> int:
+    """The projects: the default one (config `project`) and every project holding a workload."""
+    default = load_config().project
+    found = sorted({d.parent.name for d in state.iter_job_dirs()} - {default})
+    projects = [{"name": name, "default": name == default} for name in [default, *found]]
+    if p["json"] or p["yaml"]:  # JSON is valid YAML
+        _out(json.dumps({"projects": projects}, indent=2))
+        return 0
+    rows = [[x["name"], "yes" if x["default"] else ""] for x in projects]
+    _table(["Project", "Default"], rows, headers=not p["no-headers"])
+    return 0
+
+
 def cmd_whoami(p: Parsed, argv: list[str]) -> int:
     _out(getpass.getuser())
     return 0
@@ -435,6 +449,7 @@ TREE: dict[str, Any] = {
     },
     "pytorch": _PYTORCH,
     "workload": {verb: _PYTORCH[verb] for verb in ("list", "describe", "logs", "exec", "delete")},
+    "project": {"list": (cmd_project_list, F.PROJECT_LIST_FLAGS, "List projects")},
     "whoami": (cmd_whoami, [], "Show the current user"),
     "version": (cmd_version, F.PLAIN_FLAGS, "Show the version"),
 }
@@ -507,9 +522,7 @@ def main(argv: list[str] | None = None) -> int:
             _out(_help(path, node))
             return 0
         return handler(parsed, [PROG, *args])
-    except (FlagError, CliError, jobs.JobError, jobspec.SpecError, pvc.PvcError) as exc:
-        return _fail(str(exc), debug)
-    except (ConfigError, state.StateError) as exc:
+    except LocalError as exc:  # every explained failure (flags, spec, PVC, job, config, state)
         return _fail(str(exc), debug)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error for a log stream.

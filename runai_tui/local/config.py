@@ -17,25 +17,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runai_tui.local.state import data_root
+from runai_tui import paths
+from runai_tui.local.errors import LocalError
 
 
-class ConfigError(Exception):
+class ConfigError(LocalError):
     """The config file or an override is invalid (one line naming file, field and value)."""
 
 
 @dataclass(frozen=True)
 class LocalConfig:
     gpus: int = 0
-    pvc_root: Path = field(default_factory=lambda: data_root() / "pvc")
+    pvc_root: Path = field(default_factory=paths.local_pvc_root)
     pvcs: dict[str, Path] = field(default_factory=dict)
     grace_seconds: float = 5.0
     project: str = "local"
 
 
 def config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "runai-tui" / "local.yaml"
+    return paths.local_config_file()
 
 
 def _number(source: str, name: str, value: Any, kind: type) -> Any:
@@ -77,7 +77,7 @@ def load_config() -> LocalConfig:
         grace = _number(
             "environment", "RUNAI_LOCAL_GRACE_SECONDS", env["RUNAI_LOCAL_GRACE_SECONDS"], float
         )
-    pvc_root = Path(os.path.expanduser(str(raw.get("pvc_root") or data_root() / "pvc")))
+    pvc_root = Path(os.path.expanduser(str(raw.get("pvc_root") or paths.local_pvc_root())))
     if env.get("RUNAI_LOCAL_PVC_ROOT"):
         pvc_root = Path(os.path.expanduser(env["RUNAI_LOCAL_PVC_ROOT"]))
     pvcs_raw = raw.get("pvcs") or {}

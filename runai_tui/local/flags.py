@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from runai_tui.local.errors import LocalError
 
-class FlagError(Exception):
+
+class FlagError(LocalError):
     """A command-line error, worded like cobra/pflag (printed as ``Error: <message>``)."""
 
 
@@ -356,3 +358,11 @@ ACTION_FLAGS = [
 ]
 
 PLAIN_FLAGS: list[Flag] = [Flag("wide", "bool")]
+
+PROJECT_LIST_FLAGS = [
+    Flag("json", "bool", help="Output structure JSON"),
+    Flag("yaml", "bool", help="Output structure YAML"),
+    Flag("table", "bool", help="Output structure table"),
+    Flag("no-headers", "bool"),
+    Flag("no-pagination", "bool"),
+]

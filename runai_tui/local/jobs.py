@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from runai_tui.local import state, supervisor
+from runai_tui.local.errors import LocalError
 from runai_tui.local.state import JobPaths, StateError, locked, read_json, write_json_atomic
 
 # How long a freshly submitted job may have no supervisor recorded before it counts as lost.
 _START_SLACK_SECONDS = 15.0
 
 
-class JobError(Exception):
+class JobError(LocalError):
     """A failed operation on a workload (printed as one `Error:` line, exit 1)."""
 
 

@@ -1,7 +1,7 @@
 """Turn a parsed `submit` into the job spec the supervisor runs, and compute each pod's env.
 
 Pods follow the Kubeflow PyTorchJob layout: ``NAME-master-0`` (rank 0) and ``NAME-worker-i``
-(rank i+1). Their env mirrors what the operator and Run:ai inject (runai-cli.md section 4), with
+(rank i+1). Their env mirrors what the operator and Run:ai inject (docs/runai-cli.md section 4), with
 MASTER_ADDR 127.0.0.1 because every pod runs on this machine.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from runai_tui.local import pvc
 from runai_tui.local.config import LocalConfig
+from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import GLOBAL_FLAGS, Parsed
 from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
@@ -52,7 +53,7 @@ _BASE_ENV_KEYS = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
 _GLOBAL_NAMES = {flag.name for flag in GLOBAL_FLAGS}
 
 
-class SpecError(ValueError):
+class SpecError(LocalError, ValueError):
     """A submit that cannot run locally (bad value or missing command): one line with the fix."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runai_tui.local.config import LocalConfig
+from runai_tui.local.errors import LocalError
 
 # What the shipped profiles expect on claim project-001 (mounted at /data): the entry scripts in
 # scripts/vision/shell/ and the trainer package importable from the working dir
@@ -39,7 +40,7 @@ def _seeds(claim: str) -> list[tuple[str, Path]]:
 _CLAIM_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-class PvcError(ValueError):
+class PvcError(LocalError, ValueError):
     """A bad `--existing-pvc` value."""
 
 

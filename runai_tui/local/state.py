@@ -25,7 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runai_tui import paths
 from runai_tui.atomic import atomic_open
+from runai_tui.local.errors import LocalError
 
 # Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
 # delete can find and stop the whole job even when its records are lost or a process escaped
@@ -45,18 +47,16 @@ ACTIVE_PHASES = {
 TERMINAL_PHASES = {"Completed", "Failed"}
 
 
-class StateError(Exception):
+class StateError(LocalError):
     """A state file is missing, truncated or hand-edited: one line naming the file."""
 
 
 def state_root() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "runai-tui" / "local"
+    return paths.local_state_dir()
 
 
 def data_root() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "runai-tui" / "local"
+    return paths.local_data_dir()
 
 
 def jobs_root() -> Path:

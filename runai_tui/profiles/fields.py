@@ -8,7 +8,7 @@ generation check (runai_tui/generations.py). The local cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py.
 
 Row order is argv order: the builder emits flags in the order of this table.
-Flag spellings and generations: /work/shared/reference/runai-cli.md §1.3 (v2.25), §1.4 (drift)
+Flag spellings and generations: docs/runai-cli.md §1.3 (v2.25), §1.4 (drift)
 and §7 (field → flag per generation).
 """
 
@@ -120,7 +120,7 @@ FIELDS: tuple[Field, ...] = (
           emit="group", empty={}),
     Field("working_dir", "working directory in the container", "/data/scripts/vision/train",
           "value", v.abs_path, emit="value", flag="--working-dir", text=True),
-    # `-e` is the one env spelling valid in CLI v1, old v2 and new v2 (runai-cli.md §1.4).
+    # `-e` is the one env spelling valid in CLI v1, old v2 and new v2 (docs/runai-cli.md §1.4).
     Field("env", "environment variables", "{NCCL_DEBUG: INFO}", "mapping",
           key=v.env_key, value=v.env_value,
           emit="repeat", flag="-e", item="{key}={value}", empty={}),
@@ -143,7 +143,7 @@ FIELDS: tuple[Field, ...] = (
           v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),
-    # runai-cli.md §7 gives --clean-pod-policy for every generation (and §1.5 a v1 default), so
+    # docs/runai-cli.md §7 gives --clean-pod-policy for every generation (and §1.5 a v1 default), so
     # it is not limited to 2.2x here.
     Field("clean_pod_policy",
           "pods removed when the job ends: None (logs stay readable), All or Running",

@@ -3,12 +3,12 @@ field; validated loads; atomic, validated saves."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runai_tui import paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import UsageError
 from runai_tui.profiles.document import Document, merge, parse_document, read_text, to_yaml
@@ -53,8 +53,7 @@ def shipped_profiles_dir() -> Path:
 
 
 def user_profiles_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "runai-tui" / "profiles"
+    return paths.user_profiles_dir()
 
 
 class ProfileStore:

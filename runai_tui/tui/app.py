@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from runai_tui.profiles import ProfileStore
 
 
-NOT_LOGGED_IN = "not logged in (run `runai login`)"
+def not_logged_in(error: RunaiError) -> str:
+    """The header's login state after `error`, with the core's fix (`run: runai login`)."""
+    return f"not logged in ({error.hint})" if error.hint else "not logged in"
 
 
 class ScreenActions(Provider):
@@ -155,7 +157,7 @@ class RunaiTuiApp(App[int]):
             user = await self.client.awhoami()
         except RunaiError as error:
             if error.kind is ErrorKind.NOT_LOGGED_IN:
-                self.set_header(login=NOT_LOGGED_IN, logged_in=False)
+                self.set_header(login=not_logged_in(error), logged_in=False)
             else:
                 self.set_header(login="login unknown", logged_in=None)
                 self.report_error(error)
@@ -174,7 +176,7 @@ class RunaiTuiApp(App[int]):
         banner = describe_error(error)
         self.set_header(error=banner)
         if isinstance(error, RunaiError) and error.kind is ErrorKind.NOT_LOGGED_IN:
-            self.set_header(login=NOT_LOGGED_IN, logged_in=False)
+            self.set_header(login=not_logged_in(error), logged_in=False)
         if banner != self._last_error:
             self._last_error = banner
             self.report_error(error)
@@ -236,6 +238,29 @@ class RunaiTuiApp(App[int]):
                 markup=False,
             )
 
+    def choose_project(self, on_switched: Callable[[], object] | None = None) -> None:
+        """Pick the project from `runai project list`; every later call uses it (`-p`)."""
+        from runai_tui.tui.screens.projects import ProjectsDialog
+
+        def answered(project: str | None) -> None:
+            if project is not None:
+                self.switch_project(project or None)
+                if on_switched is not None:
+                    on_switched()
+
+        self.push_screen(ProjectsDialog(getattr(self.client, "project", None)), answered)
+
+    # True once the user chose the project (-p, or P): it then beats a profile's own project.
+    project_explicit = False
+
+    def switch_project(self, project: str | None) -> None:
+        """Use `project` (None: the CLI's default) for every call from now on."""
+        self.client.project = project
+        self.project_explicit = project is not None
+        self.set_header(project=project or "", error="")
+        self._last_error = ""
+        self.notify(f"Project: {project or '(the CLI default)'}.", title="project", markup=False)
+
     def confirm_delete(self, job: Job, on_deleted: Callable[[], object] | None = None) -> None:
         """Ask (Cancel focused), then delete `job` and call `on_deleted`."""
         from runai_tui.tui.screens.confirm import ConfirmDialog
@@ -287,6 +312,7 @@ def run_tui(
     refresh: float,
     project: str | None,
     timeout: float = 60.0,
+    project_explicit: bool = False,
 ) -> int:
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
@@ -302,5 +328,6 @@ def run_tui(
     backend = select_backend(backend_choice)
     client = RunaiClient(backend, project=project, timeout=timeout)
     app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
+    app.project_explicit = project_explicit
     result = app.run()
     return int(result or app.return_code or 0)

@@ -283,6 +283,10 @@ def test_parse_time(value: object, expected: datetime | None) -> None:
         "Error: token expired",
         "Error: No valid id-token found, please login",
         "Error: your session has expired",
+        "error: You must be logged in to the server (Unauthorized)",
+        "Error: oidc: token is expired",
+        "Error: 401 Unauthorized",
+        "Error: access token has expired, run 'runai login'",
     ],
 )
 def test_classify_not_logged_in(text: str) -> None:
@@ -307,6 +311,52 @@ def test_classify_not_found(text: str) -> None:
     assert error is not None and error.kind is ErrorKind.NOT_FOUND
     assert error.message == text.strip()
     assert "runai-tui list" in error.hint
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # a submit whose PVC, project, node pool or image is missing: not a login problem
+        ("Error: PVC project-001 not found", []),
+        ('Error: persistentvolumeclaims "project-001" not found', []),
+        ("Error: project team-b not found", []),
+        ("Error: node pool 'pool-401' does not exist", []),
+        ("Error: failed to pull image: manifest for img:401 not found", []),
+        ("Error: x509: certificate has expired or is not yet valid", []),
+        ("Error: image pull secret expired", []),
+        ("Error: request failed: 503 Service Unavailable (retry 401 of 1000)", []),
+        ("Error: the server could not find the requested resource (get nodes)", []),
+        # a describe of an existing job whose pod is missing: the job itself exists
+        ("Error: pod 'job-a-worker-7' could not be found in workload 'job-a'", ["job-a"]),
+    ],
+)
+def test_classify_misleading_phrases_are_other(text: str, names: list[str]) -> None:
+    error = classify_failure(text, 1, names=names, command="runai training pytorch submit")
+    assert error is not None and error.kind is ErrorKind.OTHER, error
+    assert "runai login" not in error.hint
+    assert error.message.endswith(text)
+
+
+def test_classify_a_missing_pvc_on_submit_is_not_a_login_hint() -> None:
+    # What issue 11 saw: `runai training pytorch submit` failing on a missing PVC.
+    out = NOTICE_BEFORE + "Error: PVC project-001 not found in project team-a\n"
+    error = classify_failure(out, 1, command="runai training pytorch submit")
+    assert error is not None and error.kind is ErrorKind.OTHER
+    assert error.hint == "run the same command with runai directly to see its full output"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "workload 'job-a' could not be found in any project (standard training; use 'training "
+        "pytorch' for PyTorch workloads)",
+        'Error: pytorchjobs.kubeflow.org "job-a" not found',
+        "Error: workload not found",
+    ],
+)
+def test_classify_not_found_other_real_phrases(text: str) -> None:
+    error = classify_failure(text, 1, names=["job-a"])
+    assert error is not None and error.kind is ErrorKind.NOT_FOUND
 
 
 def test_classify_exit_zero_does_not_exist_when_checked() -> None:

@@ -77,7 +77,7 @@ def test_bad_flags_raise_cobra_style_errors(args: list[str], message: str) -> No
 
 
 def test_every_documented_submit_flag_is_accepted() -> None:
-    # runai-cli.md §1.3 (v2.25): a sample of each kind, all in one submit line.
+    # docs/runai-cli.md §1.3 (v2.25): a sample of each kind, all in one submit line.
     argv = [
         "job", "--annotation", "a=b", "--label", "team=vision", "--extended-resource",
         "openshift.io/mellanoxnics=1", "--capability", "IPC_LOCK", "--node-pools", "a",

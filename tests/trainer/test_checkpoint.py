@@ -29,7 +29,7 @@ def test_rotation_keeps_the_newest_and_loads_weights_only(tmp_path):
     assert [s for s, _ in found] == [20, 15]
     loaded = torch.load(found[0][1], map_location="cpu", weights_only=True)
     assert loaded["progress"]["global_step"] == 20 and loaded["format"] == checkpoint.FORMAT_VERSION
-    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp")]
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.endswith(".tmp")]
 
 
 def test_resume_auto_skips_a_corrupt_newest_file(tmp_path):

@@ -94,6 +94,10 @@ class FakeClient:
     async def aversion(self) -> str:
         return "2.20.0"
 
+    async def aprojects(self) -> list[str]:
+        self.calls.append(("projects",))
+        return ["team-a", "team-b"]
+
     async def stream_logs(
         self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
     ) -> AsyncIterator[str]:

@@ -53,7 +53,7 @@ async def test_runai_backend_version_expired_login_banner_and_recovery(tmp_path)
         assert "not logged in" in header.error and "log in" in header.error
         assert any("not logged in" in note for note in notifications(app))
         await wait_for(pilot, lambda: header.logged_in is False, "login state")
-        assert "not logged in (run `runai login`)" in screen_text(app)
+        assert "not logged in (run: runai login)" in screen_text(app)
 
         fake.set_rules(
             [

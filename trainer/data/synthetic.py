@@ -14,6 +14,7 @@ from PIL import Image
 
 from trainer.data.dataset import DetectionDataset
 from trainer.data.index import DetectionIndex, build_from_rows
+from trainer.files import atomic_open
 
 ASPECTS = (0.75, 1.0, 4 / 3)  # width / height; several, so aspect-ratio grouping has work to do
 
@@ -75,9 +76,8 @@ def write_jpegs(index: DetectionIndex, directory: str, seed: int) -> None:
         path = os.path.join(directory, index.file_name(i))
         if os.path.exists(path):
             continue
-        tmp = f"{path}.{os.getpid()}.tmp"
-        Image.fromarray(render(index, i, seed)).save(tmp, format="JPEG", quality=90)
-        os.replace(tmp, path)
+        with atomic_open(path) as handle:
+            Image.fromarray(render(index, i, seed)).save(handle, format="JPEG", quality=90)
 
 
 class SyntheticDataset(DetectionDataset):

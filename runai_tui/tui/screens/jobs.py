@@ -32,6 +32,7 @@ class JobsScreen(AppScreen):
         Binding("ctrl+d", "delete", "Delete"),
         Binding("n", "new_job", "New job"),
         Binding("p", "profiles", "Profiles"),
+        Binding("P", "projects", "Switch project", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("r", "refresh", "Refresh"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -197,6 +198,9 @@ class JobsScreen(AppScreen):
 
     def action_refresh(self) -> None:
         self.refresh_jobs()
+
+    def action_projects(self) -> None:
+        self.tui.choose_project(on_switched=self.refresh_jobs)
 
     def action_sort(self, column: str) -> None:
         self.table.set_sort(column)

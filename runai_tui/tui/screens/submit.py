@@ -186,6 +186,7 @@ class SubmitScreen(AppScreen):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
+        from runai_tui.client import with_project
         from runai_tui.command import build_submit_argv, display_argv
         from runai_tui.generations import check_profile
         from runai_tui.profiles import ProfileError, apply_overrides
@@ -221,7 +222,11 @@ class SubmitScreen(AppScreen):
             command.update("(fix the errors above to see the command)")
             insight.show(None)
         else:
-            self.argv = build_submit_argv(profile)
+            # The project the app uses (-p) is part of the command shown and run.
+            project = getattr(self.tui.client, "project", None)
+            self.argv = with_project(
+                build_submit_argv(profile), project, override=self.tui.project_explicit
+            )
             command.update(literal(display_argv(self.argv), max_chars=100_000))
             insight.show(profile)
         self.refresh_bindings()

@@ -1,0 +1,187 @@
+"""Settings: the default backend, project and TUI refresh interval, and where each came from.
+
+Precedence, highest first: the command-line flag, the environment variable, the config file
+`$XDG_CONFIG_HOME/runai-tui/config.toml`, the built-in default:
+
+    backend = "local"    # --backend        RUNAI_TUI_BACKEND   auto | runai | local (default auto)
+    project = "team-a"   # -p/--project     RUNAI_TUI_PROJECT   (default: the CLI's own default)
+    refresh = 5          # --refresh        RUNAI_TUI_REFRESH   seconds, 0 = off (default 2)
+
+A bad value is a usage error (exit 2) naming the file and line (or the variable or flag), the
+key, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runai_tui import paths
+from runai_tui.backend import BACKEND_CHOICES, ENV_BACKEND
+from runai_tui.errors import UsageError
+
+ENV_PROJECT = "RUNAI_TUI_PROJECT"
+ENV_REFRESH = "RUNAI_TUI_REFRESH"
+_PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting's value and where it came from: `flag --backend`, `env RUNAI_TUI_PROJECT`,
+    `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
+
+    name: str
+    value: Any
+    source: str
+
+    @property
+    def from_flag(self) -> bool:
+        return self.source.startswith("flag ")
+
+
+@dataclass(frozen=True)
+class Settings:
+    backend: Setting
+    project: Setting
+    refresh: Setting
+    file: Path  # the config file consulted (it may not exist)
+
+    def all(self) -> list[Setting]:
+        return [self.backend, self.project, self.refresh]
+
+
+def _backend(value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() in BACKEND_CHOICES:
+        return value.strip().lower()
+    raise ValueError(f"expected one of: {', '.join(BACKEND_CHOICES)}")
+
+
+def _project(value: Any) -> str | None:
+    if isinstance(value, str) and _PROJECT_RE.match(value):
+        return value
+    raise ValueError("expected a project name (lowercase letters, digits and '-', e.g. team-a)")
+
+
+def _refresh(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected 0 (off) or a positive number of seconds")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected 0 (off) or a positive number of seconds") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError("expected 0 (off) or a positive number of seconds")
+    return number
+
+
+@dataclass(frozen=True)
+class _Key:
+    check: Callable[[Any], Any]
+    env: str
+    flag: str
+    default: Any
+    example: str
+
+
+KEYS: dict[str, _Key] = {
+    "backend": _Key(_backend, ENV_BACKEND, "--backend", "auto", 'backend = "local"'),
+    "project": _Key(_project, ENV_PROJECT, "--project", None, 'project = "team-a"'),
+    "refresh": _Key(_refresh, ENV_REFRESH, "--refresh", 2.0, "refresh = 5"),
+}
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    pattern = re.compile(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?\s*=", re.MULTILINE)
+    match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]:
+    """The settings in `path` (none when it does not exist) and the line of each; UsageError
+    for a file that is not TOML or holds an unknown key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(
+            f"{path}: cannot read the config file: {reason}", f"fix or remove {path}"
+        ) from None
+    if sys.version_info >= (3, 11):  # imported only when there is a file to read
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"at line (\d+)", str(exc))
+        where = f"{path}:{found.group(1)}" if found else str(path)
+        raise UsageError(
+            f"{where}: not valid TOML: {exc}",
+            f"fix the file, e.g. {KEYS['refresh'].example}",
+        ) from None
+    lines = {key: _line_of(text, key) for key in data}
+    for key in data:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            line = lines[key]
+            where = f"{path}:{line}" if line else str(path)
+            raise UsageError(
+                f"{where}: {key}: unknown setting"
+                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                f"known settings: {', '.join(KEYS)}",
+            )
+    return data, lines
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    path: Path | None = None,
+) -> Settings:
+    """Resolve every setting: `flags` (name -> value or None when not given) > environment >
+    config file > default."""
+    flags = dict(flags or {})
+    env = os.environ if environ is None else environ
+    path = path or paths.config_file()
+    data, lines = read_config_file(path)
+    resolved: dict[str, Setting] = {}
+    for name, key in KEYS.items():
+        if flags.get(name) is not None:
+            raw, source = flags[name], f"flag {key.flag}"
+            shown = f"{raw:g}" if isinstance(raw, float) else raw
+            example = key.example.split(" = ")[1].strip('"')
+            where, fix = f"{key.flag} {shown}", f"e.g. runai-tui {key.flag} {example}"
+        elif env.get(key.env):
+            raw, source = env[key.env], f"env {key.env}"
+            where, fix = f"{key.env}={raw}", f"fix or unset {key.env}"
+        elif name in data:
+            line = lines.get(name)
+            raw = data[name]
+            source = f"config {path}:{line}" if line else f"config {path}"
+            where = (
+                f"{path}:{line}: {name}: {_show(raw)}" if line else f"{path}: {name}: {_show(raw)}"
+            )
+            fix = f"fix it in {path}, e.g. {key.example}"
+        else:
+            resolved[name] = Setting(name, key.default, "default")
+            continue
+        try:
+            value = key.check(raw)
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}", fix) from None
+        resolved[name] = Setting(name, value, source)
+    return Settings(resolved["backend"], resolved["project"], resolved["refresh"], path)

@@ -1,0 +1,218 @@
+"""The core's process runner: the one place that starts `runai` (or `runai-local`) processes.
+
+argv lists (never a shell), stdin from /dev/null (so a prompt can never hang us), the child in its
+own process group (so a timeout or a cancel kills it and anything it started), and the child
+always reaped. Everything is async, so the TUI's event loop is never blocked; the headless CLI
+drives the same coroutines through `run_sync` and `iterate_sync` (a private event loop per call,
+in a helper thread when the caller itself runs inside an event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_READ_CHUNK = 65536
+_MAX_LINE = 1 << 20  # a "line" longer than this is handed on in pieces
+_T = TypeVar("_T")
+
+
+class Timeout(Exception):
+    """The command ran longer than its timeout (it has been killed)."""
+
+
+def decode(data: bytes) -> str:
+    """Text of a command's output: invalid UTF-8 replaced, terminal escape sequences dropped."""
+    return _ANSI_RE.sub("", data.decode("utf-8", errors="replace"))
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (children started with start_new_session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Kill the process group, reap the child and close its pipes now (left to the garbage
+    collector, a pipe of a killed child would be closed after its event loop)."""
+    kill_group(proc.pid)
+    await proc.wait()
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
+async def _spawn(argv: Sequence[str], env: Mapping[str, str] | None) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+    )
+
+
+async def run(
+    argv: Sequence[str], timeout: float | None, env: Mapping[str, str] | None
+) -> tuple[int, bytes, bytes]:
+    """Run to completion: (exit code, stdout, stderr). A timeout (raises Timeout), a cancel or a
+    Ctrl-C kills the whole process group and reaps the child. OSError when it cannot start."""
+    proc = await _spawn(argv, env)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        await _stop(proc)
+        raise Timeout from None
+    except BaseException:
+        await _stop(proc)
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out, err
+
+
+def split_lines(buffer: bytearray, final: bool) -> list[str]:
+    """Take the complete lines (and, at EOF, the rest) out of `buffer`, decoded."""
+    lines: list[str] = []
+    while True:
+        cut = buffer.find(b"\n")
+        if cut < 0:
+            if len(buffer) >= _MAX_LINE or (final and buffer):
+                cut = len(buffer)
+            else:
+                return lines
+            piece = bytes(buffer[:cut])
+            del buffer[:cut]
+        else:
+            piece = bytes(buffer[:cut])
+            del buffer[: cut + 1]
+        lines.append(piece.decode("utf-8", errors="replace").removesuffix("\r"))
+
+
+class LineStream:
+    """The stdout lines of a long-running command as they arrive (`async for line in stream`).
+    No timeout. Closing the iteration early (break, `aclose()`, a cancel) kills the process group
+    and reaps it. Once the iteration ends, `returncode` and `stderr` say how the command ended."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None) -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.returncode: int | None = None
+        self.stderr = b""
+
+    async def lines(self) -> AsyncIterator[str]:
+        proc = await _spawn(self.argv, self.env)
+        assert proc.stdout is not None and proc.stderr is not None
+        # stderr is drained concurrently so a chatty stderr cannot fill its pipe and stall stdout.
+        stderr_task = asyncio.ensure_future(proc.stderr.read())
+        try:
+            buffer = bytearray()
+            while True:
+                chunk = await proc.stdout.read(_READ_CHUNK)
+                buffer.extend(chunk)
+                for line in split_lines(buffer, final=not chunk):
+                    yield line
+                if not chunk:
+                    break
+            self.returncode = await proc.wait()
+            self.stderr = await stderr_task
+        finally:
+            if proc.returncode is None:
+                await _stop(proc)
+            if not stderr_task.done():
+                stderr_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await stderr_task
+
+
+# --- the sync facade -----------------------------------------------------------------------------
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class _Driver:
+    """A private event loop for sync callers. Called from inside a running event loop (a sync
+    call in async code), the private loop runs in a helper thread, and the caller blocks as on
+    any sync call."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pool = ThreadPoolExecutor(1, "runai-sync") if _loop_running() else None
+
+    def call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self.pool is None:
+            return fn(*args)
+        return self.pool.submit(fn, *args).result()
+
+    def step(self, awaitable: Any) -> Any:
+        return self.call(_step, self.loop, awaitable)
+
+    def close(self) -> None:
+        def shutdown() -> None:
+            with contextlib.suppress(Exception):
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+        try:
+            self.call(shutdown)
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+
+
+def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
+    """Run one awaitable on `loop`. On Ctrl-C (or any interruption of the loop itself) cancel it
+    and let it clean up (kill and reap its child) before re-raising."""
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
+
+
+def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run `coroutine` to completion on a private event loop (for the headless CLI)."""
+    driver = _Driver()
+    try:
+        return driver.step(coroutine)
+    finally:
+        driver.close()
+
+
+def iterate_sync(stream: AsyncIterator[_T]) -> Iterator[_T]:
+    """The items of an async iterator as a plain iterator, on a private event loop. Closing the
+    iterator (or Ctrl-C) closes the async one inside the loop, so its cleanup runs."""
+    driver = _Driver()
+    try:
+        while True:
+            try:
+                item = driver.step(stream.__anext__())
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        try:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    driver.step(aclose())
+        finally:
+            driver.close()

@@ -1,0 +1,117 @@
+"""The client is written once (async); the sync API runs the same coroutines. These tests check
+that the twins really are the async methods, and that the sync path still cleans up after Ctrl-C
+(a real `runai-tui logs -f` process, interrupted)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from runai_tui import runner
+from runai_tui.client import RunaiClient
+from tests.core.test_client import pid_alive, wait_gone
+from tests.fakes import FakeRunai, rule
+
+REPO = Path(__file__).resolve().parents[2]
+TWINS = {
+    "list_jobs": "alist_jobs",
+    "describe": "adescribe",
+    "submit": "asubmit",
+    "delete": "adelete",
+    "suspend": "asuspend",
+    "resume": "aresume",
+    "whoami": "awhoami",
+    "version": "aversion",
+}
+
+
+@pytest.mark.parametrize(("sync", "async_"), sorted(TWINS.items()))
+def test_each_sync_method_runs_its_async_twin(sync: str, async_: str) -> None:
+    assert getattr(RunaiClient, sync).__wrapped__ is getattr(RunaiClient, async_)
+
+
+def test_sync_logs_iterates_stream_logs(
+    make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient], monkeypatch
+) -> None:
+    fake = make_fake([rule("logs", lines=["a", "b"])])
+    client = client_for(fake)
+    streamed: list[tuple] = []
+    real = RunaiClient.stream_logs
+
+    def spy(self, *args):
+        streamed.append(args)
+        return real(self, *args)
+
+    monkeypatch.setattr(RunaiClient, "stream_logs", spy)
+    assert list(client.logs("job", tail=3)) == ["a", "b"]
+    assert streamed == [("job", None, False, 3)]
+
+
+async def test_a_sync_call_inside_an_event_loop_still_works(
+    make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient]
+) -> None:
+    # Sync code called from async code (a test, a helper) blocks like any sync call, and works.
+    fake = make_fake([rule("version", stdout="Version: 2.25.3\n"), rule("logs", lines=["a", "b"])])
+    client = client_for(fake)
+    assert client.version() == "Version: 2.25.3"
+    assert list(client.logs("job-a")) == ["a", "b"]
+    assert await client.aversion() == "Version: 2.25.3"  # the caller's loop is untouched
+
+
+def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(
+    make_fake: Callable[..., FakeRunai],
+) -> None:
+    fake = make_fake([rule("logs", lines=["epoch 1"], block=True, spawn_child=True)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runai_tui.cli", "logs", "job-a", "-f"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **fake.env(), "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"epoch 1\n"
+        [record] = fake.records()
+        assert pid_alive(record["pid"])
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()  # reap it and close its pipes
+    assert wait_gone(record["pid"])
+    assert wait_gone(record["child_pid"])  # the whole group, grandchild included
+
+
+def test_run_sync_cancels_the_coroutine_on_interrupt() -> None:
+    cleaned: list[str] = []
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cleaned.append("cleaned")
+
+    loop_time = time.monotonic()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_sync(slow())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert cleaned == ["cleaned"] and time.monotonic() - loop_time < 10

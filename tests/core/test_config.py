@@ -1,0 +1,132 @@
+"""config.toml: precedence flag > env > config > default, one-line validation errors (exit 2),
+and `runai-tui info` saying where each setting came from."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from runai_tui.cli import main
+from runai_tui.config import load_settings
+from runai_tui.errors import UsageError
+from tests.fakes import fake_runai, rule
+
+
+def config_file(text: str) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file() -> None:
+    settings = load_settings({})
+    assert [(s.name, s.value, s.source) for s in settings.all()] == [
+        ("backend", "auto", "default"),
+        ("project", None, "default"),
+        ("refresh", 2.0, "default"),
+    ]
+
+
+def test_precedence_flag_env_config_default(monkeypatch) -> None:
+    path = config_file('# mine\nbackend = "local"\nproject = "team-c"\nrefresh = 7\n')
+    settings = load_settings({})
+    assert (settings.backend.value, settings.backend.source) == ("local", f"config {path}:2")
+    assert (settings.project.value, settings.project.source) == ("team-c", f"config {path}:3")
+    assert (settings.refresh.value, settings.refresh.source) == (7.0, f"config {path}:4")
+    monkeypatch.setenv("RUNAI_TUI_PROJECT", "team-e")
+    monkeypatch.setenv("RUNAI_TUI_REFRESH", "0")
+    settings = load_settings({"project": "team-f"})
+    assert (settings.project.value, settings.project.source) == ("team-f", "flag --project")
+    assert (settings.refresh.value, settings.refresh.source) == (0.0, "env RUNAI_TUI_REFRESH")
+    assert settings.backend.source == f"config {path}:2"
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "hint"),
+    [
+        ("backend = 'lokal'\n", ":1: backend: 'lokal': expected one of: auto, runai, local",
+         "e.g. backend = \"local\""),
+        ("\n\nrefresh = -3\n", ":3: refresh: -3: expected 0 (off) or a positive number",
+         "e.g. refresh = 5"),
+        ("refresh = true\n", ":1: refresh: True: expected 0 (off)", "refresh = 5"),
+        ('project = "Team A"\n', ":1: project: 'Team A': expected a project name", "team-a"),
+        ("refesh = 5\n", ":1: refesh: unknown setting (did you mean 'refresh'?)",
+         "known settings: backend, project, refresh"),
+        ("backend = \n", ":1: not valid TOML: ", "fix the file"),
+    ],
+)  # fmt: skip
+def test_bad_config_values_are_one_line_errors_exit_2(
+    capsys, text: str, message: str, hint: str
+) -> None:
+    path = config_file(text)
+    with pytest.raises(UsageError) as info:
+        load_settings({})
+    assert str(info.value).startswith(str(path) + message)
+    assert hint in info.value.hint
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"error: {info.value}" and err[1].startswith("hint: ") and len(err) == 2
+
+
+def test_a_bad_environment_value_names_the_variable(monkeypatch) -> None:
+    monkeypatch.setenv("RUNAI_TUI_REFRESH", "soon")
+    with pytest.raises(UsageError) as info:
+        load_settings({})
+    assert (
+        str(info.value)
+        == "RUNAI_TUI_REFRESH=soon: expected 0 (off) or a positive number of seconds"
+    )
+    assert info.value.hint == "fix or unset RUNAI_TUI_REFRESH"
+
+
+def test_the_config_file_chooses_backend_and_project_for_commands(tmp_path: Path, capsys) -> None:
+    fake = fake_runai(tmp_path, [rule("training", "list", stdout='{"workloads": []}')])
+    config_file('backend = "runai"\nproject = "team-c"\n')
+    os.environ["RUNAI_TUI_RUNAI"] = str(fake.path)  # restored by the root conftest
+    assert main(["list", "--json"]) == 0
+    assert fake.calls() == [["training", "list", "--json", "-p", "team-c"]]
+    assert main(["-p", "team-d", "list", "--json"]) == 0
+    assert fake.calls()[-1] == ["training", "list", "--json", "-p", "team-d"]
+
+
+def test_info_shows_where_each_setting_came_from(monkeypatch, capsys) -> None:
+    path = config_file('backend = "local"\nrefresh = 5\n')
+    monkeypatch.setenv("RUNAI_TUI_PROJECT", "team-e")
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"config file: {path}\n" in out
+    assert f"  backend: local  (from config {path}:1)\n" in out
+    assert "  project: team-e  (from env RUNAI_TUI_PROJECT)\n" in out
+    assert f"  refresh: 5 s  (from config {path}:2)\n" in out
+    assert "backend: local  (LOCAL)" in out and "version: runai-local " in out
+    assert main(["--refresh", "1", "info", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"] == {
+        "backend": {"value": "local", "source": f"config {path}:1"},
+        "project": {"value": "team-e", "source": "env RUNAI_TUI_PROJECT"},
+        "refresh": {"value": 1.0, "source": "flag --refresh"},
+    }
+    assert data["config_file"] == {"path": str(path), "exists": True}
+    assert data["backend"]["kind"] == "local" and data["backend"]["version"].startswith(
+        "runai-local"
+    )
+
+
+def test_submit_dry_run_shows_the_project_that_will_be_used(capsys) -> None:
+    config_file('project = "team-c"\n')
+    assert main(["submit", "--profile", "retinanet-tcp", "--dry-run", "--json"]) == 0
+    argv = json.loads(capsys.readouterr().out)["argv"]
+    assert argv[argv.index("-p") + 1] == "team-c" and argv.index("-p") < argv.index("--command")
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles" / "own.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("extends: retinanet-tcp\nproject: team-own\n")
+    assert main(["submit", "--profile", "own", "--dry-run", "--json"]) == 0
+    argv = json.loads(capsys.readouterr().out)["argv"]
+    assert "team-own" in argv and "team-c" not in argv  # the profile's own project wins
+    assert main(["-p", "team-d", "submit", "--profile", "own", "--dry-run", "--json"]) == 0
+    argv = json.loads(capsys.readouterr().out)["argv"]
+    assert "team-d" in argv and "team-own" not in argv  # ...but not over an explicit -p
