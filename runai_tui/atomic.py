@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -16,6 +15,8 @@ def atomic_open(
 ) -> Iterator[TextIO]:
     """Open a temp file beside `path` for writing text; on success fsync it and rename it over
     `path`; on any error remove it and leave `path` untouched."""
+    import tempfile  # lazy: not on the read-only headless paths (benchmarks/, issue 12)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

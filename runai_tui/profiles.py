@@ -8,13 +8,11 @@ a key set to `null` in the child removes what the parent set. The child's own `e
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -28,8 +26,12 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Problems
 
 
-@dataclass(frozen=True)
-class Problem:
+# The records below are NamedTuples and plain classes, not dataclasses: importing `dataclasses`
+# (and `inspect` with it) costs ~7 ms at every start of the headless CLI, a fifth of its budget
+# (issue 12; measured by benchmarks/fig_cli.py; tests/test_layers.py keeps it off that path).
+
+
+class Problem(NamedTuple):
     """One thing wrong with a profile: where, which field, what value, what is expected."""
 
     file: str
@@ -197,14 +199,12 @@ def _capability(value: Any) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     check: Callable[[Any], Any]
     help: str
 
 
-@dataclass(frozen=True)
-class MappingSpec:
+class MappingSpec(NamedTuple):
     """A mapping with free keys (env, labels…): each key and value checked."""
 
     key: Callable[[Any], str]
@@ -212,8 +212,7 @@ class MappingSpec:
     help: str
 
 
-@dataclass(frozen=True)
-class GroupSpec:
+class GroupSpec(NamedTuple):
     """A mapping with fixed sub-fields (cpu, memory, run_as)."""
 
     fields: dict[str, FieldSpec]
@@ -354,49 +353,107 @@ def field_paths() -> list[str]:
 # The resolved profile
 
 
-@dataclass
+# Every Profile attribute but `name`, with its default (a list or dict default is copied).
+PROFILE_DEFAULTS: dict[str, Any] = {
+    "source": None,
+    "description": "",
+    "job_name": None,
+    "project": None,
+    "image": None,
+    "image_pull_policy": None,
+    "workers": None,
+    "gpus": None,
+    "master_gpus": None,
+    "cpu": {},
+    "memory": {},
+    "run_as": {},
+    "working_dir": None,
+    "env": {},
+    "pvcs": [],
+    "annotations": {},
+    "labels": {},
+    "extended_resources": {},
+    "large_shm": False,
+    "capabilities": [],
+    "node_pools": [],
+    "preemptibility": None,
+    "restart_policy": None,
+    "master_restart_policy": None,
+    "backoff_limit": None,
+    "clean_pod_policy": None,
+    "command": [],
+    "args": [],
+    "extends": None,
+    "data": {},
+    "origins": {},
+}
+
+
 class Profile:
+    """A profile's fields (plain attributes; see the note above `Problem` for why no dataclass).
+    `data` is the resolved document (what `profiles show --resolved` prints) and `origins` where
+    each field came from."""
+
     name: str
-    source: Path | None = None
-    description: str = ""
-    job_name: str | None = None
-    project: str | None = None
-    image: str | None = None
-    image_pull_policy: str | None = None
-    workers: int | None = None
-    gpus: int | None = None
-    master_gpus: int | None = None
-    cpu: dict[str, float | int] = field(default_factory=dict)
-    memory: dict[str, str] = field(default_factory=dict)
-    run_as: dict[str, int] = field(default_factory=dict)
-    working_dir: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    pvcs: list[dict[str, str]] = field(default_factory=list)
-    annotations: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)
-    extended_resources: dict[str, str] = field(default_factory=dict)
-    large_shm: bool = False
-    capabilities: list[str] = field(default_factory=list)
-    node_pools: list[str] = field(default_factory=list)
-    preemptibility: str | None = None
-    restart_policy: str | None = None
-    master_restart_policy: str | None = None
-    backoff_limit: int | None = None
-    clean_pod_policy: str | None = None
-    command: list[str] = field(default_factory=list)
-    args: list[str] = field(default_factory=list)
-    extends: str | None = None
-    # The resolved document (what `profiles show --resolved` prints) and where each field came from.
-    data: dict[str, Any] = field(default_factory=dict, repr=False)
-    origins: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
+    source: Path | None
+    description: str
+    job_name: str | None
+    project: str | None
+    image: str | None
+    image_pull_policy: str | None
+    workers: int | None
+    gpus: int | None
+    master_gpus: int | None
+    cpu: dict[str, float | int]
+    memory: dict[str, str]
+    run_as: dict[str, int]
+    working_dir: str | None
+    env: dict[str, str]
+    pvcs: list[dict[str, str]]
+    annotations: dict[str, str]
+    labels: dict[str, str]
+    extended_resources: dict[str, str]
+    large_shm: bool
+    capabilities: list[str]
+    node_pools: list[str]
+    preemptibility: str | None
+    restart_policy: str | None
+    master_restart_policy: str | None
+    backoff_limit: int | None
+    clean_pod_policy: str | None
+    command: list[str]
+    args: list[str]
+    extends: str | None
+    data: dict[str, Any]
+    origins: dict[str, tuple[str, int | None]]
+
+    def __init__(self, name: str, **fields: Any) -> None:
+        unknown = sorted(fields.keys() - PROFILE_DEFAULTS.keys())
+        if unknown:
+            raise TypeError(f"Profile got unknown fields: {', '.join(unknown)}")
+        self.name = name
+        for key, default in PROFILE_DEFAULTS.items():
+            value = fields.get(key, default)
+            fresh = value is default and isinstance(default, (list, dict))
+            setattr(self, key, default.copy() if fresh else value)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Profile and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={v!r}" for k, v in vars(self).items() if k not in ("data", "origins")
+        )
+        return f"Profile({shown})"
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading YAML with line numbers
 
 
-@dataclass
-class _Document:
+class _Document(NamedTuple):
     data: dict[str, Any]
     lines: dict[tuple[str, ...], int]  # field path -> 1-based line
     path: str
@@ -436,11 +493,16 @@ def _decode(raw: bytes, label: str) -> str:
         ) from exc
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def parse_document(text: str, label: str) -> _Document:
     """Parse YAML text into plain data plus the line of every field; reject duplicate keys."""
     if len(text.encode("utf-8", "replace")) > MAX_PROFILE_BYTES:
         raise ProfileError([Problem(label, None, "", f"larger than {MAX_PROFILE_BYTES} bytes")])
-    loader = yaml.SafeLoader(text)
+    # libyaml's parser when built in: 3-4 ms less per profile on the headless path (issue 12);
+    # same nodes, marks and errors as the pure-Python one.
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
@@ -524,6 +586,8 @@ def merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # lazy: only when a key is unknown (benchmarks/, issue 12)
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -597,8 +661,7 @@ def validate_data(
 # The store
 
 
-@dataclass
-class ProfileEntry:
+class ProfileEntry(NamedTuple):
     name: str
     path: Path
     origin: str  # "project" or "user"
@@ -642,12 +705,11 @@ class ProfileStore:
     def entries(self) -> list[ProfileEntry]:
         out = []
         for name, (path, origin, shadows) in sorted(self._files().items()):
-            entry = ProfileEntry(name, path, origin, shadows=shadows)
             try:
-                entry.description = self.load(name).description
+                description, error = self.load(name).description, None
             except UsageError as exc:
-                entry.error = str(exc)
-            out.append(entry)
+                description, error = "", str(exc)
+            out.append(ProfileEntry(name, path, origin, description, shadows, error))
         return out
 
     def path(self, name: str) -> Path:
@@ -732,7 +794,7 @@ class ProfileStore:
         if problems:
             raise ProfileError(problems)
         data.pop("extends", None)
-        known = {k: v for k, v in data.items() if k in Profile.__dataclass_fields__}
+        known = {k: v for k, v in data.items() if k in PROFILE_DEFAULTS}
         profile = Profile(name=name, source=Path(doc.path), **known)
         profile.extends = doc.data.get("extends")
         profile.data = data
@@ -890,7 +952,7 @@ def apply_overrides(profile: Profile, sets: list[str]) -> Profile:
     data, problems = validate_data(merged, where)
     if problems:
         raise ProfileError(problems)
-    known = {k: v for k, v in data.items() if k in Profile.__dataclass_fields__}
+    known = {k: v for k, v in data.items() if k in PROFILE_DEFAULTS}
     out = Profile(name=profile.name, source=profile.source, **known)
     out.extends = profile.extends
     out.data = data
