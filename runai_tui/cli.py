@@ -356,7 +356,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from runai_tui.tui.app import run_tui  # Textual is imported only here
+    from runai_tui.tui.launch import run_tui  # Textual is imported only there
 
     return run_tui(
         backend_choice=args.backend,
