@@ -99,6 +99,7 @@ class Run:
     code: int  # exit code
     rss: int  # peak resident memory of the child, bytes
     cpu: float  # user + system seconds of the child
+    stdout: str = ""  # with stdout=subprocess.PIPE (small outputs only: read after exit)
 
 
 def timed_run(argv: Sequence[str], env: dict[str, str], **kwargs: Any) -> Run:
@@ -115,7 +116,10 @@ def timed_run(argv: Sequence[str], env: dict[str, str], **kwargs: Any) -> Run:
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
-    return Run(wall, proc.returncode, usage.ru_maxrss * 1024, cpu)  # Linux: ru_maxrss in KiB
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    if proc.stdout:
+        proc.stdout.close()
+    return Run(wall, proc.returncode, usage.ru_maxrss * 1024, cpu, out)  # ru_maxrss: KiB
 
 
 def venv_script(name: str) -> list[str]:
