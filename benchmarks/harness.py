@@ -10,6 +10,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -80,6 +81,9 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+PYCACHE = Path(tempfile.gettempdir()) / "runai-tui-bench-pycache"
+
+
 def child_env(pycache: Path | None = None, **extra: str) -> dict[str, str]:
     """The environment for measured children: this tree first on the path, and bytecode
     caching on (under `pycache`, outside the tree) so start-up is measured as users see it,
@@ -87,8 +91,7 @@ def child_env(pycache: Path | None = None, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if pycache is not None:
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache or PYCACHE)
     env.update(extra)
     return env
 

@@ -9,7 +9,8 @@ because absolute times on a shared machine are noise. Writes a JSON report and p
     python benchmarks/run.py --reference-dir ~/vision/references/detection   # + the trainer
     python benchmarks/run.py --quick                # tiny sizes: checks the harness, not speed
 
-Figures: cli, tui-paint, log-view, job-table, diagnose, trainer (see benchmarks/README.md).
+Figures: cli, tui-paint, log-view, job-table, diagnose; opt-in: trainer (needs --reference-dir),
+trainer-cpu. Each module's docstring (benchmarks/fig_*.py) says what it measures and how.
 """
 
 from __future__ import annotations
@@ -30,14 +31,18 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 
 from benchmarks.harness import REPO, Figure
 
+# name -> "module:function"; each function takes the parsed options as keywords.
 FIGURES = {
-    "cli": "benchmarks.fig_cli",
-    "tui-paint": "benchmarks.fig_tui_paint",
-    "log-view": "benchmarks.fig_log_view",
-    "job-table": "benchmarks.fig_job_table",
-    "diagnose": "benchmarks.fig_diagnose",
-    "trainer": "benchmarks.fig_trainer",
+    "cli": "benchmarks.fig_cli:measure",
+    "tui-paint": "benchmarks.fig_tui_paint:measure",
+    "log-view": "benchmarks.fig_log_view:measure",
+    "job-table": "benchmarks.fig_job_table:measure",
+    "diagnose": "benchmarks.fig_diagnose:measure",
+    "trainer": "benchmarks.fig_trainer:measure",
+    "trainer-cpu": "benchmarks.fig_trainer:measure_cpu_options",
 }
+# Minutes of CPU each: only with --only (trainer also runs by default given --reference-dir).
+OPT_IN = {"trainer", "trainer-cpu"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -63,6 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--diagnose-mb", type=int, default=1024, help="size of the generated log")
     parser.add_argument("--trainer-iters", type=int, default=10, help="iterations per trainer run")
+    parser.add_argument("--trainer-workers", type=int, default=0, help="loader workers, both")
+    parser.add_argument("--trainer-threads", type=int, default=2, help="OMP threads, both")
     return parser.parse_args(argv)
 
 
@@ -96,6 +103,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value * 1000:.1f} ms"
     if unit == "lines/s":
         return f"{value / 1000:.0f}k/s"
+    if unit == "img/s":
+        return f"{value:.2f} img/s"
     if unit in ("s", "MB"):
         return f"{value:.2f} {unit}"
     return f"{value:.3g} {unit}".strip()
@@ -140,17 +149,20 @@ def table(figures: list[Figure]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    names = args.only or [n for n in FIGURES if n != "trainer" or args.reference_dir]
+    names = args.only or [
+        n for n in FIGURES if n not in OPT_IN or (n == "trainer" and args.reference_dir)
+    ]
     figures: list[Figure] = []
     for name in names:
-        module = importlib.import_module(FIGURES[name])
+        module_name, function = FIGURES[name].split(":")
+        measure = getattr(importlib.import_module(module_name), function)
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
-            fig = module.measure(**vars(args))
+            fig = measure(**vars(args))
         except Exception as exc:  # one broken figure must not hide the others
             traceback.print_exc()
-            fig = Figure(name, module.TITLE, "", note=f"not measured: {type(exc).__name__}: {exc}")
+            fig = Figure(name, name, "", note=f"not measured: {type(exc).__name__}: {exc}")
         fig.details["bench_seconds"] = round(time.perf_counter() - start, 1)
         figures.append(fig)
     report = {"machine": machine(), "figures": [f.to_json() for f in figures]}
