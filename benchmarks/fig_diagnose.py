@@ -135,7 +135,11 @@ def measure(
             return run.wall
 
         def yardstick() -> float:
-            return timed_run(grep_argv, env).wall
+            # Into a pipe: GNU grep stops at the first match when its output is /dev/null.
+            run = timed_run(grep_argv, env, stdout=subprocess.PIPE)
+            if run.code != 0 or not run.stdout.strip().isdigit():
+                raise RuntimeError(f"grep -c exited {run.code}: {run.stdout[:200]!r}")
+            return run.wall
 
         # No warm-up round: the file was just written, so it is in the page cache already.
         a, b = interleave(ours, yardstick, repeat, warmup=0)
