@@ -29,8 +29,10 @@ format: $(VENV)/.installed
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The suite (benchmarks/run.py): every figure a ratio against a yardstick measured in the same run.
+# BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/.
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/trainer_throughput.py
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
     """A new temp file beside `path`, created 0666 minus the umask (the kernel applies it), then
     given the mode of the file it will replace, when there is one."""
     for _attempt in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(
+            f".{path.name}.{os.urandom(4).hex()}.tmp"
+        )  # not `secrets`: start-up cost
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:

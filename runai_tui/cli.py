@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -32,6 +30,20 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, f"see: {self.prog} --help")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every add_argument, and its default one imports shutil
+        # for the terminal width: ~2 ms of every headless start (issue 12). Same width, from os.
+        try:
+            columns = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (AttributeError, ValueError, OSError):
+                columns = 0
+        return self.formatter_class(prog=self.prog, width=(columns or 80) - 2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -201,6 +213,8 @@ def _client(args: argparse.Namespace) -> Any:
 
 
 def _print_json(data: Any) -> None:
+    import json  # lazy: keeps the headless path's start-up at its floor (benchmarks/, issue 12)
+
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
@@ -625,7 +639,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from runai_tui.tui.app import run_tui  # Textual is imported only here
+    from runai_tui.tui.launch import run_tui  # Textual is imported only there
 
     settings = _settings(args)
     return run_tui(
@@ -679,6 +693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:
+            import traceback  # lazy, see _print_json
+
             traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
@@ -690,6 +706,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if debug:
+            import traceback  # lazy, see _print_json
+
             traceback.print_exc()
             return 1
         print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)

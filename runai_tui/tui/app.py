@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
-from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure, UsageError
+from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.tui.health import HealthCache
 from runai_tui.tui.runner import InteractiveRunner
 from runai_tui.tui.text import literal
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runai_tui.client import RunaiClient
     from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
+    from runai_tui.tui.launch import FirstList
 
 
 def not_logged_in(error: RunaiError) -> str:
@@ -82,8 +83,11 @@ class RunaiTuiApp(App[int]):
         runner: InteractiveRunner | None = None,
         clock: Callable[[], datetime] | None = None,
         save_dir: Path | None = None,
+        first_list: FirstList | None = None,
     ) -> None:
         super().__init__()
+        # The first job list, already being fetched while the app loaded (tui/launch.py).
+        self.first_list = first_list
         self.client = client
         self._store = store
         self.readonly = readonly
@@ -123,7 +127,17 @@ class RunaiTuiApp(App[int]):
         from runai_tui.tui.screens.jobs import JobsScreen
 
         self.push_screen(JobsScreen())
-        self.check_backend()
+        # The backend check (two runai calls: version, whoami) waits for the first job list,
+        # which is what the user waits for: run alongside it, they share the CPU and delay the
+        # first paint (issue 12, benchmarks/fig_tui_paint.py). The timer covers a slow list.
+        self._backend_checked = False
+        self.set_timer(2.0, self.first_fetch_done)
+
+    def first_fetch_done(self) -> None:
+        """The first job list arrived (or failed, or is slow): check the backend once."""
+        if not self._backend_checked:
+            self._backend_checked = True
+            self.check_backend()
 
     def set_header(self, **values: Any) -> None:
         """Update the header state and every mounted StatusHeader."""
@@ -304,30 +318,3 @@ class RunaiTuiApp(App[int]):
 def describe_error(error: Failure) -> str:
     text = literal(str(error))
     return f"{text} — {literal(error.hint)}" if error.hint else text
-
-
-def run_tui(
-    backend_choice: str | None,
-    readonly: bool,
-    refresh: float,
-    project: str | None,
-    timeout: float = 60.0,
-    project_explicit: bool = False,
-) -> int:
-    """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
-
-    Bad choices raise before any screen is drawn; the CLI reports them like every other error."""
-    from runai_tui.backend import select_backend
-    from runai_tui.client import RunaiClient
-
-    if refresh < 0:
-        raise UsageError(
-            f"--refresh {refresh:g}: expected 0 (off) or a positive number of seconds",
-            "e.g. runai-tui --refresh 5",
-        )
-    backend = select_backend(backend_choice)
-    client = RunaiClient(backend, project=project, timeout=timeout)
-    app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh)
-    app.project_explicit = project_explicit
-    result = app.run()
-    return int(result or app.return_code or 0)

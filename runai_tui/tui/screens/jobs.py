@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -87,8 +89,12 @@ class JobsScreen(AppScreen):
 
     @work(group="jobs-refresh", exit_on_error=False)
     async def _fetch_jobs(self) -> None:
+        first, self.tui.first_list = self.tui.first_list, None
         try:
-            jobs = await self.tui.client.alist_jobs()
+            if first is not None:  # fetched while the app loaded (tui/launch.py)
+                jobs = await asyncio.to_thread(first.result)
+            else:
+                jobs = await self.tui.client.alist_jobs()
         except RunaiError as error:
             self.tui.backend_failed(error)
         else:
@@ -96,6 +102,7 @@ class JobsScreen(AppScreen):
             self.tui.backend_ok()
         finally:
             self._fetching = False
+            self.tui.first_fetch_done()
             if self._again:
                 self._again = False
                 self.refresh_jobs()

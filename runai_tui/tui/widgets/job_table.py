@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
 from runai_tui.diagnose import Diagnosis
 from runai_tui.models import Job, Phase
@@ -66,7 +69,9 @@ def format_gpus(job: Job) -> str:
     return f"{job.gpus:g}"
 
 
+@functools.cache
 def status_text(phase: Phase) -> Text:
+    """One (never mutated) Text per phase: a refresh of thousands of rows makes no new ones."""
     return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
 
 
@@ -80,6 +85,10 @@ def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> di
         "age": format_age(job.created, now),
         "health": health_cell(diagnosis),
     }
+
+
+def _cell_width(value: str | Text) -> int:
+    return cell_len(value.plain if isinstance(value, Text) else value)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -103,6 +112,7 @@ class JobTable(DataTable):
         self.filter_text = ""
         self._order: list[str] = []
         self.health: HealthCache | None = None  # set by the screen: the app's diagnoses
+        self._cells: dict[str, dict[str, str | Text]] = {}  # what each shown row holds
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -144,32 +154,90 @@ class JobTable(DataTable):
         self._apply_sort(self.selected_name)
 
     def update_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
-        """Show `jobs`: remove gone rows, update changed cells, add new rows, keep the selection."""
+        """Show `jobs`: remove gone rows, update changed cells, add new rows, keep the selection.
+
+        Linear in the number of jobs (5,000 jobs refresh in well under 0.1 s; issue 12,
+        benchmarks/fig_job_table.py): DataTable's own `remove_row` and `update_cell(...,
+        update_width=True)` each rescan the whole table, which made one refresh take seconds."""
         selected = self.selected_name
         wanted = {job.name: job for job in jobs if self._matches(job)}
         self.jobs = {job.name: job for job in jobs}
         with self.app.batch_update():
-            for name in [n for n in self._order if n not in wanted]:
-                self.remove_row(name)
-            shown = set(self._order)
+            gone = [n for n in self._order if n not in wanted]
+            self._remove_rows(gone)
+            added = False
+            changed: set[str] = set()  # columns with a changed cell
             for name, job in wanted.items():
                 cells = job_cells(job, now, self.health.get(job) if self.health else None)
-                if name in shown:
-                    for column, value in cells.items():
-                        if self.get_cell(name, column) != value:
-                            self.update_cell(name, column, value, update_width=True)
+                old = self._cells.get(name)
+                if old is not None:
+                    if old != cells:
+                        # update_cell's work without its refresh per cell (one below).
+                        row = self._data[RowKey(name)]
+                        for column, value in cells.items():
+                            if old[column] != value:
+                                row[ColumnKey(column)] = value
+                                changed.add(column)
                 else:
+                    # New rows are measured by DataTable itself, once each.
                     self.add_row(*(cells[key] for key, _ in COLUMNS), key=name)
-            self._apply_sort(selected)
+                    added = True
+                self._cells[name] = cells
+            if changed:
+                self._update_count += 1  # invalidates DataTable's row render cache
+                self.refresh()
+                self._fit_columns(changed)
+            self._apply_sort(selected, rows_changed=added or bool(gone))
 
-    def _apply_sort(self, selected: str | None) -> None:
+    def _remove_rows(self, names: list[str]) -> None:
+        """Remove rows in one pass. `remove_row` rebuilds the row index for each row removed
+        (quadratic on a big refresh); the sort that follows every update rebuilds it once."""
+        if len(names) <= 2:
+            for name in names:
+                self.remove_row(name)
+                del self._cells[name]
+            return
+        gone = {RowKey(name) for name in names}
+        for key in gone:
+            del self.rows[key]
+            del self._data[key]
+            del self._cells[key.value]
+        kept = sorted(
+            (k for k in self._row_locations if k not in gone), key=self._row_locations.get
+        )
+        self._row_locations = TwoWayDict({key: index for index, key in enumerate(kept)})
+        self._updated_cells = {c for c in self._updated_cells if c.row_key not in gone}
+        self._require_update_dimensions = True
+        self._update_count += 1
+        self.refresh(layout=True)
+
+    def _fit_columns(self, keys: set[str]) -> None:
+        """Columns `keys` as wide as their widest cell or label, from the plain text (cells are
+        one line): DataTable would render and measure every cell of a column per changed cell."""
+        for column in self.columns.values():
+            key = str(column.key.value)
+            if key not in keys:
+                continue
+            widest = max(
+                (_cell_width(cells[key]) for cells in self._cells.values()),
+                default=0,
+            )
+            width = max(widest, cell_len(column.label.plain))
+            if width != column.content_width:
+                column.content_width = width
+                self._require_update_dimensions = True
+                self.refresh(layout=True)
+
+    def _apply_sort(self, selected: str | None, rows_changed: bool = True) -> None:
         rank = SORTS.get(self.sort_by, SORTS["name"])
         order = sorted(
             (self.jobs[n] for n in self._row_names()), key=rank, reverse=self.sort_reverse
         )
-        position = {job.name: i for i, job in enumerate(order)}
-        self.sort("name", key=lambda name: position.get(name, 0))
-        self._order = [job.name for job in order]
+        names = [job.name for job in order]
+        if rows_changed or names != self._order:  # else the rows already stand in this order
+            position = {name: i for i, name in enumerate(names)}
+            self.sort("name", key=lambda name: position.get(name, 0))
+        self._order = names
         if selected is None or not self.select_name(selected):
             self.move_cursor(row=min(self.cursor_row, max(0, self.row_count - 1)), animate=False)
 

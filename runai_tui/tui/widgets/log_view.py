@@ -23,9 +23,18 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from runai_tui.tui.text import literal
+from runai_tui.tui.text import MAX_DISPLAY_CHARS, literal
 
 DEFAULT_MAX_LINES = 100_000
+
+
+def display_width(line: str) -> int:
+    """Cells `line` takes on screen once made literal."""
+    # Fast path for most log lines (issue 12: ingest at least as fast as Textual's Log):
+    # printable ASCII is shown as is, one cell per character.
+    if line.isascii() and line.isprintable() and len(line) <= MAX_DISPLAY_CHARS:
+        return len(line)
+    return cell_len(literal(line))
 
 
 class LogView(ScrollView, can_focus=True):
@@ -102,7 +111,7 @@ class LogView(ScrollView, can_focus=True):
         if not new:
             return
         self._lines.extend(new)
-        width = max(cell_len(literal(line)) for line in new)
+        width = max(map(display_width, new))
         self._width = max(self._width, width)
         excess = len(self._lines) - self.max_lines
         if excess > 0:

@@ -1,0 +1,315 @@
+"""Figures `trainer` and `trainer-cpu` (both opt-in: minutes of CPU each).
+
+`trainer`: our trainer (`python -m trainer`) vs torchvision's `references/detection/train.py`,
+same generated COCO-format data (`--trainer-images` JPEGs, 90 categories so both heads have 91
+classes), same model (retinanet_resnet50_fpn_v2, random init), same resize (800/1333), batch 2,
+CPU, the same loader workers and threads. Steady seconds per iteration from iteration 6 on,
+timed by when each iteration's log line arrives; peak RSS of each process. The reference script
+is never vendored: `--reference-dir DIR` is a checkout of torchvision's references/detection at
+a commit you name (`--reference-commit`, recorded in the report). It runs unmodified, through a
+tiny wrapper that only sets `weights_backbone=None` on the model builder (ours starts from
+random weights too; the builder would otherwise download ImageNet weights). Ours runs like for
+like (fp32) and, on a CPU with native bf16, with `--amp bf16` (our best CPU setting; the
+reference's --amp is CUDA-only): the figure is the best, the fp32 row is reported beside it.
+Targets: at least 1.3x the images/s at no more memory.
+
+`trainer-cpu`: the retinanet-local profile's own configuration (synthetic, 128 px, batch 2, one
+thread) with fp32 NCHW as the yardstick vs `--amp bf16`, `--channels-last` and both: whether
+the CPU speed options win here (bf16 needs avx512_bf16/AMX to be worth it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import REPO, Figure, child_env, median
+
+NAME = "trainer"
+TITLE = "trainer images/s vs torchvision reference"
+SPEED_TARGET = 1.3
+STEADY_FROM = 6  # iterations before this one are warm-up
+REFERENCE_FILES = (
+    "train.py",
+    "engine.py",
+    "utils.py",
+    "coco_utils.py",
+    "coco_eval.py",
+    "presets.py",
+    "transforms.py",
+    "group_by_aspect_ratio.py",
+)
+
+WRAPPER = """
+import functools, runpy, sys
+import torchvision.models.detection as detection
+# Same model as ours: random weights, no ImageNet download for the backbone.
+for name in ("retinanet_resnet50_fpn_v2", "retinanet_resnet50_fpn"):
+    setattr(detection, name, functools.partial(getattr(detection, name), weights_backbone=None))
+reference = sys.argv[1]
+sys.path.insert(0, reference)
+sys.argv = [reference + "/train.py", *sys.argv[2:]]
+runpy.run_path(reference + "/train.py", run_name="__main__")
+"""
+
+REFERENCE_ITERATION = re.compile(rb"Epoch: \[\d+\]\s+\[\s*(\d+)\s*/\s*\d+\]")
+
+
+def write_coco_fixture(root: Path, train_images: int, val_images: int = 2) -> None:
+    """A COCO 2017 layout of small photo-like JPEGs with 1-4 boxes each, 90 categories."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    categories = [{"id": i, "name": f"class-{i}", "supercategory": "x"} for i in range(1, 91)]
+    for split, count in (("train2017", train_images), ("val2017", val_images)):
+        (root / split).mkdir(parents=True)
+        images, annotations = [], []
+        for n in range(count):
+            width, height = (640, 480) if n % 3 else (480, 640)
+            pixels = rng.integers(0, 255, (height // 8, width // 8, 3), dtype=np.uint8)
+            image = Image.fromarray(pixels).resize((width, height), Image.BILINEAR)
+            name = f"{n + 1:012d}.jpg"
+            image.save(root / split / name, quality=90)
+            images.append({"id": n + 1, "file_name": name, "width": width, "height": height})
+            for _ in range(1 + n % 4):
+                w, h = rng.integers(40, width // 2), rng.integers(40, height // 2)
+                x, y = rng.integers(0, width - w), rng.integers(0, height - h)
+                annotations.append(
+                    {
+                        "id": len(annotations) + 1,
+                        "image_id": n + 1,
+                        "category_id": int(rng.integers(1, 91)),
+                        "bbox": [int(x), int(y), int(w), int(h)],
+                        "area": int(w * h),
+                        "iscrowd": 0,
+                        "segmentation": [
+                            [
+                                int(x),
+                                int(y),
+                                int(x + w),
+                                int(y),
+                                int(x + w),
+                                int(y + h),
+                                int(x),
+                                int(y + h),
+                            ]
+                        ],  # fmt: skip
+                    }
+                )
+        (root / "annotations").mkdir(exist_ok=True)
+        document = {"images": images, "annotations": annotations, "categories": categories}
+        (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(document))
+
+
+def timed_iterations(
+    argv: list[str], env: dict[str, str], cwd: Path, pattern: re.Pattern[bytes], iterations: int
+) -> dict[str, Any]:
+    """Run `argv`, timestamp each log line matching `pattern` (one per iteration) as it
+    arrives, stop the process group after `iterations`; steady s/it and peak RSS."""
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    stamps: list[float] = []
+    tail: list[bytes] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = [*tail[-40:], line]
+        if pattern.search(line):
+            stamps.append(time.perf_counter())
+            if len(stamps) >= iterations:
+                break
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.stdout.close()
+    if len(stamps) < iterations:
+        text = b"".join(tail).decode(errors="replace")
+        raise RuntimeError(f"{argv[1]}: {len(stamps)} of {iterations} iterations:\n{text}")
+    steady = (stamps[-1] - stamps[STEADY_FROM - 2]) / (len(stamps) - STEADY_FROM + 1)
+    return {"s_per_it": steady, "peak_rss_mb": usage.ru_maxrss / 1024, "iterations": len(stamps)}
+
+
+def trainer_env(threads: int) -> dict[str, str]:
+    env = child_env(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return env
+
+
+def measure(
+    reference_dir: Path | None = None,
+    reference_commit: str = "",
+    trainer_iters: int = 10,
+    trainer_workers: int = 0,
+    trainer_threads: int = 2,
+    quick: bool = False,
+    **_: Any,
+) -> Figure:
+    if reference_dir is None:
+        return Figure(
+            NAME,
+            TITLE,
+            "img/s",
+            note="not measured: needs --reference-dir DIR, a checkout of torchvision's "
+            "references/detection at a pinned commit (--reference-commit SHA)",
+        )
+    reference_dir = Path(reference_dir).resolve()
+    missing = [f for f in REFERENCE_FILES if not (reference_dir / f).is_file()]
+    if "train.py" in missing:
+        return Figure(NAME, TITLE, "img/s", note=f"not measured: no train.py in {reference_dir}")
+    iterations = max(STEADY_FROM + 2, 8 if quick else trainer_iters)
+    env = trainer_env(trainer_threads)
+    with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
+        root = Path(tmp)
+        data = root / "coco"
+        write_coco_fixture(data, train_images=2 * iterations + 4)
+        wrapper = root / "reference_wrapper.py"
+        wrapper.write_text(WRAPPER, encoding="utf-8")
+        common = ["--batch-size", "2", "--device", "cpu", "--workers", str(trainer_workers)]
+        ours_argv = [
+            sys.executable, "-m", "trainer", "--dataset", "coco", "--data-root", str(data),
+            "--model", "retinanet_resnet50_fpn_v2", "--min-size", "800", "--max-size", "1333",
+            *common, "--epochs", "1", "--max-steps", str(iterations), "--log-every", "1",
+            "--eval-every", "0", "--checkpoint-every", "0", "--resume", "none",
+            "--output-dir", str(root / "ours"),
+        ]  # fmt: skip
+        reference_argv = [
+            sys.executable, str(wrapper), str(reference_dir), "--data-path", str(data),
+            "--dataset", "coco", "--model", "retinanet_resnet50_fpn_v2", *common,
+            "--epochs", "1", "--print-freq", "1", "--output-dir", str(root / "reference"),
+        ]  # fmt: skip
+        ours_pattern = re.compile(rb'^\{"kind": "train"')
+        # Like for like (fp32, NCHW), then our best CPU settings (bf16 autocast where the CPU
+        # has it; the reference's --amp is CUDA-only), then the reference.
+        ours_fp32 = timed_iterations(ours_argv, env, REPO, ours_pattern, iterations)
+        ours_bf16 = None
+        if cpu_has_bf16():
+            bf16_argv = [*ours_argv[:-1], str(root / "ours-bf16"), "--amp", "bf16"]
+            ours_bf16 = timed_iterations(bf16_argv, env, REPO, ours_pattern, iterations)
+        reference = timed_iterations(
+            reference_argv, env, reference_dir, REFERENCE_ITERATION, iterations
+        )
+    ours = ours_bf16 or ours_fp32
+    ours_ips, ref_ips = 2 / ours["s_per_it"], 2 / reference["s_per_it"]
+    fig = Figure(
+        NAME,
+        TITLE,
+        "img/s",
+        ours=ours_ips,
+        yardstick=ref_ips,
+        note=f"yardstick: torchvision references/detection/train.py at "
+        f"{reference_commit or 'an unnamed commit'}; 800/1333, batch 2, CPU, "
+        f"{trainer_threads} threads, {trainer_workers} workers, steady from iteration "
+        f"{STEADY_FROM} of {iterations}",
+        details={
+            "ours": ours,
+            "ours_fp32": ours_fp32,
+            "ours_bf16": ours_bf16,
+            "reference": reference,
+            "reference_dir": str(reference_dir),
+        },
+    )
+    fig.judge(">=", SPEED_TARGET)
+    memory_ratio = ours["peak_rss_mb"] / reference["peak_rss_mb"]
+    fig.details["extra_rows"] = {
+        "trainer peak RSS": {
+            "ours": f"{ours['peak_rss_mb']:.0f} MB",
+            "yardstick": f"{reference['peak_rss_mb']:.0f} MB",
+            "ratio": memory_ratio,
+            "target": "<= 1",
+            "met": memory_ratio <= 1.0,
+        }
+    }
+    if ours_bf16 is not None:
+        fig.note += "; ours with --amp bf16 (the fp32 row is like for like)"
+        fig.details["extra_rows"]["trainer fp32 (like for like)"] = {
+            "ours": f"{2 / ours_fp32['s_per_it']:.2f} img/s",
+            "yardstick": f"{ref_ips:.2f} img/s",
+            "ratio": 2 / ours_fp32["s_per_it"] / ref_ips,
+            "target": f">= {SPEED_TARGET:g}",
+            "met": 2 / ours_fp32["s_per_it"] / ref_ips >= SPEED_TARGET,
+        }
+    if fig.met is not None:
+        fig.met = fig.met and memory_ratio <= 1.0
+    return fig
+
+
+def cpu_has_bf16() -> bool:
+    """avx512_bf16 or AMX in /proc/cpuinfo (Linux): bf16 autocast runs natively."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+# -- trainer-cpu: the CPU speed options on the retinanet-local configuration -------------------
+
+CPU_NAME = "trainer-cpu"
+CPU_TITLE = "trainer CPU options (retinanet-local config)"
+CPU_VARIANTS = {
+    "fp32": ["--amp", "none", "--no-channels-last"],
+    "bf16": ["--amp", "bf16", "--no-channels-last"],
+    "channels-last": ["--amp", "none", "--channels-last"],
+    "bf16+channels-last": ["--amp", "bf16", "--channels-last"],
+}
+
+
+def measure_cpu_options(
+    trainer_iters: int = 10, quick: bool = False, repeat: int | None = None, **_: Any
+) -> Figure:
+    """Our trainer on the retinanet-local profile's data and sizes, one process, one thread (as
+    the profile sets OMP_NUM_THREADS=1), each variant run `repeat` times, round-robin."""
+    steps = max(STEADY_FROM + 2, 8 if quick else trainer_iters)
+    repeat = repeat or (1 if quick else 2)
+    env = trainer_env(1)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in CPU_VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="bench-trainer-cpu-") as tmp:
+        for _round in range(repeat):
+            for name, options in CPU_VARIANTS.items():
+                out = Path(tmp) / f"{name}-{_round}"
+                argv = [
+                    sys.executable, "-m", "trainer", "--dataset", "synthetic",
+                    "--model", "retinanet_resnet50_fpn_v2", "--min-size", "128",
+                    "--max-size", "128", "--batch-size", "2", "--workers", "0", "--epochs", "1",
+                    "--max-steps", str(steps), "--log-every", "1", "--eval-every", "0",
+                    "--checkpoint-every", "0", "--resume", "none", "--device", "cpu",
+                    "--output-dir", str(out), *options,
+                ]  # fmt: skip
+                pattern = re.compile(rb'^\{"kind": "train"')
+                results[name].append(timed_iterations(argv, env, REPO, pattern, steps))
+    speed = {name: 2 / median([r["s_per_it"] for r in runs]) for name, runs in results.items()}
+    best = max(speed, key=speed.__getitem__)
+    fig = Figure(
+        CPU_NAME,
+        CPU_TITLE,
+        "img/s",
+        ours=speed[best],
+        yardstick=speed["fp32"],
+        target="best >= fp32",
+        note=f"best: {best}; yardstick: fp32 NCHW; synthetic 128 px, batch 2, 1 thread",
+        details={"images_per_s": speed, "runs": results, "best": best},
+    )
+    fig.met = True
+    fig.details["extra_rows"] = {
+        f"  {name}": {
+            "ours": f"{value:.2f} img/s",
+            "yardstick": f"{speed['fp32']:.2f} img/s",
+            "ratio": value / speed["fp32"],
+            "target": "",
+            "met": None,
+        }
+        for name, value in speed.items()
+        if name != "fp32"
+    }
+    return fig

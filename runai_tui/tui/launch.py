@@ -1,0 +1,71 @@
+"""Opening the TUI: the first job list is fetched while Textual loads.
+
+Importing Textual and the app takes about 0.3 s, and the first `runai training list` about as
+long again; one after the other they were most of the first paint. Here the list call starts
+in a thread before the app is imported (this module imports no Textual), and the jobs screen's
+first refresh takes its result (issue 12; measured by benchmarks/fig_tui_paint.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from runai_tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from runai_tui.client import RunaiClient
+    from runai_tui.models import Job
+
+
+class FirstList:
+    """`client.list_jobs()` running in a thread; `result()` waits for it (or raises its error)."""
+
+    def __init__(self, client: RunaiClient) -> None:
+        self._client = client
+        self._jobs: list[Job] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._fetch, name="first-job-list", daemon=True)
+        self._thread.start()
+
+    def _fetch(self) -> None:
+        try:
+            self._jobs = self._client.list_jobs()
+        except BaseException as exc:  # handed to the app, which reports it like any refresh
+            self._error = exc
+
+    def result(self) -> list[Job]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._jobs
+
+
+def run_tui(
+    backend_choice: str | None,
+    readonly: bool,
+    refresh: float,
+    project: str | None,
+    timeout: float = 60.0,
+    project_explicit: bool = False,
+) -> int:
+    """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
+
+    Bad choices raise before any screen is drawn; the CLI reports them like every other error."""
+    from runai_tui.backend import select_backend
+    from runai_tui.client import RunaiClient
+
+    if refresh < 0:
+        raise UsageError(
+            f"--refresh {refresh:g}: expected 0 (off) or a positive number of seconds",
+            "e.g. runai-tui --refresh 5",
+        )
+    backend = select_backend(backend_choice)
+    client = RunaiClient(backend, project=project, timeout=timeout)
+    first_list = FirstList(client)
+    from runai_tui.tui.app import RunaiTuiApp  # Textual is imported here, while the list runs
+
+    app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh, first_list=first_list)
+    app.project_explicit = project_explicit
+    result = app.run()
+    return int(result or app.return_code or 0)
