@@ -13,10 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from runai_tui.config import BACKEND_CHOICES, ENV_BACKEND
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 
-BACKEND_CHOICES = ("auto", "runai", "local")
-ENV_BACKEND = "RUNAI_TUI_BACKEND"
 ENV_RUNAI = "RUNAI_TUI_RUNAI"
 
 HINT_INSTALL_RUNAI = (

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from runai_tui.errors import UsageError
-from runai_tui.plan import TrainerArgs, parse_trainer_args, trainer_args, trainer_args_problem
 from runai_tui.profiles import Profile
+from runai_tui.trainer_facts import (
+    TrainerArgs,
+    parse_trainer_args,
+    trainer_args,
+    trainer_args_problem,
+)
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -28,8 +32,11 @@ SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
 FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
-@dataclass(frozen=True)
-class Finding:
+# NamedTuples, not dataclasses: `submit` runs these checks, and importing `dataclasses` costs
+# its start-up ~7 ms (issue 12; see runai_tui/profiles/schema.py).
+
+
+class Finding(NamedTuple):
     code: str
     severity: Severity
     field: str
@@ -37,15 +44,14 @@ class Finding:
     fix: str
 
     def to_dict(self, profile: str) -> dict[str, str]:
-        return {"profile": profile, **asdict(self)}
+        return {"profile": profile, **self._asdict()}
 
     def line(self, profile: str) -> str:
         """`PROFILE: severity: code: field: message (fix: ...)` (lint's text output)."""
         return f"{profile}: {self.severity}: {self.code}: {self.field}: {self.message} (fix: {self.fix})"
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """What a rule found; severity and field default to the rule's."""
 
     message: str
@@ -54,8 +60,7 @@ class Hit:
     field: str | None = None
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """The profile plus what several rules derive from it."""
 
     profile: Profile
@@ -95,8 +100,7 @@ class Facts:
 Check = Callable[[Facts], Iterable[Hit]]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str
     severity: Severity
     field: str

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from runai_tui import __version__, paths
-from runai_tui.command import build_submit_argv, display_argv
+from runai_tui.command import build_submit_argv, display_argv, with_project
 from runai_tui.errors import Failure, RunaiError, RuntimeFailure, UsageError
 from runai_tui.profiles import (
     ProfileError,
@@ -236,8 +236,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
         profile = apply_overrides(profile, args.sets)
     if args.name is not None:
         check_job_name(args.name)
-    from runai_tui.client import with_project
-
     settings = _settings(args)
     argv = with_project(
         build_submit_argv(profile, args.name),

@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from runai_tui import runner
 from runai_tui.backend import HINT_INSTALL_RUNAI, Backend
+from runai_tui.command import with_project
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
 from runai_tui.parse import (
@@ -57,31 +58,6 @@ class Completed:
     @property
     def output(self) -> str:
         return "\n".join(part for part in (self.stdout, self.stderr) if part.strip())
-
-
-def with_project(argv: Sequence[str], project: str | None, *, override: bool = False) -> list[str]:
-    """A submit argv with `-p PROJECT` inserted before `--command`/`--` when `project` is set and
-    the argv names no project. A profile's own project is kept, unless `override` (the user chose
-    the project explicitly: `-p` on the command line, or `P` in the TUI) replaces it. Both faces
-    show and run this argv, so what is displayed is what runs."""
-    args = list(argv)
-    end = len(args)
-    for marker in ("--command", "--"):
-        if marker in args:
-            end = min(end, args.index(marker))
-    if not project:
-        return args
-    for i, word in enumerate(args[:end]):
-        if word in ("-p", "--project") and i + 1 < end:
-            if override:
-                args[i + 1] = project
-            return args
-        if word.startswith("--project="):
-            if override:
-                args[i] = f"--project={project}"
-            return args
-    args[end:end] = ["-p", project]
-    return args
 
 
 def _sync_twin(

@@ -13,27 +13,31 @@ key, the value and the fix.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui import paths
-from runai_tui.backend import BACKEND_CHOICES, ENV_BACKEND
 from runai_tui.errors import UsageError
 
+# The backend's choices and variable live here, with the other settings, and backend.py imports
+# them: the settings are read on every headless start, the backend module only when it runs.
+BACKEND_CHOICES = ("auto", "runai", "local")
+ENV_BACKEND = "RUNAI_TUI_BACKEND"
 ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-@dataclass(frozen=True)
-class Setting:
+# NamedTuples, not dataclasses: importing `dataclasses` costs every headless start ~7 ms (issue
+# 12; see runai_tui/profiles/schema.py).
+
+
+class Setting(NamedTuple):
     """One setting's value and where it came from: `flag --backend`, `env RUNAI_TUI_PROJECT`,
     `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
 
@@ -46,8 +50,7 @@ class Setting:
         return self.source.startswith("flag ")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     backend: Setting
     project: Setting
     refresh: Setting
@@ -81,8 +84,7 @@ def _refresh(value: Any) -> float:
     return number
 
 
-@dataclass(frozen=True)
-class _Key:
+class _Key(NamedTuple):
     check: Callable[[Any], Any]
     env: str
     flag: str
@@ -135,6 +137,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
     lines = {key: _line_of(text, key) for key in data}
     for key in data:
         if key not in KEYS:
+            import difflib  # lazy: only an unknown key needs it (start-up cost, issue 12)
+
             close = difflib.get_close_matches(key, KEYS, n=1)
             line = lines[key]
             where = f"{path}:{line}" if line else str(path)

@@ -23,11 +23,9 @@ mtime and size, so an auto-updated `runai` (2.22+ updates itself) is asked again
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
@@ -55,8 +53,7 @@ _V1 = re.compile(r"^Version:\s*v?(\d+)\.(\d+)")
 _NUMBER = re.compile(r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?")
 
 
-@dataclass(frozen=True)
-class CliVersion:
+class CliVersion(NamedTuple):  # not a dataclass: start-up cost (profiles/schema.py)
     """What `runai version` said: the generation (None when unknown) and the version text."""
 
     generation: str | None
@@ -105,8 +102,7 @@ class _AsyncVersionClient(Protocol):
     async def aversion(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(NamedTuple):
     cli: CliVersion
     warning: str = ""  # said once: when the answer was just asked and could not be read
 
@@ -126,6 +122,8 @@ def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _read_cache() -> dict[str, Any]:
+    import json  # lazy: only a real submit detects; the dry run's start-up stays at its floor
+
     try:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -147,6 +145,8 @@ def _remember(executable: list[str], line: str) -> None:
     key = _stamp(executable)
     if key is None:
         return
+    import json  # lazy: see _read_cache
+
     data = _read_cache()
     data[key[0]] = {"stamp": key[1], "line": line}
     # A read-only cache only costs one `runai version` per submit.

@@ -7,102 +7,36 @@ model's parameter count and what one gradient all-reduce costs on the wire. Ever
 written once, below, as a small function; README "The plan" documents them.
 
 Core module: no Textual, no torch. The trainer's defaults and parameter counts it needs are kept
-in small tables here; tests/trainer/test_plan_tables.py fails when they disagree with
+in small tables in runai_tui/trainer_facts.py (re-exported here, with the reading of the
+trainer's arguments); tests/trainer/test_plan_tables.py fails when they disagree with
 trainer/config.py or with the real torchvision models.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.profiles import Profile
 from runai_tui.progress import TrainingProgress
+from runai_tui.trainer_facts import (
+    DATASET_CLASSES,
+    DATASET_SIZES,
+    ENTRY_SCRIPT,
+    MODEL_PARAMETERS,
+    OPTIMIZER_LR,
+    RESNET18_BODY,  # noqa: F401  (re-exported: these were plan's names before the split)
+    RESNET50_BODY,  # noqa: F401
+    TRAINER_DEFAULTS,  # noqa: F401
+    TRAINER_TYPES,  # noqa: F401
+    TrainerArgs,
+    parse_trainer_args,
+    trainer_args,
+    trainer_args_problem,
+)
 
-# ---------------------------------------------------------------------------------------------
-# The trainer, as far as the plan needs it (trainer/config.py is the source; a test compares).
-
-ENTRY_SCRIPT = "train-retinanet-ddp.sh"
-
-TRAINER_DEFAULTS: dict[str, Any] = {
-    "dataset": "openimages",
-    "synthetic_train_images": 256,
-    "synthetic_classes": 3,
-    "classes": None,
-    "workers": 4,
-    "model": "retinanet_resnet50_fpn_v2",
-    "weights": None,
-    "weights_backbone": "none",
-    "trainable_backbone_layers": None,
-    "epochs": 26,
-    "max_steps": 0,
-    "batch_size": 2,
-    "grad_accum": 1,
-    "optimizer": "sgd",
-    "lr": None,
-    "lr_base_batch": 16,
-    "sync_bn": False,
-    "amp": "none",
-}
-# The type of each flag's value (`--lr` is a float even though its default is None).
-TRAINER_TYPES: dict[str, type] = {
-    "dataset": str,
-    "synthetic_train_images": int,
-    "synthetic_classes": int,
-    "classes": str,
-    "workers": int,
-    "model": str,
-    "weights": str,
-    "weights_backbone": str,
-    "trainable_backbone_layers": int,
-    "epochs": int,
-    "max_steps": int,
-    "batch_size": int,
-    "grad_accum": int,
-    "optimizer": str,
-    "lr": float,
-    "lr_base_batch": int,
-    "sync_bn": bool,
-    "amp": str,
-}
-# The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
-OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
-
-# Documented train-split sizes (images) of the datasets the trainer reads.
-DATASET_SIZES: dict[str, tuple[int, str]] = {
-    "openimages": (1_743_042, "Open Images V7 train, boxable"),
-    "coco": (118_287, "COCO train2017"),
-}
-# Object classes without the background class the model adds.
-DATASET_CLASSES: dict[str, int] = {"openimages": 600, "coco": 80}
-
-# Parameters of the ResNet body by group, as (conv, batch-norm) counts: the trainer freezes by
-# group (--trainable-backbone-layers), and v1 from weights uses frozen BN (no parameters).
-RESNET50_BODY = {
-    "conv1": (9_408, 0),
-    "bn1": (0, 128),
-    "layer1": (212_992, 2_816),
-    "layer2": (1_212_416, 7_168),
-    "layer3": (7_077_888, 20_480),
-    "layer4": (14_942_208, 22_528),
-}
-RESNET18_BODY = {
-    "conv1": (9_408, 0),
-    "bn1": (0, 128),
-    "layer1": (147_456, 512),
-    "layer2": (524_288, 1_280),
-    "layer3": (2_097_152, 2_560),
-    "layer4": (8_388_608, 5_120),
-}
-# model: (body groups, parameters outside the body except the class logits: FPN and heads).
-MODEL_PARAMETERS: dict[str, tuple[dict[str, tuple[int, int]], int]] = {
-    "retinanet_resnet50_fpn_v2": (RESNET50_BODY, 12_803_108),
-    "retinanet_resnet50_fpn": (RESNET50_BODY, 8_672_292),
-    "retinanet_resnet18_fpn": (RESNET18_BODY, 7_984_164),
-}
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256
 GRADIENT_BYTES_PER_PARAMETER = 4  # fp32: AMP autocasts activations, parameters and grads stay fp32
@@ -186,118 +120,6 @@ def ring_allreduce_bytes(gradient_bytes: float, world_size: int) -> float:
 def transfer_seconds(nbytes: float, gbps: float) -> float:
     """Time to move nbytes at a line rate of gbps gigabits per second (10^9 bit/s)."""
     return nbytes * 8 / (gbps * 1e9)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading the trainer's arguments from a profile
-
-
-def trainer_args(profile: Profile) -> list[str] | None:
-    """The words the trainer parses, or None when the profile's command does not run it.
-
-    Recognised: the entry script (`.../train-retinanet-ddp.sh ARGS`, which passes ARGS on) and
-    `... -m trainer ARGS` (python or torchrun).
-    """
-    words = [*profile.command, *profile.args]
-    for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == ENTRY_SCRIPT:
-            return words[i + 1 :]
-        if word == "-m" and i + 1 < len(words) and words[i + 1] == "trainer":
-            return words[i + 2 :]
-    return None
-
-
-@dataclass(frozen=True)
-class TrainerArgs:
-    """The trainer flags the plan and the checks read; `given` names the ones the profile sets."""
-
-    values: dict[str, Any]
-    given: frozenset[str]
-
-    def __getattr__(self, name: str) -> Any:
-        values = self.__dict__.get("values", {})
-        if name in values:
-            return values[name]
-        raise AttributeError(name)
-
-
-def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
-    """The flags of TRAINER_DEFAULTS as the trainer's argparse reads them (last one wins).
-
-    Flags must be spelled in full (`--batch-size 4` or `--batch-size=4`); other flags are skipped.
-    Raises UsageError for a value the trainer would refuse.
-    """
-    values = dict(TRAINER_DEFAULTS)
-    given: set[str] = set()
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if not word.startswith("--"):
-            continue
-        name, sep, inline = word[2:].partition("=")
-        key = name.replace("-", "_")
-        if key.startswith("no_") and TRAINER_TYPES.get(key[3:]) is bool and not sep:
-            values[key[3:]] = False
-            given.add(key[3:])
-            continue
-        kind = TRAINER_TYPES.get(key)
-        if kind is None:
-            continue
-        if kind is bool:
-            if not sep:
-                values[key] = True
-                given.add(key)
-            continue
-        if sep:
-            raw = inline
-        elif i < len(words):
-            raw = words[i]
-            i += 1
-        else:
-            raise UsageError(
-                f"args: --{name}: expected a value after it", f"e.g. --{name} {values[key]}"
-            )
-        values[key] = _convert(name, raw, kind)
-        given.add(key)
-    return TrainerArgs(values, frozenset(given))
-
-
-def trainer_args_problem(args: TrainerArgs) -> str:
-    """What the trainer would refuse among the values the plan reads ("" when nothing)."""
-    for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
-        if args.values[name] < 1:
-            return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
-    if args.max_steps < 0 or args.workers < 0:
-        return "--max-steps and --workers must be 0 or more"
-    if args.batch_size % args.grad_accum:
-        return (
-            f"--batch-size {args.batch_size} does not split into --grad-accum "
-            f"{args.grad_accum} micro-batches; make it a multiple of --grad-accum"
-        )
-    if args.optimizer not in OPTIMIZER_LR:
-        return f"--optimizer {args.optimizer!r}: expected sgd or adamw"
-    if args.model not in MODEL_PARAMETERS:
-        return f"--model {args.model!r}: expected one of " + ", ".join(MODEL_PARAMETERS)
-    if args.dataset not in ("openimages", "coco", "synthetic"):
-        return f"--dataset {args.dataset!r}: expected openimages, coco or synthetic"
-    if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
-        return "--synthetic-train-images and --synthetic-classes must be at least 1"
-    layers = args.trainable_backbone_layers
-    if layers is not None and not 0 <= layers <= 5:
-        return f"--trainable-backbone-layers {layers}: must be 0..5"
-    return ""
-
-
-def _convert(name: str, raw: str, kind: type) -> Any:
-    try:
-        return kind(raw)
-    except ValueError:
-        expected = {int: "a whole number", float: "a number"}.get(kind, "a value")
-        raise UsageError(
-            f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
-            f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
-        ) from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,9 +3,8 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -14,8 +13,7 @@ from runai_tui.profiles.schema import Problem, ProfileError
 MAX_PROFILE_BYTES = 256 * 1024
 
 
-@dataclass
-class Document:
+class Document(NamedTuple):  # not a dataclass: start-up cost (see schema.py)
     data: dict[str, Any]
     lines: dict[tuple[str, ...], int]  # field path -> 1-based line
     path: str

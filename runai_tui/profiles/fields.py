@@ -1,7 +1,7 @@
 """THE profile field table: every field a profile may set, written once.
 
 Everything else is derived from these rows: the validation schema (schema.py), the `Profile`
-dataclass (schema.py), the argv builder (runai_tui/command.py turns each row's `flag` and `emit`
+class (schema.py), the argv builder (runai_tui/command.py turns each row's `flag` and `emit`
 into argv elements — the one place where a field becomes a command-line word), `runai-tui
 profiles fields`, the README field table (docs.py; a test keeps README.md current) and the CLI
 generation check (runai_tui/generations.py). The local cluster's own flag parser
@@ -15,8 +15,7 @@ and §7 (field → flag per generation).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui.generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
@@ -24,8 +23,7 @@ from runai_tui.profiles import validators as v
 RESTART = ("Always", "OnFailure", "Never")
 
 
-@dataclass(frozen=True)
-class SubField:
+class SubField(NamedTuple):
     """A fixed sub-field of a group (cpu.request…), with its own flag."""
 
     name: str
@@ -34,8 +32,7 @@ class SubField:
     flag: str
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):  # a NamedTuple, not a dataclass: start-up cost (see schema.py)
     name: str
     help: str
     example: str  # a YAML value, shown in the README and `profiles fields`

@@ -1,13 +1,15 @@
-"""The schema derived from the field table: problems, validation, and the `Profile` dataclass."""
+"""The schema derived from the field table: problems, validation, and the `Profile` class.
+
+The records here are NamedTuples and plain classes, not dataclasses: importing `dataclasses` (and
+`inspect` with it) costs ~7 ms at every start of the headless CLI, a fifth of its budget (issue 12;
+benchmarks/fig_cli.py measures it, tests/test_startup_imports.py keeps it off that path).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui.errors import UsageError
 from runai_tui.profiles.fields import BY_NAME, FIELDS, Field
@@ -17,8 +19,7 @@ from runai_tui.profiles.validators import Invalid, show
 # Problems
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with a profile: where, which field, what value, what is expected."""
 
     file: str
@@ -47,14 +48,12 @@ class ProfileError(UsageError):
 # Specs by shape (derived from the table; kept for callers that walk SCHEMA)
 
 
-@dataclass(frozen=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     check: Callable[[Any], Any]
     help: str
 
 
-@dataclass(frozen=True)
-class MappingSpec:
+class MappingSpec(NamedTuple):
     """A mapping with free keys (env, labels…): each key and value checked."""
 
     key: Callable[[Any], str]
@@ -62,8 +61,7 @@ class MappingSpec:
     help: str
 
 
-@dataclass(frozen=True)
-class GroupSpec:
+class GroupSpec(NamedTuple):
     """A mapping with fixed sub-fields (cpu, memory, run_as)."""
 
     fields: dict[str, FieldSpec]
@@ -98,6 +96,8 @@ def field_paths() -> list[str]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # lazy: only a misspelt name needs it (start-up cost, issue 12)
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -106,30 +106,44 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 # The resolved profile: one attribute per table row (its `empty` value when unset)
 
 
-def _attribute(row: Field) -> tuple[str, Any, Any]:
-    if isinstance(row.empty, list | dict):
-        return (row.name, type(row.empty), dataclasses.field(default_factory=type(row.empty)))
-    kind = Any if row.empty is None else type(row.empty)
-    return (row.name, kind, dataclasses.field(default=row.empty))
+# Every Profile attribute after `name`, in order, with its value when unset: `source`, one per
+# table row (its `empty`), then the resolved document (what `profiles show --resolved` prints)
+# and where each field came from ("env.NCCL_DEBUG" -> (file, line)). A list or dict is copied.
+PROFILE_DEFAULTS: dict[str, Any] = {
+    "source": None,
+    **{row.name: row.empty for row in FIELDS},
+    "data": {},
+    "origins": {},
+}
+_NOT_SHOWN = ("data", "origins")  # left out of repr (long), still compared
 
 
-Profile = dataclasses.make_dataclass(
-    "Profile",
-    [
-        ("name", str),
-        ("source", Path | None, dataclasses.field(default=None)),
-        *(_attribute(row) for row in FIELDS),
-        # The resolved document (what `profiles show --resolved` prints) and where each field
-        # came from ("env.NCCL_DEBUG" -> (file, line)).
-        ("data", dict, dataclasses.field(default_factory=dict, repr=False)),
-        ("origins", dict, dataclasses.field(default_factory=dict, repr=False)),
-    ],
-)
-Profile.__module__ = __name__
-Profile.__doc__ = (
-    "A resolved, validated profile: `name`, `source`, one attribute per field of the table in "
-    "runai_tui/profiles/fields.py (`extends` is the direct parent), `data` and `origins`."
-)
+class Profile:
+    """A resolved, validated profile: `name`, `source`, one attribute per field of the table in
+    runai_tui/profiles/fields.py (`extends` is the direct parent), `data` and `origins`.
+    Compared by value, shown by repr, like a dataclass (see the module's note for why not one)."""
+
+    def __init__(self, name: str, **fields: Any) -> None:
+        unknown = sorted(fields.keys() - PROFILE_DEFAULTS.keys())
+        if unknown:
+            raise TypeError(f"Profile() got unexpected fields: {', '.join(unknown)}")
+        self.name = name
+        for key, default in PROFILE_DEFAULTS.items():
+            if key in fields:
+                setattr(self, key, fields[key])
+            else:
+                setattr(self, key, default.copy() if isinstance(default, list | dict) else default)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k not in _NOT_SHOWN)
+        return f"Profile({shown})"
 
 
 def make_profile(

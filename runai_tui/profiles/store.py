@@ -4,9 +4,8 @@ field; validated loads; atomic, validated saves."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui import paths
 from runai_tui.atomic import atomic_write
@@ -29,8 +28,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "shipped_profiles"
 
 
-@dataclass
-class ProfileEntry:
+class ProfileEntry(NamedTuple):  # not a dataclass: start-up cost (see schema.py)
     name: str
     path: Path
     origin: str  # "project" or "user"
@@ -81,12 +79,11 @@ class ProfileStore:
     def entries(self) -> list[ProfileEntry]:
         out = []
         for name, (path, origin, shadows) in sorted(self._files().items()):
-            entry = ProfileEntry(name, path, origin, shadows=shadows)
             try:
-                entry.description = self.load(name).description
+                described = {"description": self.load(name).description}
             except UsageError as exc:
-                entry.error = str(exc)
-            out.append(entry)
+                described = {"error": str(exc)}
+            out.append(ProfileEntry(name, path, origin, shadows=shadows, **described))
         return out
 
     def path(self, name: str) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -29,8 +28,12 @@ def test_readme_field_table_is_generated_from_the_table() -> None:
 def test_schema_and_profile_follow_the_table() -> None:
     names = [row.name for row in FIELDS]
     assert list(SCHEMA) == names
-    attributes = [f.name for f in dataclasses.fields(Profile)]
-    assert attributes == ["name", "source", *names, "data", "origins"]
+    profile = Profile(name="p")
+    assert list(vars(profile)) == ["name", "source", *names, "data", "origins"]
+    assert all(getattr(profile, row.name) == row.empty for row in FIELDS)
+    assert Profile(name="p") == profile != Profile(name="q")
+    assert repr(profile).startswith("Profile(name='p', source=None, description=''")
+    assert "data=" not in repr(profile) and "origins=" not in repr(profile)
     assert sorted(path for path, *_ in field_rows()) == field_paths()
     flags = [flag for row in FIELDS for flag in row.flags]
     assert len(flags) == len(set(flags)), "two fields spell the same flag"

@@ -186,8 +186,7 @@ class SubmitScreen(AppScreen):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
-        from runai_tui.client import with_project
-        from runai_tui.command import build_submit_argv, display_argv
+        from runai_tui.command import build_submit_argv, display_argv, with_project
         from runai_tui.generations import check_profile
         from runai_tui.profiles import ProfileError, apply_overrides
 

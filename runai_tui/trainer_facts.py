@@ -1,0 +1,210 @@
+"""The trainer, as far as the plan and the checks need it: its flags and their defaults, its
+datasets and models (trainer/config.py is the source; tests/trainer/test_plan_tables.py compares),
+and reading its arguments from a profile.
+
+Split from plan.py so that `lint` (and the checks `submit` runs) import no dataclasses, statistics
+or progress parsing: the headless dry run's start-up cost (issue 12). plan.py re-exports it all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from runai_tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from runai_tui.profiles import Profile
+
+# ---------------------------------------------------------------------------------------------
+# The trainer's flags, datasets and models
+
+ENTRY_SCRIPT = "train-retinanet-ddp.sh"
+
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "dataset": "openimages",
+    "synthetic_train_images": 256,
+    "synthetic_classes": 3,
+    "classes": None,
+    "workers": 4,
+    "model": "retinanet_resnet50_fpn_v2",
+    "weights": None,
+    "weights_backbone": "none",
+    "trainable_backbone_layers": None,
+    "epochs": 26,
+    "max_steps": 0,
+    "batch_size": 2,
+    "grad_accum": 1,
+    "optimizer": "sgd",
+    "lr": None,
+    "lr_base_batch": 16,
+    "sync_bn": False,
+    "amp": "none",
+}
+# The type of each flag's value (`--lr` is a float even though its default is None).
+TRAINER_TYPES: dict[str, type] = {
+    "dataset": str,
+    "synthetic_train_images": int,
+    "synthetic_classes": int,
+    "classes": str,
+    "workers": int,
+    "model": str,
+    "weights": str,
+    "weights_backbone": str,
+    "trainable_backbone_layers": int,
+    "epochs": int,
+    "max_steps": int,
+    "batch_size": int,
+    "grad_accum": int,
+    "optimizer": str,
+    "lr": float,
+    "lr_base_batch": int,
+    "sync_bn": bool,
+    "amp": str,
+}
+# The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
+OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
+
+# Documented train-split sizes (images) of the datasets the trainer reads.
+DATASET_SIZES: dict[str, tuple[int, str]] = {
+    "openimages": (1_743_042, "Open Images V7 train, boxable"),
+    "coco": (118_287, "COCO train2017"),
+}
+# Object classes without the background class the model adds.
+DATASET_CLASSES: dict[str, int] = {"openimages": 600, "coco": 80}
+
+# Parameters of the ResNet body by group, as (conv, batch-norm) counts: the trainer freezes by
+# group (--trainable-backbone-layers), and v1 from weights uses frozen BN (no parameters).
+RESNET50_BODY = {
+    "conv1": (9_408, 0),
+    "bn1": (0, 128),
+    "layer1": (212_992, 2_816),
+    "layer2": (1_212_416, 7_168),
+    "layer3": (7_077_888, 20_480),
+    "layer4": (14_942_208, 22_528),
+}
+RESNET18_BODY = {
+    "conv1": (9_408, 0),
+    "bn1": (0, 128),
+    "layer1": (147_456, 512),
+    "layer2": (524_288, 1_280),
+    "layer3": (2_097_152, 2_560),
+    "layer4": (8_388_608, 5_120),
+}
+# model: (body groups, parameters outside the body except the class logits: FPN and heads).
+MODEL_PARAMETERS: dict[str, tuple[dict[str, tuple[int, int]], int]] = {
+    "retinanet_resnet50_fpn_v2": (RESNET50_BODY, 12_803_108),
+    "retinanet_resnet50_fpn": (RESNET50_BODY, 8_672_292),
+    "retinanet_resnet18_fpn": (RESNET18_BODY, 7_984_164),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the trainer's arguments from a profile
+
+
+def trainer_args(profile: Profile) -> list[str] | None:
+    """The words the trainer parses, or None when the profile's command does not run it.
+
+    Recognised: the entry script (`.../train-retinanet-ddp.sh ARGS`, which passes ARGS on) and
+    `... -m trainer ARGS` (python or torchrun).
+    """
+    words = [*profile.command, *profile.args]
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == ENTRY_SCRIPT:
+            return words[i + 1 :]
+        if word == "-m" and i + 1 < len(words) and words[i + 1] == "trainer":
+            return words[i + 2 :]
+    return None
+
+
+class TrainerArgs(NamedTuple):
+    """The trainer flags the plan and the checks read; `given` names the ones the profile sets."""
+
+    values: dict[str, Any]
+    given: frozenset[str]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.values
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
+
+
+def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
+    """The flags of TRAINER_DEFAULTS as the trainer's argparse reads them (last one wins).
+
+    Flags must be spelled in full (`--batch-size 4` or `--batch-size=4`); other flags are skipped.
+    Raises UsageError for a value the trainer would refuse.
+    """
+    values = dict(TRAINER_DEFAULTS)
+    given: set[str] = set()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("--"):
+            continue
+        name, sep, inline = word[2:].partition("=")
+        key = name.replace("-", "_")
+        if key.startswith("no_") and TRAINER_TYPES.get(key[3:]) is bool and not sep:
+            values[key[3:]] = False
+            given.add(key[3:])
+            continue
+        kind = TRAINER_TYPES.get(key)
+        if kind is None:
+            continue
+        if kind is bool:
+            if not sep:
+                values[key] = True
+                given.add(key)
+            continue
+        if sep:
+            raw = inline
+        elif i < len(words):
+            raw = words[i]
+            i += 1
+        else:
+            raise UsageError(
+                f"args: --{name}: expected a value after it", f"e.g. --{name} {values[key]}"
+            )
+        values[key] = _convert(name, raw, kind)
+        given.add(key)
+    return TrainerArgs(values, frozenset(given))
+
+
+def trainer_args_problem(args: TrainerArgs) -> str:
+    """What the trainer would refuse among the values the plan reads ("" when nothing)."""
+    for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
+        if args.values[name] < 1:
+            return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
+    if args.max_steps < 0 or args.workers < 0:
+        return "--max-steps and --workers must be 0 or more"
+    if args.batch_size % args.grad_accum:
+        return (
+            f"--batch-size {args.batch_size} does not split into --grad-accum "
+            f"{args.grad_accum} micro-batches; make it a multiple of --grad-accum"
+        )
+    if args.optimizer not in OPTIMIZER_LR:
+        return f"--optimizer {args.optimizer!r}: expected sgd or adamw"
+    if args.model not in MODEL_PARAMETERS:
+        return f"--model {args.model!r}: expected one of " + ", ".join(MODEL_PARAMETERS)
+    if args.dataset not in ("openimages", "coco", "synthetic"):
+        return f"--dataset {args.dataset!r}: expected openimages, coco or synthetic"
+    if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
+        return "--synthetic-train-images and --synthetic-classes must be at least 1"
+    layers = args.trainable_backbone_layers
+    if layers is not None and not 0 <= layers <= 5:
+        return f"--trainable-backbone-layers {layers}: must be 0..5"
+    return ""
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        expected = {int: "a whole number", float: "a number"}.get(kind, "a value")
+        raise UsageError(
+            f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
+            f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
+        ) from None
