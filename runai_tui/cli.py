@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,12 @@ from runai_tui.profiles import (
     apply_overrides,
     check_job_name,
 )
+
+# argparse translates its own words ("options", "show this help message and exit") with gettext,
+# which searches the disk for message catalogues at every call and, when there are none (the
+# usual case), remembers nothing: 3 searches per parser, ~3 ms of every headless start for the
+# ~20 parsers below (issue 12). The same word gets the same translation: look each up once.
+argparse._ = functools.cache(argparse._)  # type: ignore[attr-defined]
 
 
 class _Parser(argparse.ArgumentParser):
