@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -26,10 +25,10 @@ from runai_tui.profiles import (
 )
 
 # argparse translates its own words ("options", "show this help message and exit") with gettext,
-# which searches the disk for message catalogues at every call and, when there are none (the
-# usual case), remembers nothing: 3 searches per parser, ~3 ms of every headless start for the
-# ~20 parsers below (issue 12). The same word gets the same translation: look each up once.
-argparse._ = functools.cache(argparse._)  # type: ignore[attr-defined]
+# which imports `locale` and searches the disk for message catalogues at every call, remembering
+# nothing when there are none: ~2 ms of every headless start for the ~20 parsers below (issue
+# 12). Python ships no catalogue for argparse and runai-tui's own help is English: keep them as is.
+argparse._ = str  # type: ignore[attr-defined]  # str(message) is the message
 
 
 class _Parser(argparse.ArgumentParser):

@@ -25,15 +25,28 @@ from __future__ import annotations
 import contextlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import ErrorKind, RunaiError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the Protocols too: only annotations use them (start-up cost, issue 12)
+    from typing import Protocol
+
     from runai_tui.backend import Backend
     from runai_tui.profiles import Profile
+
+    class _VersionClient(Protocol):
+        backend: Backend
+
+        def version(self) -> str: ...
+
+    class _AsyncVersionClient(Protocol):
+        backend: Backend
+
+        async def aversion(self) -> str: ...
+
 
 V1 = "v1"
 V2_EARLY = "v2-early"  # CLI v2 up to about 2.20 ([D20])
@@ -48,9 +61,10 @@ FIRST_LATE = (2, 21)
 LOCAL_EMULATES = V2_LATE
 
 CACHE_NAME = "cli-version.json"
-_LOCAL = re.compile(r"^runai-local\s+(\S+).*\(embedded local cluster\)")
-_V1 = re.compile(r"^Version:\s*v?(\d+)\.(\d+)")
-_NUMBER = re.compile(r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?")
+# Patterns as text: `re` compiles them at the first `classify`, not at every start (issue 12).
+_LOCAL = r"^runai-local\s+(\S+).*\(embedded local cluster\)"
+_V1 = r"^Version:\s*v?(\d+)\.(\d+)"
+_NUMBER = r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?"
 
 
 class CliVersion(NamedTuple):  # not a dataclass: start-up cost (profiles/schema.py)
@@ -71,15 +85,15 @@ class CliVersion(NamedTuple):  # not a dataclass: start-up cost (profiles/schema
 def classify(line: str) -> CliVersion:
     """The generation the first line of `runai version` belongs to (None when unreadable)."""
     line = line.strip()
-    local = _LOCAL.match(line)
+    local = re.match(_LOCAL, line)
     if local:
         return CliVersion(LOCAL_EMULATES, f"runai-local {local.group(1)}", line)
-    number = _NUMBER.search(line)
+    number = re.search(_NUMBER, line)
     if not number:
         return CliVersion(None, line or "(no output)", line)
     version = number.group(0).removeprefix("v")
     major, minor = int(number.group(1)), int(number.group(2))
-    if _V1.match(line):
+    if re.match(_V1, line):
         return CliVersion(V1, version, line)
     if major < 2 or (major == 2 and minor < 18):
         return CliVersion(None, version, line)  # before CLI v2 existed: not a CLI v2 number
@@ -88,18 +102,6 @@ def classify(line: str) -> CliVersion:
 
 
 # --- detection, cached per executable ---------------------------------------------------------
-
-
-class _VersionClient(Protocol):
-    backend: Backend
-
-    def version(self) -> str: ...
-
-
-class _AsyncVersionClient(Protocol):
-    backend: Backend
-
-    async def aversion(self) -> str: ...
 
 
 class Detection(NamedTuple):
