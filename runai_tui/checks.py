@@ -9,19 +9,23 @@ README "Profile checks" lists every code. Core module: no Textual, no torch.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Callable, Iterable
-from typing import Literal, NamedTuple
 
 from runai_tui.errors import UsageError
 from runai_tui.profiles import Profile
 from runai_tui.trainer_facts import (
-    TrainerArgs,
     parse_trainer_args,
     trainer_args,
     trainer_args_problem,
 )
 
-Severity = Literal["error", "warning", "info"]
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Severity = Literal["error", "warning", "info"]
+
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
@@ -32,16 +36,15 @@ SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
 FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
-# NamedTuples, not dataclasses: `submit` runs these checks, and importing `dataclasses` costs
-# its start-up ~7 ms (issue 12; see runai_tui/profiles/schema.py).
+# Namedtuples, not dataclasses or typing.NamedTuples: `submit` runs these checks, and importing
+# `dataclasses` costs its start-up ~7 ms, `typing` ~2 ms (issue 12; see profiles/schema.py).
 
 
-class Finding(NamedTuple):
-    code: str
-    severity: Severity
-    field: str
-    message: str
-    fix: str
+class Finding(namedtuple("Finding", ["code", "severity", "field", "message", "fix"])):
+    """What lint reports: the rule's `code`, a `severity` ("error", "warning" or "info"), the
+    profile `field`, the `message` and the `fix`."""
+
+    __slots__ = ()
 
     def to_dict(self, profile: str) -> dict[str, str]:
         return {"profile": profile, **self._asdict()}
@@ -51,21 +54,18 @@ class Finding(NamedTuple):
         return f"{profile}: {self.severity}: {self.code}: {self.field}: {self.message} (fix: {self.fix})"
 
 
-class Hit(NamedTuple):
-    """What a rule found; severity and field default to the rule's."""
+class Hit(namedtuple("Hit", ["message", "fix", "severity", "field"], defaults=(None, None))):
+    """What a rule found: `message` and `fix`; `severity` and `field` (None: the rule's)."""
 
-    message: str
-    fix: str
-    severity: Severity | None = None
-    field: str | None = None
+    __slots__ = ()
 
 
-class Facts(NamedTuple):
-    """The profile plus what several rules derive from it."""
+class Facts(namedtuple("Facts", ["profile", "trainer", "trainer_error"])):
+    """The `profile` plus what several rules derive from it: the `trainer`'s arguments
+    (TrainerArgs; None when the command does not run the trainer) and `trainer_error` (why they
+    do not parse, "" when they do)."""
 
-    profile: Profile
-    trainer: TrainerArgs | None  # None: the command does not run the trainer
-    trainer_error: str  # the trainer's arguments do not parse
+    __slots__ = ()
 
     @property
     def env(self) -> dict[str, str]:
@@ -100,12 +100,10 @@ class Facts(NamedTuple):
 Check = Callable[[Facts], Iterable[Hit]]
 
 
-class Rule(NamedTuple):
-    code: str
-    severity: Severity
-    field: str
-    summary: str
-    check: Check
+class Rule(namedtuple("Rule", ["code", "severity", "field", "summary", "check"])):
+    """A registered rule: its `code`, `severity`, `field`, `summary` and `check` function."""
+
+    __slots__ = ()
 
 
 RULES: dict[str, Rule] = {}

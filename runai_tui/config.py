@@ -17,12 +17,16 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections import namedtuple
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from runai_tui import paths
 from runai_tui.errors import UsageError
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -33,28 +37,25 @@ ENV_REFRESH = "RUNAI_TUI_REFRESH"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-# NamedTuples, not dataclasses: importing `dataclasses` costs every headless start ~7 ms (issue
-# 12; see runai_tui/profiles/schema.py).
+# Namedtuples, not dataclasses or typing.NamedTuples: importing `dataclasses` costs every
+# headless start ~7 ms, `typing` ~2 ms (issue 12; see runai_tui/profiles/schema.py).
 
 
-class Setting(NamedTuple):
-    """One setting's value and where it came from: `flag --backend`, `env RUNAI_TUI_PROJECT`,
-    `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
+class Setting(namedtuple("Setting", ["name", "value", "source"])):
+    """One setting's `name`, `value` and where it came from (`source`): `flag --backend`,
+    `env RUNAI_TUI_PROJECT`, `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
 
-    name: str
-    value: Any
-    source: str
+    __slots__ = ()
 
     @property
     def from_flag(self) -> bool:
         return self.source.startswith("flag ")
 
 
-class Settings(NamedTuple):
-    backend: Setting
-    project: Setting
-    refresh: Setting
-    file: Path  # the config file consulted (it may not exist)
+class Settings(namedtuple("Settings", ["backend", "project", "refresh", "file"])):
+    """Each Setting, and the config `file` consulted (it may not exist)."""
+
+    __slots__ = ()
 
     def all(self) -> list[Setting]:
         return [self.backend, self.project, self.refresh]
@@ -84,12 +85,10 @@ def _refresh(value: Any) -> float:
     return number
 
 
-class _Key(NamedTuple):
-    check: Callable[[Any], Any]
-    env: str
-    flag: str
-    default: Any
-    example: str
+class _Key(namedtuple("_Key", ["check", "env", "flag", "default", "example"])):
+    """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
+
+    __slots__ = ()
 
 
 KEYS: dict[str, _Key] = {

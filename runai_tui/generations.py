@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections import namedtuple
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import ErrorKind, RunaiError
 
-if TYPE_CHECKING:  # the Protocols too: only annotations use them (start-up cost, issue 12)
-    from typing import Protocol
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:  # the Protocols too: only annotations use them
+    from typing import Any, Protocol
 
     from runai_tui.backend import Backend
     from runai_tui.profiles import Profile
@@ -67,12 +68,13 @@ _V1 = r"^Version:\s*v?(\d+)\.(\d+)"
 _NUMBER = r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?"
 
 
-class CliVersion(NamedTuple):  # not a dataclass: start-up cost (profiles/schema.py)
-    """What `runai version` said: the generation (None when unknown) and the version text."""
+# Namedtuples, not dataclasses or typing.NamedTuples: start-up cost (profiles/schema.py).
+class CliVersion(namedtuple("CliVersion", ["generation", "version", "line"], defaults=("",))):
+    """What `runai version` said: the `generation` (None when unknown), the `version` text
+    ("2.20.1", "runai-local 0.1.0", or the line as printed when unreadable) and the first
+    meaningful `line` of `runai version` (default "")."""
 
-    generation: str | None
-    version: str  # "2.20.1", "runai-local 0.1.0", or the line as printed when unreadable
-    line: str = ""  # the first meaningful line of `runai version`
+    __slots__ = ()
 
     @property
     def label(self) -> str:
@@ -104,9 +106,11 @@ def classify(line: str) -> CliVersion:
 # --- detection, cached per executable ---------------------------------------------------------
 
 
-class Detection(NamedTuple):
-    cli: CliVersion
-    warning: str = ""  # said once: when the answer was just asked and could not be read
+class Detection(namedtuple("Detection", ["cli", "warning"], defaults=("",))):
+    """The `cli` (a CliVersion) and a `warning`, said once: when the answer was just asked and
+    could not be read (default "")."""
+
+    __slots__ = ()
 
 
 def cache_path() -> Path:

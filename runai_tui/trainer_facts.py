@@ -8,12 +8,16 @@ or progress parsing: the headless dry run's start-up cost (issue 12). plan.py re
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runai_tui.errors import UsageError
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from runai_tui.profiles import Profile
 
 # ---------------------------------------------------------------------------------------------
@@ -118,11 +122,13 @@ def trainer_args(profile: Profile) -> list[str] | None:
     return None
 
 
-class TrainerArgs(NamedTuple):
-    """The trainer flags the plan and the checks read; `given` names the ones the profile sets."""
+# A namedtuple, not a dataclass or a typing.NamedTuple: `submit` reads it, start-up cost (issue
+# 12; see runai_tui/profiles/schema.py).
+class TrainerArgs(namedtuple("TrainerArgs", ["values", "given"])):
+    """The trainer flags the plan and the checks read (`values`, by flag name, also readable as
+    attributes); `given` names the ones the profile sets (a frozenset)."""
 
-    values: dict[str, Any]
-    given: frozenset[str]
+    __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
         values = self.values

@@ -24,6 +24,7 @@ HEAVY = [
     "traceback",
     "difflib",
     "shutil",
+    "typing",  # annotations only: `TYPE_CHECKING = False` guards, namedtuples for records
     "runai_tui.client",
     "runai_tui.backend",
     "runai_tui.models",

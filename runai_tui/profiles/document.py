@@ -3,12 +3,16 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import yaml
 
 from runai_tui.profiles.schema import Problem, ProfileError
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PROFILE_BYTES = 256 * 1024
 # libyaml's parser when PyYAML was built with it (it gives the same nodes, marks and errors,
@@ -16,10 +20,12 @@ MAX_PROFILE_BYTES = 256 * 1024
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class Document(NamedTuple):  # not a dataclass: start-up cost (see schema.py)
-    data: dict[str, Any]
-    lines: dict[tuple[str, ...], int]  # field path -> 1-based line
-    path: str
+# A namedtuple, not a dataclass or a typing.NamedTuple: start-up cost (see schema.py).
+class Document(namedtuple("Document", ["data", "lines", "path"])):
+    """Parsed YAML: `data`, the 1-based line of every field path in `lines` (("env", "X") -> 3)
+    and the file's `path` (a label)."""
+
+    __slots__ = ()
 
 
 def read_text(path: Path) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from runai_tui.profiles.document import merge
@@ -21,6 +19,10 @@ from runai_tui.profiles.schema import (
     make_profile,
     validate_data,
 )
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def apply_sets(

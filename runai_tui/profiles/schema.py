@@ -1,31 +1,34 @@
 """The schema derived from the field table: problems, validation, and the `Profile` class.
 
-The records here are NamedTuples and plain classes, not dataclasses: importing `dataclasses` (and
-`inspect` with it) costs ~7 ms at every start of the headless CLI, a fifth of its budget (issue 12;
-benchmarks/fig_cli.py measures it, tests/test_startup_imports.py keeps it off that path).
+The records here are namedtuples and plain classes, not dataclasses or typing.NamedTuples:
+importing `dataclasses` (and `inspect` with it) costs ~7 ms at every start of the headless CLI, a
+fifth of its budget, and `typing` ~2 ms (issue 12; benchmarks/fig_cli.py measures it,
+tests/test_startup_imports.py keeps them off that path).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from runai_tui.errors import UsageError
 from runai_tui.profiles.fields import BY_NAME, FIELDS, Field
 from runai_tui.profiles.validators import Invalid, show
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
+
 # ---------------------------------------------------------------------------------------------
 # Problems
 
 
-class Problem(NamedTuple):
-    """One thing wrong with a profile: where, which field, what value, what is expected."""
+class Problem(namedtuple("Problem", ["file", "line", "field", "message"])):
+    """One thing wrong with a profile: where (`file`, `line` or None), which `field` ("" for the
+    whole file), and the `message`: what value, what is expected."""
 
-    file: str
-    line: int | None
-    field: str
-    message: str
+    __slots__ = ()
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -48,24 +51,22 @@ class ProfileError(UsageError):
 # Specs by shape (derived from the table; kept for callers that walk SCHEMA)
 
 
-class FieldSpec(NamedTuple):
-    check: Callable[[Any], Any]
-    help: str
+class FieldSpec(namedtuple("FieldSpec", ["check", "help"])):
+    """A value (or list) field: the value's `check` and the field's `help`."""
+
+    __slots__ = ()
 
 
-class MappingSpec(NamedTuple):
-    """A mapping with free keys (env, labels…): each key and value checked."""
+class MappingSpec(namedtuple("MappingSpec", ["key", "value", "help"])):
+    """A mapping with free keys (env, labels…): each `key` and `value` checked."""
 
-    key: Callable[[Any], str]
-    value: Callable[[Any], Any]
-    help: str
+    __slots__ = ()
 
 
-class GroupSpec(NamedTuple):
-    """A mapping with fixed sub-fields (cpu, memory, run_as)."""
+class GroupSpec(namedtuple("GroupSpec", ["fields", "help"])):
+    """A mapping with fixed sub-fields (cpu, memory, run_as): `fields` maps each to its FieldSpec."""
 
-    fields: dict[str, FieldSpec]
-    help: str
+    __slots__ = ()
 
 
 def _spec(row: Field) -> FieldSpec | MappingSpec | GroupSpec:
