@@ -352,8 +352,9 @@ class PodDiagnoser:
 
     def feed_bytes(self, data: bytes, final: bool = False) -> None:
         """Take the next piece of a saved log as bytes (any size, cut anywhere); `final` on the
-        last piece (a last line without a newline is a line). Only whole lines are examined; a
-        piece of line longer than BLOCK_BYTES is taken as a line of its own (memory stays flat)."""
+        last piece (a last line without a newline is a line). Only whole lines are examined; a line
+        still without its newline after MAX_LINE_READ bytes is taken in pieces of that size, each
+        a line (as `read_log_lines` does), so memory stays flat."""
         if self._carry:
             data = self._carry + data
         end = data.rfind(b"\n") + 1
@@ -362,8 +363,12 @@ class PodDiagnoser:
             if data and not data.endswith(b"\n"):
                 data += b"\n"
                 end += 1
-        elif end == 0 and len(data) >= BLOCK_BYTES:
-            data, end = data + b"\n", len(data) + 1
+        elif end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
+            end = len(data) - len(data) % MAX_LINE_READ
+            for piece in range(0, end, MAX_LINE_READ):
+                self._block(data[piece : piece + MAX_LINE_READ] + b"\n")
+            self._carry = data[end:]
+            return
         self._carry = data[end:]
         if end:
             self._block(data[:end] if end < len(data) else data)
