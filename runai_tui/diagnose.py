@@ -222,16 +222,13 @@ _LINE_CODES = [
 # when it holds one. Each code's needles contain one of them (checked below), so a line a
 # pattern finds is never skipped.
 _NEEDLES = (
-    "rror", "out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
+    "error", " out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
     "</torch_", "dataloader worker", "non-finite",
 )  # fmt: skip
-# Every alternative of every pattern holds one of them: "rror" (every *Error, "error in",
-# "bus error"), "out" ("timing out", "timed out", "out of memory"), the rest literally.
+# Every alternative of every pattern holds one of them: "error" (every *Error, "error in",
+# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally.
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
-# Case-sensitive needles over the block as it is: the settings NCCL echoes, and the non-finite
-# numbers JSON writes (a trainer record with a NaN/Infinity loss).
-_B_EXACT = (b"NCCL_IB_", b"NaN", b"Infinity")
 RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
 _B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
@@ -380,8 +377,10 @@ class PodDiagnoser:
         lowered = block.lower()
         for needle in _B_NEEDLES:
             _starts(lowered, needle, candidates)
-        for needle in _B_EXACT:
-            _starts(block, needle, candidates)
+        _starts(block, b"NCCL_IB_", candidates)
+        if block.find(_B_RECORD) >= 0:  # a non-finite loss: only on a record line (JSON's words)
+            _starts(block, b"NaN", candidates)
+            _starts(block, b"Infinity", candidates)
         self._network_candidates(block, candidates)
         # Line numbers: counted (C speed) from one candidate to the next.
         number, counted = first, 0
