@@ -352,68 +352,73 @@ class PodDiagnoser:
         last piece (a last line without a newline is a line). Only whole lines are examined; a line
         still without its newline after MAX_LINE_READ bytes is taken in pieces of that size, each
         a line (as `read_log_lines` does), so memory stays flat."""
-        if self._carry:
-            data = self._carry + data
-        end = data.rfind(b"\n") + 1
+        lo = 0  # data[lo:] is what is left to examine
+        if self._carry:  # the line the last piece cut: its end is this piece's first newline
+            first_end = data.find(b"\n") + 1
+            if first_end:
+                self._block(self._carry + data[:first_end])
+                lo = first_end
+            else:
+                data = self._carry + data
+            self._carry = b""
+        end = data.rfind(b"\n", lo) + 1 or lo  # the block examined in place: data[lo:end]
+        if end > lo:
+            self._block(data, lo, end)
         if final:
-            end = len(data)
-            if data and not data.endswith(b"\n"):
-                data += b"\n"
-                end += 1
-        elif end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
+            if end < len(data):
+                self._block(data[end:] + b"\n")
+            return
+        if end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
             end = len(data) - len(data) % MAX_LINE_READ
             for piece in range(0, end, MAX_LINE_READ):
                 self._block(data[piece : piece + MAX_LINE_READ] + b"\n")
-            self._carry = data[end:]
-            return
         self._carry = data[end:]
-        if end:
-            self._block(data[:end] if end < len(data) else data)
 
-    def _block(self, block: bytes) -> None:
-        """Examine whole lines (`block` ends with a newline)."""
-        first = self.lines + 1  # the number of the block's first line
+    def _block(self, block: bytes, lo: int = 0, hi: int | None = None) -> None:
+        """Examine the whole lines of block[lo:hi] (it ends with a newline), in place."""
+        hi = len(block) if hi is None else hi
+        first = self.lines + 1  # the number of the first line
         candidates: set[int] = set()  # offsets where a candidate line starts
         lowered = block.lower()
         for needle in _B_NEEDLES:
-            _starts(lowered, needle, candidates)
-        _starts(block, b"NCCL_IB_", candidates)
-        if block.find(_B_RECORD) >= 0:  # a non-finite loss: only on a record line (JSON's words)
-            _starts(block, b"NaN", candidates)
-            _starts(block, b"Infinity", candidates)
-        self._network_candidates(block, candidates)
+            _starts(lowered, needle, candidates, lo, hi)
+        _starts(block, b"NCCL_IB_", candidates, lo, hi)
+        if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
+            _starts(block, b"NaN", candidates, lo, hi)
+            _starts(block, b"Infinity", candidates, lo, hi)
+        self._network_candidates(block, candidates, lo, hi)
         # Line numbers: counted (C speed) from one candidate to the next.
-        number, counted = first, 0
+        number, counted = first, lo
         for start in sorted(candidates):
             number += block.count(b"\n", counted, start)
             counted = start
-            end = block.find(b"\n", start)
+            end = block.find(b"\n", start, hi)
             self._line(number, _text(block[start:end]))
-        self.lines = first - 1 + number - first + block.count(b"\n", counted)
-        self._keep_records(block)
+        self.lines = number - 1 + block.count(b"\n", counted, hi)
+        self._keep_records(block, lo, hi)
 
-    def _network_candidates(self, block: bytes, out: set[int]) -> None:
+    def _network_candidates(self, block: bytes, out: set[int], lo: int, hi: int) -> None:
         """The lines where the transport NCCL uses may change, found without looking at every
         `via NET/` channel line: every line with `Using ` (`NET/<x> : Using`, `Using network X`:
         a few per run), and only those channel lines naming another transport than the one in
         use (`_network` ignores the others)."""
         using: list[tuple[int, int, str | None]] = []  # (start, end, the final transport named)
-        pos = block.find(b"Using ")
+        pos = block.find(b"Using ", lo, hi)
         while pos >= 0:
-            start, end = block.rfind(b"\n", 0, pos) + 1, block.find(b"\n", pos)
+            start, end = block.rfind(b"\n", lo, pos) + 1 or lo, block.find(b"\n", pos, hi)
             out.add(start)
             using.append((start, end, _final_transport(_text(block[start:end]))))
-            pos = block.find(b"Using ", end)
+            pos = block.find(b"Using ", end, hi)
         current = self._final.transport if self._final is not None else None
-        pos = 0
+        pos = lo
         while True:
             marker = b"via NET/"
             if current is not None:
                 marker += b"Socket" if current == TRANSPORT_IB else b"IB"
             event = next((u for u in using if u[0] >= pos and u[2] not in (None, current)), None)
-            via = block.find(marker, pos)
+            via = block.find(marker, pos, hi)
             if via >= 0:
-                start, end = block.rfind(b"\n", 0, via) + 1, block.find(b"\n", via)
+                start, end = block.rfind(b"\n", lo, via) + 1 or lo, block.find(b"\n", via, hi)
                 if event is None or event[0] > start:
                     transport = _final_transport(_text(block[start:end]))
                     if transport is None or transport == current:
@@ -425,24 +430,24 @@ class PodDiagnoser:
             out.add(event[0])
             current, pos = event[2], event[1] + 1
 
-    def _keep_records(self, block: bytes) -> None:
-        """The newest RECORDS_KEPT record lines of the block (found from its end, by rfind)."""
+    def _keep_records(self, block: bytes, lo: int, hi: int) -> None:
+        """The newest RECORDS_KEPT record lines of block[lo:hi] (found from its end, by rfind)."""
         found: list[tuple[int, bytes]] = []
-        end, number = len(block), self.lines + 1
-        newer = len(block)  # newlines after `newer` are already counted
+        end, number = hi, self.lines + 1
+        newer = hi  # newlines from `newer` on are already counted
         while len(found) < RECORDS_KEPT:
-            hit = block.rfind(_B_RECORD, 0, end)
+            hit = block.rfind(_B_RECORD, lo, end)
             if hit < 0:
                 break
-            start = block.rfind(b"\n", 0, hit) + 1
-            stop = block.find(b"\n", hit)
+            start = block.rfind(b"\n", lo, hit) + 1 or lo
+            stop = block.find(b"\n", hit, hi)
             number -= block.count(b"\n", stop, newer)
             newer = stop
             if stop - start <= RECORD_LINE_MAX:
                 found.append((number, block[start:stop]))
             end = start
         if found:
-            if len(found) == RECORDS_KEPT and block.rfind(_B_RECORD, 0, end) >= 0:
+            if len(found) == RECORDS_KEPT and block.rfind(_B_RECORD, lo, end) >= 0:
                 self._records_dropped = True
             if len(self._records) + len(found) > RECORDS_KEPT:
                 self._records_dropped = True
@@ -604,13 +609,13 @@ class _Records:
         return statistics.median(self.intervals) if self.intervals else None
 
 
-def _starts(block: bytes, needle: bytes, out: set[int]) -> None:
-    """Add the start offset of every line of `block` holding `needle` (one search per line)."""
-    pos = block.find(needle)
+def _starts(block: bytes, needle: bytes, out: set[int], lo: int, hi: int) -> None:
+    """Add the start offset of every line of block[lo:hi] holding `needle` (one search a line)."""
+    pos = block.find(needle, lo, hi)
     while pos >= 0:
-        out.add(block.rfind(b"\n", 0, pos) + 1)
-        end = block.find(b"\n", pos)
-        pos = block.find(needle, end)
+        out.add(block.rfind(b"\n", lo, pos) + 1 or lo)
+        end = block.find(b"\n", pos, hi)
+        pos = block.find(needle, end, hi)
 
 
 _CODES_SEEN: dict[str, tuple[str, ...]] = {}  # recent short lines -> their codes (logs repeat)
