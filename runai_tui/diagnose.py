@@ -219,14 +219,14 @@ _LINE_CODES = [
     (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
 ]
 # Coarse needles, searched (C speed) over a whole lowered block of log: a line is examined only
-# when it holds one. Each code's needles contain one of them (checked below), so a line a
-# pattern finds is never skipped.
+# when it holds one, so they must be in every line a code's pattern finds.
 _NEEDLES = (
     "error", " out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
     "</torch_", "dataloader worker", "non-finite",
 )  # fmt: skip
 # Every alternative of every pattern holds one of them: "error" (every *Error, "error in",
-# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally.
+# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally. (A
+# pattern's alternatives are checked by hand; the examples by this assertion.)
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
 RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
@@ -304,7 +304,7 @@ class _Net:
 class PodDiagnoser:
     """Reads one pod's log; memory stays bounded whatever the log's length.
 
-    The log is examined in blocks of bytes (`feed_block`; `feed` gathers streamed lines into
+    The log is examined in blocks of bytes (`feed_bytes`; `feed` gathers streamed lines into
     blocks): C-speed searches for a few coarse needles find the candidate lines, and only those
     are decoded and matched (`_line`, the one per-line classification). Trainer records are not
     all decoded: the newest RECORDS_KEPT record lines are kept (raw) and read at the end."""
@@ -314,7 +314,7 @@ class PodDiagnoser:
         self.lines = 0
         self._batch: list[str] = []
         self._batch_chars = 0
-        self._carry = b""  # feed_block: the start of a line the last block cut
+        self._carry = b""  # feed_bytes: the start of a line the last piece cut
         self.findings: list[Finding] = []
         self.counts: dict[str, int] = {}
         self._init: dict[str, _Net] = {}  # "IB"/"Socket" -> the first NET/<x> : Using line
