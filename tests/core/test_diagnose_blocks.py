@@ -175,3 +175,57 @@ def test_data_starved_reads_the_newest_records_and_nan_loss_every_record(
     report = in_blocks(path, 4096, monkeypatch)
     assert [(f.code, f.line) for f in report.findings] == [("data-starved", kept + 1)]
     assert summary(report) == summary(line_by_line(path, monkeypatch))
+
+
+# One line per alternative of every code's pattern: the coarse needles must let each through,
+# in any case (the patterns ignore case).
+ALTERNATIVES = {
+    "memlock": ["Call to ibv_reg_mr failed with error x", "ibv_reg_mr_iova2() failed: x"],
+    "nccl-timeout": [
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)",
+        "WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 1800087 milliseconds before timing out.",
+        "ProcessGroupNCCL's watchdog got stuck for 480 seconds",
+    ],
+    "nccl-error": [
+        "DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970",
+        "ncclRemoteError: A call failed possibly due to a network error",
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234> with status=12",
+    ],
+    "shm": [
+        "ERROR: Unexpected bus error encountered in worker.",
+        "This might be caused by insufficient shared memory (shm).",
+        "DataLoader worker (pid 9) is killed by signal: Bus error.",
+        "NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes",
+        "RuntimeError: unable to write to file </torch_123_456_0>: No space left on device (28)",
+    ],
+    "cuda-oom": [
+        "torch.OutOfMemoryError: CUDA out of memory.",
+        "CUDA out of memory. Tried to allocate 2.00 GiB",
+        "RuntimeError: CUDA error: out of memory",
+    ],
+    "rendezvous": [
+        "torch.distributed.DistNetworkError: Connection reset by peer",
+        "The client socket has timed out after 1800s while trying to connect to (10.0.0.1, 29500).",
+        "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+        "RendezvousConnectionError: The connection to the C10d store has failed.",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",
+    ],
+    "dataloader-killed": [
+        "RuntimeError: DataLoader worker (pid(s) 1234, 1235) exited unexpectedly",
+        "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
+    ],
+    "nan-loss": ["trainer: error: [rank 0] non-finite loss inf at step 3"],
+}
+
+
+@pytest.mark.parametrize("code", sorted(ALTERNATIVES))
+def test_every_pattern_alternative_passes_the_needles_in_any_case(
+    code: str, tmp_path: Path
+) -> None:
+    for line in ALTERNATIVES[code]:
+        for variant in (line, line.upper(), line.lower()):
+            path = write(tmp_path, "alt.log", b"filler\n" + variant.encode() + b"\nfiller\n")
+            report = diagnose_files([path])
+            assert code in report.codes(), variant
+            assert [f.line for f in report.findings if f.code == code] == [2]
