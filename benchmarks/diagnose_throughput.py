@@ -4,7 +4,7 @@
 
 Two generated logs, made line by line as they are read (never held): a clean NCCL_DEBUG=INFO-like
 training log (channel lines, trainer records every 20 lines, long progress lines), and the same
-with a watchdog timeout every 50 lines (every batch then takes the slow path).
+with a watchdog timeout every 50 lines (many candidate lines to decode and match).
 """
 
 from __future__ import annotations

@@ -218,15 +218,23 @@ CODES: dict[str, Code] = {
 _LINE_CODES = [
     (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
 ]
-# A batch of lines is examined line by line only when it holds one of these. Each code's needles
-# contain one of them (checked below), so a line a pattern finds is never skipped.
+# Coarse needles, searched (C speed) over a whole lowered block of log: a line is examined only
+# when it holds one, so they must be in every line a code's pattern finds.
 _NEEDLES = (
-    "error", "ibv_reg_mr", "atchdog", "timing out", "out of memory", "shared memory", "/dev/shm",
-    "</torch_", "dataloader worker", "non-finite", "rendezvous", "completion", "timed out",
+    "error", " out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
+    "</torch_", "dataloader worker", "non-finite",
 )  # fmt: skip
-assert all(any(c in n for c in _NEEDLES) for _, ns in _LINE_CODES for n in ns), "needle table"
-BATCH_LINES = 256  # lines examined together (bounded: at most BATCH_CHARS characters)
-BATCH_CHARS = 1 << 20
+# Every alternative of every pattern holds one of them: "error" (every *Error, "error in",
+# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally. (A
+# pattern's alternatives are checked by hand; the examples by this assertion.)
+assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
+_B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
+RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
+_B_RECORD = RECORD_MARK.encode()
+RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
+RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept
+BLOCK_BYTES = 8 << 20  # a saved log is read in blocks this big, cut at their last newline
+LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
 
 # What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
 _NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
@@ -294,36 +302,37 @@ class _Net:
 
 
 class PodDiagnoser:
-    """Reads one pod's log line by line; memory stays bounded whatever the log's length."""
+    """Reads one pod's log; memory stays bounded whatever the log's length.
+
+    The log is examined in blocks of bytes (`feed_bytes`; `feed` gathers streamed lines into
+    blocks): C-speed searches for a few coarse needles find the candidate lines, and only those
+    are decoded and matched (`_line`, the one per-line classification). Trainer records are not
+    all decoded: the newest RECORDS_KEPT record lines are kept (raw) and read at the end."""
 
     def __init__(self, pod: str) -> None:
         self.pod = pod
         self.lines = 0
         self._batch: list[str] = []
         self._batch_chars = 0
+        self._carry = b""  # feed_bytes: the start of a line the last piece cut
         self.findings: list[Finding] = []
         self.counts: dict[str, int] = {}
         self._init: dict[str, _Net] = {}  # "IB"/"Socket" -> the first NET/<x> : Using line
         self._final: _Net | None = None  # the last "Using network X" / "via NET/X" line
         self.ib_wanted: bool | None = None  # True: NCCL_IB_HCA / NCCL_IB_DISABLE=0 seen
-        # Trainer records.
-        self._records = 0
-        self._data_sum = 0.0
-        self._step_sum = 0.0
-        self._worst: tuple[float, int, str] | None = None  # (ratio, line, text)
-        self._last_time: float | None = None
-        self._last_record: tuple[int, str] | None = None
-        self._intervals: deque[float] = deque(maxlen=INTERVALS_KEPT)
-        self.finished = False  # the trainer printed its "done"/"stopped" record
+        # Trainer records: the newest record lines (line number, raw text), decoded at the end.
+        self._records: deque[tuple[int, bytes]] = deque(maxlen=RECORDS_KEPT)
+        self._records_dropped = False  # older record lines than those kept were seen
+        self._summary: _Records | None = None
 
     # -- lines --------------------------------------------------------------------------------
 
     def feed(self, line: str) -> None:
-        """Take one line. Lines are examined in small batches (cheap substring tests on the whole
-        batch first), so call `flush()` (or finish/health) before reading the results."""
+        """Take one line (a streamed log). Lines are examined in blocks, so call `flush()` (or
+        finish/health) before reading the results."""
         self._batch.append(line)
-        self._batch_chars += len(line)
-        if len(self._batch) >= BATCH_LINES or self._batch_chars >= BATCH_CHARS:
+        self._batch_chars += len(line) + 1
+        if self._batch_chars >= LINE_BATCH_CHARS:
             self.flush()
 
     def feed_all(self, lines: Iterable[str]) -> PodDiagnoser:
@@ -334,34 +343,136 @@ class PodDiagnoser:
 
     def flush(self) -> None:
         batch, self._batch, self._batch_chars = self._batch, [], 0
-        if not batch:
+        if batch:
+            batch.append("")  # every line ends with a newline
+            self._block("\n".join(batch).encode("utf-8", errors="replace"))
+
+    def feed_bytes(self, data: bytes, final: bool = False) -> None:
+        """Take the next piece of a saved log as bytes (any size, cut anywhere); `final` on the
+        last piece (a last line without a newline is a line). Only whole lines are examined; a line
+        still without its newline after MAX_LINE_READ bytes is taken in pieces of that size, each
+        a line (as `read_log_lines` does), so memory stays flat."""
+        lo = 0  # data[lo:] is what is left to examine
+        if self._carry:  # the line the last piece cut: its end is this piece's first newline
+            first_end = data.find(b"\n") + 1
+            if first_end:
+                self._block(self._carry + data[:first_end])
+                lo = first_end
+            else:
+                data = self._carry + data
+            self._carry = b""
+        end = data.rfind(b"\n", lo) + 1 or lo  # the block examined in place: data[lo:end]
+        if end > lo:
+            self._block(data, lo, end)
+        if final:
+            if end < len(data):
+                self._block(data[end:] + b"\n")
             return
-        joined = "\n".join(batch)
-        lowered = joined.lower()
-        needles = [n for n in _NEEDLES if n in lowered]  # usually none: the batch is clean
-        network = "NET/" in joined or "Using network" in joined
-        settings = "NCCL_IB_" in joined
-        records = '"kind"' in joined
-        for line in batch:
-            self.lines += 1
-            number = self.lines
-            if needles:
-                lower = line.lower()
-                if any(n in lower for n in needles):
-                    for spec, spec_needles in _LINE_CODES:
-                        found = any(n in lower for n in spec_needles)
-                        if found and spec.pattern is not None and spec.pattern.search(line):
-                            self._add(spec.code, number, line)
-            if network and ("NET/" in line or "Using network" in line):
-                self._network(number, line)
-            if settings and "NCCL_IB_" in line:
-                for key, value in _IB_SETTING.findall(line):
-                    if key == "DISABLE":
-                        self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
-                    elif value and self.ib_wanted is None:
-                        self.ib_wanted = True
-            if records and '"kind"' in line:
-                self._record(number, line)
+        if end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
+            end = len(data) - len(data) % MAX_LINE_READ
+            for piece in range(0, end, MAX_LINE_READ):
+                self._block(data[piece : piece + MAX_LINE_READ] + b"\n")
+        self._carry = data[end:]
+
+    def _block(self, block: bytes, lo: int = 0, hi: int | None = None) -> None:
+        """Examine the whole lines of block[lo:hi] (it ends with a newline), in place."""
+        hi = len(block) if hi is None else hi
+        first = self.lines + 1  # the number of the first line
+        candidates: set[int] = set()  # offsets where a candidate line starts
+        lowered = block.lower()
+        for needle in _B_NEEDLES:
+            _starts(lowered, needle, candidates, lo, hi)
+        _starts(block, b"NCCL_IB_", candidates, lo, hi)
+        if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
+            _starts(block, b"NaN", candidates, lo, hi)
+            _starts(block, b"Infinity", candidates, lo, hi)
+        self._network_candidates(block, candidates, lo, hi)
+        # Line numbers: counted (C speed) from one candidate to the next.
+        number, counted = first, lo
+        for start in sorted(candidates):
+            number += block.count(b"\n", counted, start)
+            counted = start
+            end = block.find(b"\n", start, hi)
+            self._line(number, _text(block[start:end]))
+        self.lines = number - 1 + block.count(b"\n", counted, hi)
+        self._keep_records(block, lo, hi)
+
+    def _network_candidates(self, block: bytes, out: set[int], lo: int, hi: int) -> None:
+        """The lines where the transport NCCL uses may change, found without looking at every
+        `via NET/` channel line: every line with `Using ` (`NET/<x> : Using`, `Using network X`:
+        a few per run), and only those channel lines naming another transport than the one in
+        use (`_network` ignores the others)."""
+        using: list[tuple[int, int, str | None]] = []  # (start, end, the final transport named)
+        pos = block.find(b"Using ", lo, hi)
+        while pos >= 0:
+            start, end = block.rfind(b"\n", lo, pos) + 1 or lo, block.find(b"\n", pos, hi)
+            out.add(start)
+            using.append((start, end, _final_transport(_text(block[start:end]))))
+            pos = block.find(b"Using ", end, hi)
+        current = self._final.transport if self._final is not None else None
+        pos = lo
+        while True:
+            marker = b"via NET/"
+            if current is not None:
+                marker += b"Socket" if current == TRANSPORT_IB else b"IB"
+            event = next((u for u in using if u[0] >= pos and u[2] not in (None, current)), None)
+            via = block.find(marker, pos, hi)
+            if via >= 0:
+                start, end = block.rfind(b"\n", lo, via) + 1 or lo, block.find(b"\n", via, hi)
+                if event is None or event[0] > start:
+                    transport = _final_transport(_text(block[start:end]))
+                    if transport is None or transport == current:
+                        pos = end + 1
+                        continue
+                    event = (start, end, transport)
+            if event is None:
+                return
+            out.add(event[0])
+            current, pos = event[2], event[1] + 1
+
+    def _keep_records(self, block: bytes, lo: int, hi: int) -> None:
+        """The newest RECORDS_KEPT record lines of block[lo:hi] (found from its end, by rfind)."""
+        found: list[tuple[int, bytes]] = []
+        end, number = hi, self.lines + 1
+        newer = hi  # newlines from `newer` on are already counted
+        while len(found) < RECORDS_KEPT:
+            hit = block.rfind(_B_RECORD, lo, end)
+            if hit < 0:
+                break
+            start = block.rfind(b"\n", lo, hit) + 1 or lo
+            stop = block.find(b"\n", hit, hi)
+            number -= block.count(b"\n", stop, newer)
+            newer = stop
+            if stop - start <= RECORD_LINE_MAX:
+                found.append((number, block[start:stop]))
+            end = start
+        if found:
+            if len(found) == RECORDS_KEPT and block.rfind(_B_RECORD, lo, end) >= 0:
+                self._records_dropped = True
+            if len(self._records) + len(found) > RECORDS_KEPT:
+                self._records_dropped = True
+            self._records.extend(reversed(found))
+            self._summary = None
+
+    def _line(self, number: int, line: str) -> None:
+        """One candidate line: the line codes, the network NCCL uses, the NCCL_IB_* settings, a
+        trainer record with a non-finite loss."""
+        for code in _line_codes(line):
+            self._add(code, number, line)
+        if "NET/" in line or "Using network" in line:
+            self._network(number, line)
+        if "NCCL_IB_" in line:
+            for key, value in _IB_SETTING.findall(line):
+                if key == "DISABLE":
+                    self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
+                elif value and self.ib_wanted is None:
+                    self.ib_wanted = True
+        if RECORD_MARK in line and ("NaN" in line or "Infinity" in line):
+            record = parse_metric_line(line)
+            loss = record.get("loss") if record is not None else None
+            train = record is not None and record.get("kind") == "train"
+            if train and isinstance(loss, float) and not math.isfinite(loss):
+                self._add("nan-loss", number, line)
 
     def _add(self, code: str, number: int, line: str) -> None:
         count = self.counts.get(code, 0)
@@ -370,8 +481,7 @@ class PodDiagnoser:
             self.findings.append(make_finding(code, self.pod, number, line))
 
     def _network(self, number: int, line: str) -> None:
-        final = _NET_FINAL.search(line)
-        transport = _transport_of(final.group(1) or final.group(2)) if final else None
+        transport = _final_transport(line)
         if transport is not None:
             if self._final is None or self._final.transport != transport:
                 init = self._init.get(transport)
@@ -389,35 +499,19 @@ class PodDiagnoser:
             if self._final is not None and self._final.transport == transport:
                 self._final.device = self._final.device or self._init[transport].device
 
-    def _record(self, number: int, line: str) -> None:
-        record = parse_metric_line(line)
-        if record is None:
-            return
-        kind = record.get("kind")
-        stamp = _number(record.get("time"))
-        if stamp is not None:
-            if self._last_time is not None and kind == "train" and stamp > self._last_time:
-                self._intervals.append(stamp - self._last_time)
-            self._last_time = stamp
-        self._last_record = (number, line)
-        if kind in ("done", "stopped"):
-            self.finished = True
-            return
-        if kind != "train":
-            return
-        self.finished = False  # a new run (a resume) after an earlier one
-        loss = record.get("loss")
-        if isinstance(loss, float) and not math.isfinite(loss):
-            self._add("nan-loss", number, line)
-        self._records += 1
-        data, step = _number(record.get("data_time")), _number(record.get("step_time"))
-        if self._records == 1 or data is None or step is None or step <= 0:
-            return  # the first record carries the DataLoader's start-up
-        self._data_sum += data
-        self._step_sum += step
-        ratio = data / step
-        if self._worst is None or ratio > self._worst[0]:
-            self._worst = (ratio, number, line)
+    # -- the trainer's records ----------------------------------------------------------------
+
+    def records(self) -> _Records:
+        """What the newest RECORDS_KEPT record lines say (decoded once, when asked)."""
+        self.flush()
+        if self._summary is None:
+            self._summary = _Records.of(self._records, first_is_start=not self._records_dropped)
+        return self._summary
+
+    @property
+    def finished(self) -> bool:
+        """The trainer printed its "done"/"stopped" record (and no train record after it)."""
+        return self.records().finished
 
     # -- the end of the log -------------------------------------------------------------------
 
@@ -432,22 +526,23 @@ class PodDiagnoser:
         return self._init.get(TRANSPORT_IB) or self._init.get(TRANSPORT_SOCKET)
 
     def usual_interval(self) -> float | None:
-        return statistics.median(self._intervals) if self._intervals else None
+        return self.records().usual_interval()
 
     def finish(self, running: bool = False, now: float | None = None) -> list[Finding]:
         """The derived findings (data-starved, stalled) plus the line findings, in log order."""
         self.flush()
         found = list(self.findings)
-        if self._step_sum > 0 and self._data_sum / self._step_sum > DATA_STARVED_RATIO:
-            assert self._worst is not None
-            found.append(make_finding("data-starved", self.pod, self._worst[1], self._worst[2]))
-        usual = self.usual_interval()
-        if running and not self.finished and usual and self._last_time is not None:
+        rec = self.records()
+        if rec.step_sum > 0 and rec.data_sum / rec.step_sum > DATA_STARVED_RATIO:
+            assert rec.worst is not None
+            found.append(make_finding("data-starved", self.pod, rec.worst[1], rec.worst[2]))
+        usual = rec.usual_interval()
+        if running and not rec.finished and usual and rec.last_time is not None:
             now = time.time() if now is None else now
-            silent = now - self._last_time
+            silent = now - rec.last_time
             if silent > max(STALL_FACTOR * usual, STALL_MIN_SECONDS):
-                assert self._last_record is not None
-                finding = make_finding("stalled", self.pod, *self._last_record)
+                assert rec.last_record is not None
+                finding = make_finding("stalled", self.pod, *rec.last_record)
                 finding.message += (
                     f" (no record for {_duration(silent)}; usually one every {_duration(usual)})"
                 )
@@ -459,6 +554,98 @@ class PodDiagnoser:
         if net is None:
             return PodHealth(self.pod, lines=self.lines)
         return PodHealth(self.pod, net.transport, net.device, self.lines)
+
+
+@dataclass
+class _Records:
+    """The trainer's newest records, read in order (data-starved, stalled)."""
+
+    data_sum: float = 0.0
+    step_sum: float = 0.0
+    worst: tuple[float, int, str] | None = None  # (ratio, line, text)
+    last_time: float | None = None
+    last_record: tuple[int, str] | None = None
+    intervals: deque[float] = field(default_factory=lambda: deque(maxlen=INTERVALS_KEPT))
+    finished: bool = False
+
+    @classmethod
+    def of(cls, lines: Iterable[tuple[int, bytes]], first_is_start: bool) -> _Records:
+        """`first_is_start`: the lines begin at the log's start, so the first train record
+        (the DataLoader's start-up) is left out of the step-time statistics."""
+        out = cls()
+        skip_first = first_is_start
+        for number, raw in lines:
+            line = _text(raw)
+            record = parse_metric_line(line)
+            if record is None:
+                continue
+            kind = record.get("kind")
+            stamp = _number(record.get("time"))
+            if stamp is not None:
+                if out.last_time is not None and kind == "train" and stamp > out.last_time:
+                    out.intervals.append(stamp - out.last_time)
+                out.last_time = stamp
+            out.last_record = (number, line)
+            if kind in ("done", "stopped"):
+                out.finished = True
+                continue
+            if kind != "train":
+                continue
+            out.finished = False  # a new run (a resume) after an earlier one
+            if skip_first:
+                skip_first = False
+                continue
+            data, step = _number(record.get("data_time")), _number(record.get("step_time"))
+            if data is None or step is None or step <= 0:
+                continue
+            out.data_sum += data
+            out.step_sum += step
+            ratio = data / step
+            if out.worst is None or ratio > out.worst[0]:
+                out.worst = (ratio, number, line)
+        return out
+
+    def usual_interval(self) -> float | None:
+        return statistics.median(self.intervals) if self.intervals else None
+
+
+def _starts(block: bytes, needle: bytes, out: set[int], lo: int, hi: int) -> None:
+    """Add the start offset of every line of block[lo:hi] holding `needle` (one search a line)."""
+    pos = block.find(needle, lo, hi)
+    while pos >= 0:
+        out.add(block.rfind(b"\n", lo, pos) + 1 or lo)
+        end = block.find(b"\n", pos, hi)
+        pos = block.find(needle, end, hi)
+
+
+_CODES_SEEN: dict[str, tuple[str, ...]] = {}  # recent short lines -> their codes (logs repeat)
+_CODES_SEEN_MAX, _CODES_SEEN_LINE = 4096, 512
+
+
+def _line_codes(line: str) -> tuple[str, ...]:
+    """The codes whose pattern finds `line`, in table order."""
+    codes = _CODES_SEEN.get(line)
+    if codes is None:
+        lower = line.lower()
+        codes = tuple(
+            spec.code
+            for spec, needles in _LINE_CODES
+            if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
+        )
+        if len(line) <= _CODES_SEEN_LINE:
+            if len(_CODES_SEEN) >= _CODES_SEEN_MAX:
+                _CODES_SEEN.clear()
+            _CODES_SEEN[line] = codes
+    return codes
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _final_transport(line: str) -> str | None:
+    final = _NET_FINAL.search(line)
+    return _transport_of(final.group(1) or final.group(2)) if final else None
 
 
 def _transport_of(network: str) -> str | None:
@@ -566,9 +753,19 @@ def read_log_lines(path: Path) -> Iterator[str]:
             yield chunk.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
+def read_log_file(path: Path, pod: str | None = None) -> PodDiagnoser:
+    """A saved log, read in blocks of BLOCK_BYTES (never held whole). Raises OSError."""
+    diagnoser = PodDiagnoser(path.stem if pod is None else pod)
+    with path.open("rb") as f:
+        while block := f.read(BLOCK_BYTES):
+            diagnoser.feed_bytes(block)
+    diagnoser.feed_bytes(b"", final=True)
+    return diagnoser
+
+
 def diagnose_files(paths: Iterable[Path], now: float | None = None) -> Diagnosis:
     """`--log FILE...`: each file is one pod, named after the file without its extension."""
-    return diagnose_lines({p.stem: read_log_lines(p) for p in paths}, running=False, now=now)
+    return combine((read_log_file(p) for p in paths), running=False, now=now)
 
 
 class LogSource(Protocol):
