@@ -232,6 +232,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             ctx, cfg, model, optimizer, scheduler, scaler, batches, progress,
             total_steps, metrics, save, stop, data.meter,
         )  # fmt: skip
+        if hasattr(batches, "close"):
+            # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
+            # end them now, not when the generator is collected, so evaluation does not fork its
+            # own workers beside them.
+            batches.close()
         if outcome == "stopped":
             log(
                 f"received {stop.signal_name or 'a stop request'}: saving at step {progress.global_step}"
