@@ -188,6 +188,30 @@ CODES: dict[str, Code] = {
             ("non-finite loss",),
         ),
         Code(
+            "trainer-error",
+            ERROR,
+            "the trainer refused its input (a bad argument, a missing file or directory) and "
+            "stopped",
+            "fix the trainer arguments in the profile's args; `runai-tui lint` checks some of them",
+            "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)",
+            # trainer/__main__.py prints `trainer: error: [rank N] <message>` at the line's start.
+            _re(r"^\s*trainer: error: \S"),
+            ("trainer: error:",),
+        ),
+        Code(
+            "process-failed",
+            WARNING,
+            "a training process exited with an error (torchrun's ChildFailedError) and no other "
+            "finding explains why",
+            "read the lines just above it in this pod's log (the process's own error), and the "
+            "other pods' first error; exit code -9 is usually the kernel's OOM killer (raise "
+            "memory.limit)",
+            "E1123 12:28:41.297000 719 torch/distributed/elastic/multiprocessing/api.py:1002] "
+            "failed (exitcode: 2) local_rank: 0 (pid: 738) of binary: /usr/bin/python",
+            _re(r"\bfailed \(exitcode: -?\d+\) local_rank"),
+            ("(exitcode",),
+        ),
+        Code(
             "data-starved",
             WARNING,
             "the GPUs wait for data: data wait is more than a third of the step time",
@@ -222,10 +246,11 @@ _LINE_CODES = [
 # when it holds one, so they must be in every line a code's pattern finds.
 _NEEDLES = (
     "error", " out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
-    "</torch_", "dataloader worker", "non-finite",
+    "</torch_", "dataloader worker", "non-finite", "(exitcode",
 )  # fmt: skip
 # Every alternative of every pattern holds one of them: "error" (every *Error, "error in",
-# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally. (A
+# "bus error", "trainer: error:"), " out" ("timing out", "timed out", "out of memory"), the rest
+# literally. (A
 # pattern's alternatives are checked by hand; the examples by this assertion.)
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
@@ -632,6 +657,8 @@ def _line_codes(line: str) -> tuple[str, ...]:
             for spec, needles in _LINE_CODES
             if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
         )
+        if len(codes) > 1 and "trainer-error" in codes:  # a more specific code explains it
+            codes = tuple(c for c in codes if c != "trainer-error")
         if len(line) <= _CODES_SEEN_LINE:
             if len(_CODES_SEEN) >= _CODES_SEEN_MAX:
                 _CODES_SEEN.clear()
@@ -729,6 +756,8 @@ def combine(
             findings.append(make_finding("tcp-fallback", pod.pod, net.line, net.text))
         for code, count in pod.counts.items():
             report.counts[(pod.pod, code)] = count
+    if any(f.severity == ERROR for f in findings):  # a more specific code explains the failure
+        findings = [f for f in findings if f.code != "process-failed"]
     order = {p.pod: i for i, p in enumerate(report.pods)}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
     report.findings = findings

@@ -216,6 +216,8 @@ ALTERNATIVES = {
         "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
     ],
     "nan-loss": ["trainer: error: [rank 0] non-finite loss inf at step 3"],
+    "trainer-error": ["trainer: error: [rank 1] --resume: no such file: ckpt.pt"],
+    "process-failed": ["api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: x"],
 }
 
 
