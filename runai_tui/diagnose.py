@@ -263,15 +263,16 @@ _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
 # needles, `NCCL_IB_`, and a non-finite JSON number (a `NaN` token is followed by `,` `}` `]` or
 # white space; a bare `nan` would take every `retinanet` line). Lines it lets through that the
 # block screen would not are harmless: `_line` checks `NCCL_IB_`, `NaN`, `Infinity` in their case.
-# The transport lines (`Using `, channel lines) and trainer records are found by the Python pass.
+# `using `: a block whose grep lines hold no `Using ` skips that search. Channel lines and
+# trainer records are found by the Python pass (it reads every block to count lines anyway).
 _GREP_NEEDLES = (
-    *_NEEDLES, "nccl_ib_", "infinity", "nan,", "nan}", "nan]", "nan ", "nan\t", "nan\r",
+    *_NEEDLES, "nccl_ib_", "using ", "infinity", "nan,", "nan}", "nan]", "nan ", "nan\t", "nan\r",
 )  # fmt: skip
 RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
 _B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
 RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept
-GREP_CHUNKS_AHEAD = 16  # chunks of grep's output (up to 1 MiB each) read ahead of the blocks
+GREP_CHUNKS_AHEAD = 8  # chunks of grep's output (up to 1 MiB each) read ahead of the blocks
 BLOCK_BYTES = 8 << 20  # a saved log is read in blocks this big, cut at their last newline
 LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
 
@@ -430,7 +431,12 @@ class PodDiagnoser:
             if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
                 _starts(block, b"NaN", candidates, lo, hi)
                 _starts(block, b"Infinity", candidates, lo, hi)
-        self._network_candidates(block, candidates, lo, hi)
+            self._network_candidates(block, candidates, lo, hi)
+        else:  # grep's lines say whether the block has a `Using ` line (grep looks for them)
+            total = block.count(b"\n", lo, hi)
+            grepped = self._grep.upto(first - 1 + total)
+            using = any("Using " in line for _, line in grepped)
+            self._network_candidates(block, candidates, lo, hi, using)
         # Line numbers: counted (C speed) from one candidate to the next.
         number, counted = first, lo
         lines: dict[int, str] = {}
@@ -439,21 +445,25 @@ class PodDiagnoser:
             counted = start
             end = block.find(b"\n", start, hi)
             lines[number] = _text(block[start:end])
-        self.lines = number - 1 + block.count(b"\n", counted, hi)
-        if self._grep is not None:  # grep's candidates in this block, merged in line order
-            lines.update(self._grep.upto(self.lines))
-            lines = dict(sorted(lines.items()))
-        for number, line in lines.items():
+        if self._grep is None:
+            self.lines = number - 1 + block.count(b"\n", counted, hi)
+            found = list(lines.items())
+        else:  # grep's candidates in this block, merged in line order
+            self.lines = first - 1 + total
+            found = sorted({**lines, **dict(grepped)}.items()) if lines else grepped
+        for number, line in found:
             self._line(number, line)
         self._keep_records(block, lo, hi)
 
-    def _network_candidates(self, block: bytes, out: set[int], lo: int, hi: int) -> None:
+    def _network_candidates(
+        self, block: bytes, out: set[int], lo: int, hi: int, using_lines: bool = True
+    ) -> None:
         """The lines where the transport NCCL uses may change, found without looking at every
         `via NET/` channel line: every line with `Using ` (`NET/<x> : Using`, `Using network X`:
         a few per run), and only those channel lines naming another transport than the one in
-        use (`_network` ignores the others)."""
+        use (`_network` ignores the others). `using_lines` False: the block has no `Using `."""
         using: list[tuple[int, int, str | None]] = []  # (start, end, the final transport named)
-        pos = block.find(b"Using ", lo, hi)
+        pos = block.find(b"Using ", lo, hi) if using_lines else -1
         while pos >= 0:
             start, end = block.rfind(b"\n", lo, pos) + 1 or lo, block.find(b"\n", pos, hi)
             out.add(start)
@@ -876,11 +886,13 @@ class _GrepLines:
         if not end and len(data) > MAX_LINE_READ + 32:  # the fallback takes huge lines in pieces
             raise _GrepUnusable("a line longer than MAX_LINE_READ")
         self._carry = data[end:]
-        for raw in data[:end].split(b"\n")[:-1]:
-            number, sep, text = raw.partition(b":")
-            if not sep or not number.isdigit():
+        # Decoded at once: an invalid UTF-8 sequence never swallows a newline, so each line
+        # decodes as it would alone.
+        for raw in data[:end].decode("utf-8", errors="replace").split("\n")[:-1]:
+            number, sep, text = raw.partition(":")
+            if not sep or not (number.isascii() and number.isdigit()):
                 raise _GrepUnusable("not grep -n output")
-            self._pending.append((int(number), _text(text)))
+            self._pending.append((int(number), text.rstrip("\r\n")))
 
     def close(self) -> None:
         """Check that grep ended well (0: lines found, 1: none) and that every line was used."""
