@@ -857,6 +857,8 @@ class _GrepLines:
     def stop(self) -> None:
         """End the reading thread (and grep with it); safe to call more than once."""
         self._stop = True
+        if self._thread.is_alive():
+            self.stream.kill()  # the thread may wait on grep's output: end it now
         while self._thread.is_alive():
             with contextlib.suppress(queue.Empty):
                 while True:

@@ -144,6 +144,13 @@ class ChunkStream:
         self.argv = list(argv)
         self.env = env
         self.returncode: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def kill(self) -> None:
+        """Kill the running command's process group (from any thread): its chunks then end."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:  # not reaped: its pid is not reused
+            kill_group(proc.pid)
 
     def chunks(self, size: int = _READ_CHUNK * 16) -> Iterator[bytes]:
         proc = subprocess.Popen(
@@ -154,6 +161,7 @@ class ChunkStream:
             env=dict(self.env) if self.env is not None else None,
             start_new_session=True,
         )
+        self._proc = proc
         assert proc.stdout is not None
         try:
             while chunk := proc.stdout.read1(size):
@@ -162,7 +170,7 @@ class ChunkStream:
         finally:
             if proc.returncode is None:
                 kill_group(proc.pid)
-                proc.wait()
+                self.returncode = proc.wait()
             proc.stdout.close()
 
 

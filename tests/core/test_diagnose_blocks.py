@@ -349,3 +349,14 @@ def test_a_huge_line_makes_the_grep_path_fall_back(
     pod = read_log_file(path)
     assert pod.screen == "python"
     assert pod.lines == 1 + 5000 // 1024 + 1 and "cuda-oom" in pod.counts
+
+
+@needs_grep
+def test_stopping_early_kills_grep_and_ends_its_reader(tmp_path: Path) -> None:
+    """A reader that stops before grep is done (an error, Ctrl-C) kills the grep child."""
+    path = write(tmp_path, "many.log", (OOM + b"\n") * 200_000)
+    lines = diagnose._GrepLines(shutil.which("grep") or "grep", path)
+    assert lines.upto(10) == [(n, OOM.decode()) for n in range(1, 11)]
+    lines.stop()
+    assert not lines._thread.is_alive()
+    assert lines.stream.returncode is not None  # reaped (killed, or it had just finished)
