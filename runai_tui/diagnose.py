@@ -11,8 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import queue
 import re
+import shutil
 import statistics
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -23,6 +27,7 @@ from typing import Any, Protocol
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import JobDetail, Phase
 from runai_tui.progress import parse_metric_line
+from runai_tui.runner import ChunkStream
 from runai_tui.text import literal
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -188,6 +193,30 @@ CODES: dict[str, Code] = {
             ("non-finite loss",),
         ),
         Code(
+            "trainer-error",
+            ERROR,
+            "the trainer refused its input (a bad argument, a missing file or directory) and "
+            "stopped",
+            "fix the trainer arguments in the profile's args; `runai-tui lint` checks some of them",
+            "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)",
+            # trainer/__main__.py prints `trainer: error: [rank N] <message>` at the line's start.
+            _re(r"^\s*trainer: error: \S"),
+            ("trainer: error:",),
+        ),
+        Code(
+            "process-failed",
+            WARNING,
+            "a training process exited with an error (torchrun's ChildFailedError) and no other "
+            "finding explains why",
+            "read the lines just above it in this pod's log (the process's own error), and the "
+            "other pods' first error; exit code -9 is usually the kernel's OOM killer (raise "
+            "memory.limit)",
+            "E1123 12:28:41.297000 719 torch/distributed/elastic/multiprocessing/api.py:1002] "
+            "failed (exitcode: 2) local_rank: 0 (pid: 738) of binary: /usr/bin/python",
+            _re(r"\bfailed \(exitcode: -?\d+\) local_rank"),
+            ("(exitcode",),
+        ),
+        Code(
             "data-starved",
             WARNING,
             "the GPUs wait for data: data wait is more than a third of the step time",
@@ -222,17 +251,28 @@ _LINE_CODES = [
 # when it holds one, so they must be in every line a code's pattern finds.
 _NEEDLES = (
     "error", " out", "shared memory", "ibv_reg_mr", "atchdog", "completion", "/dev/shm",
-    "</torch_", "dataloader worker", "non-finite",
+    "</torch_", "dataloader worker", "non-finite", "(exitcode",
 )  # fmt: skip
 # Every alternative of every pattern holds one of them: "error" (every *Error, "error in",
-# "bus error"), " out" ("timing out", "timed out", "out of memory"), the rest literally. (A
+# "bus error", "trainer: error:"), " out" ("timing out", "timed out", "out of memory"), the rest
+# literally. (A
 # pattern's alternatives are checked by hand; the examples by this assertion.)
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
+# The same screen as one `LC_ALL=C grep -i -F` (ASCII case folding, as bytes.lower()): the coarse
+# needles, `NCCL_IB_`, and a non-finite JSON number (a `NaN` token is followed by `,` `}` `]` or
+# white space; a bare `nan` would take every `retinanet` line). Lines it lets through that the
+# block screen would not are harmless: `_line` checks `NCCL_IB_`, `NaN`, `Infinity` in their case.
+# `using `: a block whose grep lines hold no `Using ` skips that search. Channel lines and
+# trainer records are found by the Python pass (it reads every block to count lines anyway).
+_GREP_NEEDLES = (
+    *_NEEDLES, "nccl_ib_", "using ", "infinity", "nan,", "nan}", "nan]", "nan ", "nan\t", "nan\r",
+)  # fmt: skip
 RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
 _B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
 RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept
+GREP_CHUNKS_AHEAD = 8  # chunks of grep's output (up to 1 MiB each) read ahead of the blocks
 BLOCK_BYTES = 8 << 20  # a saved log is read in blocks this big, cut at their last newline
 LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
 
@@ -324,6 +364,8 @@ class PodDiagnoser:
         self._records: deque[tuple[int, bytes]] = deque(maxlen=RECORDS_KEPT)
         self._records_dropped = False  # older record lines than those kept were seen
         self._summary: _Records | None = None
+        self._grep: _GrepLines | None = None  # read_log_file: grep's candidate lines
+        self.screen = "python"  # what found the candidate lines: "python" or "grep"
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -369,6 +411,8 @@ class PodDiagnoser:
                 self._block(data[end:] + b"\n")
             return
         if end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
+            if self._grep is not None:  # grep numbers real lines, not pieces
+                raise _GrepUnusable("a line longer than MAX_LINE_READ")
             end = len(data) - len(data) % MAX_LINE_READ
             for piece in range(0, end, MAX_LINE_READ):
                 self._block(data[piece : piece + MAX_LINE_READ] + b"\n")
@@ -379,31 +423,47 @@ class PodDiagnoser:
         hi = len(block) if hi is None else hi
         first = self.lines + 1  # the number of the first line
         candidates: set[int] = set()  # offsets where a candidate line starts
-        lowered = block.lower()
-        for needle in _B_NEEDLES:
-            _starts(lowered, needle, candidates, lo, hi)
-        _starts(block, b"NCCL_IB_", candidates, lo, hi)
-        if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
-            _starts(block, b"NaN", candidates, lo, hi)
-            _starts(block, b"Infinity", candidates, lo, hi)
-        self._network_candidates(block, candidates, lo, hi)
+        if self._grep is None:
+            lowered = block.lower()
+            for needle in _B_NEEDLES:
+                _starts(lowered, needle, candidates, lo, hi)
+            _starts(block, b"NCCL_IB_", candidates, lo, hi)
+            if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
+                _starts(block, b"NaN", candidates, lo, hi)
+                _starts(block, b"Infinity", candidates, lo, hi)
+            self._network_candidates(block, candidates, lo, hi)
+        else:  # grep's lines say whether the block has a `Using ` line (grep looks for them)
+            total = block.count(b"\n", lo, hi)
+            grepped = self._grep.upto(first - 1 + total)
+            using = any("Using " in line for _, line in grepped)
+            self._network_candidates(block, candidates, lo, hi, using)
         # Line numbers: counted (C speed) from one candidate to the next.
         number, counted = first, lo
+        lines: dict[int, str] = {}
         for start in sorted(candidates):
             number += block.count(b"\n", counted, start)
             counted = start
             end = block.find(b"\n", start, hi)
-            self._line(number, _text(block[start:end]))
-        self.lines = number - 1 + block.count(b"\n", counted, hi)
+            lines[number] = _text(block[start:end])
+        if self._grep is None:
+            self.lines = number - 1 + block.count(b"\n", counted, hi)
+            found = list(lines.items())
+        else:  # grep's candidates in this block, merged in line order
+            self.lines = first - 1 + total
+            found = sorted({**lines, **dict(grepped)}.items()) if lines else grepped
+        for number, line in found:
+            self._line(number, line)
         self._keep_records(block, lo, hi)
 
-    def _network_candidates(self, block: bytes, out: set[int], lo: int, hi: int) -> None:
+    def _network_candidates(
+        self, block: bytes, out: set[int], lo: int, hi: int, using_lines: bool = True
+    ) -> None:
         """The lines where the transport NCCL uses may change, found without looking at every
         `via NET/` channel line: every line with `Using ` (`NET/<x> : Using`, `Using network X`:
         a few per run), and only those channel lines naming another transport than the one in
-        use (`_network` ignores the others)."""
+        use (`_network` ignores the others). `using_lines` False: the block has no `Using `."""
         using: list[tuple[int, int, str | None]] = []  # (start, end, the final transport named)
-        pos = block.find(b"Using ", lo, hi)
+        pos = block.find(b"Using ", lo, hi) if using_lines else -1
         while pos >= 0:
             start, end = block.rfind(b"\n", lo, pos) + 1 or lo, block.find(b"\n", pos, hi)
             out.add(start)
@@ -632,6 +692,8 @@ def _line_codes(line: str) -> tuple[str, ...]:
             for spec, needles in _LINE_CODES
             if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
         )
+        if len(codes) > 1 and "trainer-error" in codes:  # a more specific code explains it
+            codes = tuple(c for c in codes if c != "trainer-error")
         if len(line) <= _CODES_SEEN_LINE:
             if len(_CODES_SEEN) >= _CODES_SEEN_MAX:
                 _CODES_SEEN.clear()
@@ -729,6 +791,8 @@ def combine(
             findings.append(make_finding("tcp-fallback", pod.pod, net.line, net.text))
         for code, count in pod.counts.items():
             report.counts[(pod.pod, code)] = count
+    if any(f.severity == ERROR for f in findings):  # a more specific code explains the failure
+        findings = [f for f in findings if f.code != "process-failed"]
     order = {p.pod: i for i, p in enumerate(report.pods)}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
     report.findings = findings
@@ -753,14 +817,126 @@ def read_log_lines(path: Path) -> Iterator[str]:
             yield chunk.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def read_log_file(path: Path, pod: str | None = None) -> PodDiagnoser:
-    """A saved log, read in blocks of BLOCK_BYTES (never held whole). Raises OSError."""
-    diagnoser = PodDiagnoser(path.stem if pod is None else pod)
+class _GrepUnusable(Exception):
+    """grep failed or its lines do not fit the file: read it in Python instead."""
+
+
+class _GrepLines:
+    """The candidate lines of one `grep -n` over a saved log, handed out by line number."""
+
+    def __init__(self, grep: str, path: Path) -> None:
+        argv = [grep, "-n", "-a", "-F", "-i"]
+        for needle in _GREP_NEEDLES:
+            argv += ["-e", needle]
+        argv += ["--", str(path)]
+        self.stream = ChunkStream(argv, env={**os.environ, "LC_ALL": "C"})
+        self._chunks = self.stream.chunks()
+        self._pending: deque[tuple[int, str]] = deque()
+        self._carry = b""
+        self._done = False
+        # A thread reads grep's output ahead (bounded), so grep never waits on a full pipe while
+        # Python reads its block: the two run side by side.
+        self._queue: queue.Queue[bytes | None] = queue.Queue(GREP_CHUNKS_AHEAD)
+        self._stop = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._pump, name="diagnose-grep", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for chunk in self._chunks:
+                if self._stop:
+                    break
+                self._queue.put(chunk)
+        except BaseException as exc:  # OSError: grep could not start; re-raised by the reader
+            self._error = exc
+        finally:
+            self._chunks.close()  # kills grep if it still runs
+            self._queue.put(None)
+
+    def stop(self) -> None:
+        """End the reading thread (and grep with it); safe to call more than once."""
+        self._stop = True
+        if self._thread.is_alive():
+            self.stream.kill()  # the thread may wait on grep's output: end it now
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    self._queue.get_nowait()
+            self._thread.join(0.01)
+
+    def upto(self, last: int) -> list[tuple[int, str]]:
+        """The candidate lines numbered `last` or less (in order)."""
+        while not self._done and (not self._pending or self._pending[-1][0] <= last):
+            self._read()
+        out: list[tuple[int, str]] = []
+        while self._pending and self._pending[0][0] <= last:
+            out.append(self._pending.popleft())
+        return out
+
+    def _read(self) -> None:
+        chunk = self._queue.get()
+        if chunk is None:
+            self._done = True
+            if self._error is not None:
+                raise _GrepUnusable(f"grep: {self._error}")
+            if self._carry:
+                raise _GrepUnusable("grep's output ended inside a line")
+            return
+        data = self._carry + chunk
+        end = data.rfind(b"\n") + 1
+        if not end and len(data) > MAX_LINE_READ + 32:  # the fallback takes huge lines in pieces
+            raise _GrepUnusable("a line longer than MAX_LINE_READ")
+        self._carry = data[end:]
+        # Decoded at once: an invalid UTF-8 sequence never swallows a newline, so each line
+        # decodes as it would alone.
+        for raw in data[:end].decode("utf-8", errors="replace").split("\n")[:-1]:
+            number, sep, text = raw.partition(":")
+            if not sep or not (number.isascii() and number.isdigit()):
+                raise _GrepUnusable("not grep -n output")
+            self._pending.append((int(number), text.rstrip("\r\n")))
+
+    def close(self) -> None:
+        """Check that grep ended well (0: lines found, 1: none) and that every line was used."""
+        if self.upto(1 << 62):  # lines past the file's last: not this file's lines
+            raise _GrepUnusable("grep's line numbers do not fit the file")
+        self.stop()
+        if self.stream.returncode not in (0, 1):
+            raise _GrepUnusable(f"grep exited {self.stream.returncode}")
+
+
+def _read_blocks(diagnoser: PodDiagnoser, path: Path) -> PodDiagnoser:
     with path.open("rb") as f:
         while block := f.read(BLOCK_BYTES):
             diagnoser.feed_bytes(block)
     diagnoser.feed_bytes(b"", final=True)
     return diagnoser
+
+
+def read_log_file(path: Path, pod: str | None = None, use_grep: bool = True) -> PodDiagnoser:
+    """A saved log, read in blocks of BLOCK_BYTES (never held whole). Raises OSError.
+
+    With a `grep` on PATH (and `use_grep`), one `grep -n -F -i` process screens the file for the
+    codes' needles while Python reads the blocks only to count lines, follow the transport and
+    keep the newest records; the candidate lines grep prints are merged in by their number. If
+    grep cannot run, fails (exit 2) or its output does not fit, the file is read again by the
+    Python screen alone: both give the same result."""
+    name = path.stem if pod is None else pod
+    grep = shutil.which("grep") if use_grep else None
+    if grep is not None:
+        diagnoser = PodDiagnoser(name)
+        try:
+            diagnoser._grep = lines = _GrepLines(grep, path)
+            try:
+                _read_blocks(diagnoser, path)
+                lines.close()
+            finally:
+                lines.stop()
+            diagnoser._grep, diagnoser.screen = None, "grep"
+            return diagnoser
+        except (_GrepUnusable, OSError):
+            pass  # the Python screen below (an unreadable file raises its OSError there)
+    return _read_blocks(PodDiagnoser(name), path)
 
 
 def diagnose_files(paths: Iterable[Path], now: float | None = None) -> Diagnosis:

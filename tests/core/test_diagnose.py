@@ -28,6 +28,8 @@ EXPECTED = {
     "rendezvous": {"rendezvous"},
     "dataloader-killed": {"dataloader-killed"},
     "nan-loss": {"nan-loss"},
+    "trainer-error": {"trainer-error"},  # the torchrun failure after it is explained by it
+    "process-failed": {"process-failed"},
     "data-starved": {"data-starved"},
     "ib-ok": set(),
     "tcp-intended": set(),

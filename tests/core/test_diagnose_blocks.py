@@ -5,6 +5,8 @@ it must say exactly what a line-at-a-time reading says (the line numbers include
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -216,6 +218,8 @@ ALTERNATIVES = {
         "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
     ],
     "nan-loss": ["trainer: error: [rank 0] non-finite loss inf at step 3"],
+    "trainer-error": ["trainer: error: [rank 1] --resume: no such file: ckpt.pt"],
+    "process-failed": ["api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: x"],
 }
 
 
@@ -229,3 +233,130 @@ def test_every_pattern_alternative_passes_the_needles_in_any_case(
             report = diagnose_files([path])
             assert code in report.codes(), variant
             assert [f.line for f in report.findings if f.code == code] == [2]
+
+
+# -- the grep screen (read_log_file with a `grep` on PATH) -------------------------------------
+
+needs_grep = pytest.mark.skipif(shutil.which("grep") is None, reason="no grep on PATH")
+
+
+def both_paths(path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+    """(python screen, grep screen) summaries of one saved log, read in blocks of `block`."""
+    with monkeypatch.context() as m:
+        m.setattr(diagnose, "BLOCK_BYTES", block)
+        python = read_log_file(path, use_grep=False)
+        grep = read_log_file(path)
+    assert python.screen == "python"
+    assert grep.screen == "grep", path.name  # really screened by grep, not fallen back
+    return tuple(
+        summary(combine([d], running=True, now=NOW)) + (d.ib_wanted, d.finished)
+        for d in (python, grep)
+    )
+
+
+@needs_grep
+@pytest.mark.parametrize("block", [64, 1 << 20])
+def test_every_fixture_log_gives_the_same_through_grep_and_python(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for path in sorted(LOGS.glob("*.log")):
+        python, grep = both_paths(path, block, monkeypatch)
+        assert grep == python, path.name
+
+
+@needs_grep
+def test_grep_screen_agrees_on_case_nan_crlf_and_a_last_line_without_newline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mixed case (the patterns ignore it), non-finite JSON numbers next to `retinanet`-like
+    words, settings, CRLF, and a last line without its newline."""
+    lines = [
+        b"retinanet-master-0 NCCL INFO NCCL_IB_HCA set to mlx5_2",
+        b"x NCCL INFO NET/IB : Using [0]mlx5_2:1/RoCE ; OOB net1:10.0.0.1<0>",
+        channel(b"IB"),
+        b"[Rank 1] WaTcHdOg caught collective operation timeout: WorkNCCL(SeqNum=1)\r",
+        channel(b"Socket"),
+        b'{"kind": "train", "step": 1, "loss": NaN, "data_time": 0.1, "step_time": 1.0}',
+        b'{"kind":"train","step":2,"loss":-Infinity,"data_time":0.1,"step_time":1.0}',
+        b'{"kind": "train", "step": 3, "loss": 0.5, "note": "nan", "time": 5.0}',
+        b"torch.OutOfMemoryError: CUDA OUT OF MEMORY. Tried to allocate 2.00 GiB",
+        b"trainer: error: [rank 1] --resume: no such file: ckpt.pt",
+        b"E api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: x",
+    ]
+    path = write(tmp_path, "mixed.log", b"\n".join(lines))  # no newline at the end
+    for block in (7, 1 << 20):
+        python, grep = both_paths(path, block, monkeypatch)
+        assert grep == python
+    codes = {f[0] for f in python[1]}
+    assert {"nccl-timeout", "nan-loss", "cuda-oom", "trainer-error", "tcp-fallback"} <= codes
+
+
+def fake_grep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """A `grep` first on PATH that runs `script` (POSIX sh)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    grep = bin_dir / "grep"
+    grep.write_text("#!/bin/sh\n" + script + "\n")
+    grep.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo 'grep: bad option' >&2; exit 2",  # grep fails
+        "echo '1:a line' ; echo '2:cut'; exit 2",  # output, then fails
+        "echo 'not grep -n output'; exit 0",  # output that is not grep's
+        "echo '999999:past the end'; exit 0",  # line numbers the file does not have
+        "exit 1",  # no match: "no candidates", which is wrong here, but grep said so
+    ],
+)
+def test_a_failing_or_odd_grep_falls_back_to_python_unseen(
+    script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = LOGS / "nccl-timeout.log"
+    expected = summary(combine([read_log_file(path, use_grep=False)], now=NOW))
+    fake_grep(tmp_path, monkeypatch, script)
+    pod = read_log_file(path)
+    if script == "exit 1":  # exit 1 is trusted: no candidate lines from grep
+        assert pod.screen == "grep"
+        assert "nccl-timeout" not in {f.code for f in combine([pod]).findings}
+        return
+    assert pod.screen == "python"
+    assert summary(combine([pod], now=NOW)) == expected
+
+
+def test_without_grep_on_path_the_python_screen_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    pod = read_log_file(LOGS / "memlock.log")
+    assert pod.screen == "python"
+    assert "memlock" in pod.counts
+
+
+@needs_grep
+def test_a_huge_line_makes_the_grep_path_fall_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grep numbers real lines; the block reader takes a line longer than MAX_LINE_READ in
+    pieces (each a line): such a file is read by the Python screen, numbered as before."""
+    path = write(tmp_path, "huge.log", b"y" * 5000 + b"\n" + OOM + b"\n")
+    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 1024)
+    monkeypatch.setattr(diagnose, "BLOCK_BYTES", 1024)
+    pod = read_log_file(path)
+    assert pod.screen == "python"
+    assert pod.lines == 1 + 5000 // 1024 + 1 and "cuda-oom" in pod.counts
+
+
+@needs_grep
+def test_stopping_early_kills_grep_and_ends_its_reader(tmp_path: Path) -> None:
+    """A reader that stops before grep is done (an error, Ctrl-C) kills the grep child."""
+    path = write(tmp_path, "many.log", (OOM + b"\n") * 200_000)
+    lines = diagnose._GrepLines(shutil.which("grep") or "grep", path)
+    assert lines.upto(10) == [(n, OOM.decode()) for n in range(1, 11)]
+    lines.stop()
+    assert not lines._thread.is_alive()
+    assert lines.stream.returncode is not None  # reaped (killed, or it had just finished)
