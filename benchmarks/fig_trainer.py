@@ -49,8 +49,16 @@ REFERENCE_FILES = (
 )
 
 WRAPPER = """
-import functools, runpy, sys
+import functools, runpy, sys, types
+import torch
 import torchvision.models.detection as detection
+# Compatibility only: stored coco_eval.py versions import torch._six (removed in torch 2.0) for
+# string_classes, used only when evaluating from a results file; give it the old value.
+try:
+    import torch._six
+except ImportError:
+    sys.modules["torch._six"] = torch._six = types.ModuleType("torch._six")
+    torch._six.string_classes = (str, bytes)
 # Same model as ours: random weights, no ImageNet download for the backbone.
 for name in ("retinanet_resnet50_fpn_v2", "retinanet_resnet50_fpn"):
     setattr(detection, name, functools.partial(getattr(detection, name), weights_backbone=None))
@@ -121,11 +129,13 @@ def timed_iterations(
     )  # fmt: skip
     stamps: list[float] = []
     tail: list[bytes] = []
+    last = b""
     assert proc.stdout is not None
     for line in proc.stdout:
         tail = [*tail[-40:], line]
         if pattern.search(line):
             stamps.append(time.perf_counter())
+            last = line
             if len(stamps) >= iterations:
                 break
     if proc.poll() is None:
@@ -136,7 +146,14 @@ def timed_iterations(
         text = b"".join(tail).decode(errors="replace")
         raise RuntimeError(f"{argv[1]}: {len(stamps)} of {iterations} iterations:\n{text}")
     steady = (stamps[-1] - stamps[STEADY_FROM - 2]) / (len(stamps) - STEADY_FROM + 1)
-    return {"s_per_it": steady, "peak_rss_mb": usage.ru_maxrss / 1024, "iterations": len(stamps)}
+    return {
+        "s_per_it": steady,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "iterations": len(stamps),
+        # seconds between consecutive iteration lines, and the last line (its own timings)
+        "intervals": [round(b - a, 3) for a, b in zip(stamps, stamps[1:], strict=False)],
+        "last_line": last.decode(errors="replace").strip()[:600],
+    }
 
 
 def trainer_env(threads: int) -> dict[str, str]:
