@@ -128,6 +128,7 @@ def timed_iterations(
         start_new_session=True,
     )  # fmt: skip
     stamps: list[float] = []
+    cpu: list[float] = []
     tail: list[bytes] = []
     last = b""
     assert proc.stdout is not None
@@ -135,6 +136,7 @@ def timed_iterations(
         tail = [*tail[-40:], line]
         if pattern.search(line):
             stamps.append(time.perf_counter())
+            cpu.append(process_cpu_seconds(proc.pid))
             last = line
             if len(stamps) >= iterations:
                 break
@@ -146,14 +148,27 @@ def timed_iterations(
         text = b"".join(tail).decode(errors="replace")
         raise RuntimeError(f"{argv[1]}: {len(stamps)} of {iterations} iterations:\n{text}")
     steady = (stamps[-1] - stamps[STEADY_FROM - 2]) / (len(stamps) - STEADY_FROM + 1)
+    cpu_steady = (cpu[-1] - cpu[STEADY_FROM - 2]) / (len(cpu) - STEADY_FROM + 1)
     return {
         "s_per_it": steady,
+        # CPU seconds (user + system, all threads) per steady iteration: the work done, less
+        # sensitive than wall time to other processes sharing the cores.
+        "cpu_s_per_it": cpu_steady,
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "iterations": len(stamps),
         # seconds between consecutive iteration lines, and the last line (its own timings)
         "intervals": [round(b - a, 3) for a, b in zip(stamps, stamps[1:], strict=False)],
         "last_line": last.decode(errors="replace").strip()[:600],
     }
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` and its reaped children (Linux /proc), else nan."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def trainer_env(threads: int) -> dict[str, str]:
@@ -206,16 +221,16 @@ def measure(
             "--epochs", "1", "--print-freq", "1", "--output-dir", str(root / "reference"),
         ]  # fmt: skip
         ours_pattern = re.compile(rb'^\{"kind": "train"')
-        # Like for like (fp32, NCHW), then our best CPU settings (bf16 autocast where the CPU
-        # has it; the reference's --amp is CUDA-only), then the reference.
+        # The reference, ours like for like (fp32, NCHW), then our best CPU settings (bf16
+        # autocast where the CPU has it; the reference's --amp is CUDA-only).
+        reference = timed_iterations(
+            reference_argv, env, reference_dir, REFERENCE_ITERATION, iterations
+        )
         ours_fp32 = timed_iterations(ours_argv, env, REPO, ours_pattern, iterations)
         ours_bf16 = None
         if cpu_has_bf16():
             bf16_argv = [*ours_argv[:-1], str(root / "ours-bf16"), "--amp", "bf16"]
             ours_bf16 = timed_iterations(bf16_argv, env, REPO, ours_pattern, iterations)
-        reference = timed_iterations(
-            reference_argv, env, reference_dir, REFERENCE_ITERATION, iterations
-        )
     ours = ours_bf16 or ours_fp32
     ours_ips, ref_ips = 2 / ours["s_per_it"], 2 / reference["s_per_it"]
     fig = Figure(
@@ -247,6 +262,15 @@ def measure(
             "met": memory_ratio <= 1.0,
         }
     }
+    for label, run in (("fp32", ours_fp32), ("bf16", ours_bf16)):
+        if run is not None:  # CPU seconds per iteration: images per CPU-second, ratio as above
+            fig.details["extra_rows"][f"trainer {label} by CPU time"] = {
+                "ours": f"{run['cpu_s_per_it']:.1f} CPU-s/it",
+                "yardstick": f"{reference['cpu_s_per_it']:.1f} CPU-s/it",
+                "ratio": reference["cpu_s_per_it"] / run["cpu_s_per_it"],
+                "target": f">= {SPEED_TARGET:g}",
+                "met": reference["cpu_s_per_it"] / run["cpu_s_per_it"] >= SPEED_TARGET,
+            }
     if ours_bf16 is not None:
         fig.note += "; ours with --amp bf16 (the fp32 row is like for like)"
         fig.details["extra_rows"]["trainer fp32 (like for like)"] = {
