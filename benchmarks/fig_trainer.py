@@ -4,11 +4,15 @@
 same generated COCO-format data (`--trainer-images` JPEGs, 90 categories so both heads have 91
 classes), same model (retinanet_resnet50_fpn_v2, random init), same resize (800/1333), batch 2,
 CPU, the same loader workers and threads. Steady seconds per iteration from iteration 6 on,
-timed by when each iteration's log line arrives; peak RSS of each process. The reference script
-is never vendored: `--reference-dir DIR` is a checkout of torchvision's references/detection at
-a commit you name (`--reference-commit`, recorded in the report). It runs unmodified, through a
-tiny wrapper that only sets `weights_backbone=None` on the model builder (ours starts from
-random weights too; the builder would otherwise download ImageNet weights). Ours runs like for
+timed by when each iteration's log line arrives, and the CPU seconds (user + system, all
+threads) the process spent over the same iterations, which other processes on shared cores
+disturb far less than wall time; peak RSS of each process. The reference runs first, then ours.
+The reference script is never vendored: `--reference-dir DIR` is a checkout of torchvision's
+references/detection at a commit you name (`--reference-commit`, recorded in the report). It
+runs unmodified, through a tiny wrapper that only sets `weights_backbone=None` on the model
+builder (ours starts from random weights too; the builder would otherwise download ImageNet
+weights) and, on torch >= 2.0, provides the `torch._six.string_classes` that older
+`coco_eval.py` versions import (`(str, bytes)`, its old value; used only to load results files). Ours runs like for
 like (fp32) and, on a CPU with native bf16, with `--amp bf16` (our best CPU setting; the
 reference's --amp is CUDA-only): the figure is the best, the fp32 row is reported beside it.
 Targets: at least 1.3x the images/s at no more memory.
