@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from runai_tui.backend import select_backend
 from runai_tui.client import RunaiClient
@@ -64,3 +65,9 @@ def demo_store(tmp_path: Path) -> ProfileStore:
 def no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
     """Scrolls and tab underlines jump instead of animating: the same end state, sooner."""
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+
+
+@pytest.fixture
+def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cursor that never blinks: snapshots and screen text must not depend on timing."""
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)

@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
@@ -22,6 +21,9 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
 from tests.tui.helpers import wait_for
+
+# A blinking cursor would make the snapshots depend on timing.
+pytestmark = pytest.mark.usefixtures("no_blink")
 
 SIZE = (110, 32)
 PROFILES_DIR = Path(tempfile.gettempdir()) / "runai-tui-snapshot-profiles"
@@ -74,11 +76,6 @@ PROBE = "\n".join(
         "@@pf end ok",
     ]
 )
-
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
 
 
 @pytest.fixture

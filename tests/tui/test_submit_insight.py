@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
@@ -19,6 +18,9 @@ from runai_tui.tui.widgets.insight import InsightPanel
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
 from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
+
+# A blinking cursor would make the snapshots depend on timing.
+pytestmark = pytest.mark.usefixtures("no_blink")
 
 PROFILES_DIR = Path(tempfile.gettempdir()) / "runai-tui-insight-profiles"
 
@@ -49,11 +51,6 @@ RECORDS = [
         for s, t in ((20, 3.0), (40, 0.5), (60, 0.5), (80, 0.52))
     ),
 ]
-
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
 
 
 @pytest.fixture
