@@ -14,18 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runai_tui import __version__, paths
-from runai_tui.command import build_submit_argv, display_argv, with_project
 from runai_tui.errors import Failure, RunaiError, RuntimeFailure, UsageError
-from runai_tui.profiles import (
-    ProfileError,
-    ProfileStore,
-    apply_overrides,
-    check_job_name,
-)
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
+
+    from runai_tui.profiles import ProfileStore
+# The profiles (and YAML) are imported by the commands that read them, not by `diagnose --log`
+# or `list` (their start-up is part of their figures in benchmarks/, issue 12).
 
 # argparse translates its own words ("options", "show this help message and exit") with gettext,
 # which imports `locale` and searches the disk for message catalogues at every call, remembering
@@ -239,6 +236,9 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from runai_tui.command import build_submit_argv, display_argv, with_project
+    from runai_tui.profiles import ProfileStore, apply_overrides, check_job_name
+
     store = ProfileStore()
     profile = store.load(args.profile)
     if args.sets:
@@ -297,6 +297,8 @@ def _submit_checks(profile: Any, strict: bool) -> None:
 
 def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> tuple[list, int]:
     """Load each target (name or path) with overrides: ([(label, profile)], problems reported)."""
+    from runai_tui.profiles import ProfileError, apply_overrides
+
     loaded, problems = [], 0
     for target in targets or store.names():
         try:
@@ -321,6 +323,7 @@ def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> t
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from runai_tui.checks import exit_code, lint
+    from runai_tui.profiles import ProfileStore
 
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
     found = [(label, finding) for label, profile in loaded for finding in lint(profile)]
@@ -343,6 +346,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from runai_tui.plan import make_plan, measure
+    from runai_tui.profiles import ProfileStore, apply_overrides
 
     profile = ProfileStore().load(args.profile)
     if args.sets:
@@ -362,6 +366,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
+    from runai_tui.profiles import ProfileStore
+
     store = ProfileStore()
     action = args.profiles_command
     if action == "list":
@@ -411,6 +417,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _validate(store: ProfileStore, targets: list[str]) -> int:
+    from runai_tui.profiles import ProfileError
+
     problems = 0
     for target in targets or store.names():
         path = Path(target)
@@ -539,6 +547,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from runai_tui.backend import select_backend
     from runai_tui.client import RunaiClient
+    from runai_tui.profiles import ProfileStore
 
     settings = _settings(args)
     store = ProfileStore()
@@ -600,8 +609,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui import diagnose
 
     if args.logs:
@@ -619,6 +626,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
+        import asyncio
+
         report = asyncio.run(diagnose.diagnose_job(_client(args), args.job, pod=args.pod))
     else:
         raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
@@ -694,7 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except Failure as exc:
         # A ProfileError carries every problem found; each gets its own `error:` line.
-        problems = exc.problems if isinstance(exc, ProfileError) else [exc.message]
+        problems = getattr(exc, "problems", None) or [exc.message]
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         if exc.hint:
