@@ -8,26 +8,23 @@ it; the CLI (`runai-tui diagnose`), the TUI's health panel and the README all re
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
-import queue
 import re
-import shutil
-import statistics
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import repeat
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.forks import forked_map
 from runai_tui.models import JobDetail, Phase
 from runai_tui.progress import parse_metric_line
-from runai_tui.runner import ChunkStream
 from runai_tui.text import literal
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -259,22 +256,94 @@ _NEEDLES = (
 # pattern's alternatives are checked by hand; the examples by this assertion.)
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
-# The same screen as one `LC_ALL=C grep -i -F` (ASCII case folding, as bytes.lower()): the coarse
-# needles, `NCCL_IB_`, and a non-finite JSON number (a `NaN` token is followed by `,` `}` `]` or
-# white space; a bare `nan` would take every `retinanet` line). Lines it lets through that the
-# block screen would not are harmless: `_line` checks `NCCL_IB_`, `NaN`, `Infinity` in their case.
-# `using `: a block whose grep lines hold no `Using ` skips that search. Channel lines and
-# trainer records are found by the Python pass (it reads every block to count lines anyway).
-_GREP_NEEDLES = (
-    *_NEEDLES, "nccl_ib_", "using ", "infinity", "nan,", "nan}", "nan]", "nan ", "nan\t", "nan\r",
-)  # fmt: skip
 RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
 _B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
+REPLAY_KEPT = 1024  # lines that changed the transport / NCCL_IB_* settings kept for `extend`
 RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept
-GREP_CHUNKS_AHEAD = 8  # chunks of grep's output (up to 1 MiB each) read ahead of the blocks
+SPLIT_BYTES = 64 << 20  # a saved log this big is read in ranges, one per core...
+MAX_SPLITS = 8  # ...up to this many
 BLOCK_BYTES = 8 << 20  # a saved log is read in blocks this big, cut at their last newline
 LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
+
+
+class _HyperscanScreen:
+    """The block screen in C: one Hyperscan pass over a block finds the end of every line that
+    holds a coarse needle (any case) or `NCCL_IB_` / `NaN` / `Infinity` (their case), and notes
+    whether the block has a `Using ` line or a channel line naming each transport (first only:
+    the Python network pass runs only on blocks where the transport may change)."""
+
+    _LINES, _LINES_CASED, _USING, _VIA_IB, _VIA_SOCKET, _RECORD = range(6)
+
+    def __init__(self, hyperscan: Any) -> None:
+        def lines(needles: Iterable[str]) -> bytes:  # a needle, then the rest of its line
+            return ("(?:" + "|".join(map(re.escape, needles)) + r")[^\n]*\n").encode()
+
+        single = hyperscan.HS_FLAG_SINGLEMATCH
+        expressions = {
+            self._LINES: (lines(_NEEDLES), hyperscan.HS_FLAG_CASELESS),
+            self._LINES_CASED: (lines(("NCCL_IB_", "NaN", "Infinity")), 0),
+            self._USING: (b"Using ", single),
+            self._VIA_IB: (b"via NET/IB", single),
+            self._VIA_SOCKET: (b"via NET/Socket", single),
+            self._RECORD: (_B_RECORD, single),
+        }
+        self._hyperscan = hyperscan
+        self._db = hyperscan.Database()
+        self._db.compile(
+            expressions=[e for e, _ in expressions.values()],
+            ids=list(expressions),
+            elements=len(expressions),
+            flags=[f for _, f in expressions.values()],
+        )
+        self._local = threading.local()  # a scratch space per thread (TUI workers)
+
+    def candidates(
+        self, block: bytes, lo: int, hi: int, final: _Net | None
+    ) -> tuple[list[int], bool, bool]:
+        """(the end (newline) of every candidate line of block[lo:hi] in order, whether the network pass
+        must run: a `Using ` line, or a channel line naming another transport than `final`'s;
+        whether the block has a trainer record)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hyperscan.Scratch(self._db)
+        ends: list[int] = []
+        seen: set[int] = set()
+
+        def match(expression: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            if expression <= self._LINES_CASED:  # called for every candidate line: kept lean
+                ends.append(end)
+            else:
+                seen.add(expression)
+
+        self._db.scan(memoryview(block)[lo:hi], match_event_handler=match, scratch=scratch)
+        has_record = self._RECORD in seen
+        seen.discard(self._RECORD)
+        if final is None:
+            network = bool(seen)
+        else:
+            other = self._VIA_SOCKET if final.transport == TRANSPORT_IB else self._VIA_IB
+            network = self._USING in seen or other in seen
+        if len(ends) > 1:
+            ends = sorted(set(ends))  # a line with needles of both kinds is reported twice
+        return [lo + end - 1 for end in ends], network, has_record
+
+
+_SCREEN: list[_HyperscanScreen | None] = []  # compiled once, when first needed
+
+
+def _c_screen() -> _HyperscanScreen | None:
+    """The Hyperscan block screen, or None without the `hyperscan` package (a platform it has
+    no wheel for): the blocks are then screened by `bytes.find` passes, to the same result."""
+    if not _SCREEN:
+        try:
+            import hyperscan
+        except ImportError:
+            _SCREEN.append(None)
+        else:
+            _SCREEN.append(_HyperscanScreen(hyperscan))
+    return _SCREEN[0]
+
 
 # What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
 _NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
@@ -357,6 +426,12 @@ class PodDiagnoser:
         self._carry = b""  # feed_bytes: the start of a line the last piece cut
         self.findings: list[Finding] = []
         self.counts: dict[str, int] = {}
+        self._full: set[str] = set()  # codes with all their FINDINGS_PER_CODE findings
+        self._replay: list[tuple[int, str]] = []  # lines that changed the settings (`extend`)
+        # A saved log (`_read_range`): per block (file offset, length, lines after it, has a
+        # record, newline added); the newest records are read again at the end, not kept per block.
+        self._index: list[tuple[int, int, int, bool, bool]] | None = None
+        self._examined = 0  # file offset of the next byte to examine
         self._init: dict[str, _Net] = {}  # "IB"/"Socket" -> the first NET/<x> : Using line
         self._final: _Net | None = None  # the last "Using network X" / "via NET/X" line
         self.ib_wanted: bool | None = None  # True: NCCL_IB_HCA / NCCL_IB_DISABLE=0 seen
@@ -364,8 +439,7 @@ class PodDiagnoser:
         self._records: deque[tuple[int, bytes]] = deque(maxlen=RECORDS_KEPT)
         self._records_dropped = False  # older record lines than those kept were seen
         self._summary: _Records | None = None
-        self._grep: _GrepLines | None = None  # read_log_file: grep's candidate lines
-        self.screen = "python"  # what found the candidate lines: "python" or "grep"
+        self.screen = "python"  # what found the candidate lines: "hyperscan" or "python"
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -408,52 +482,77 @@ class PodDiagnoser:
             self._block(data, lo, end)
         if final:
             if end < len(data):
-                self._block(data[end:] + b"\n")
+                self._block(data[end:] + b"\n", added_newline=True)
             return
         if end == 0 and len(data) >= MAX_LINE_READ:  # a huge line: pieces, as read_log_lines
-            if self._grep is not None:  # grep numbers real lines, not pieces
-                raise _GrepUnusable("a line longer than MAX_LINE_READ")
             end = len(data) - len(data) % MAX_LINE_READ
             for piece in range(0, end, MAX_LINE_READ):
-                self._block(data[piece : piece + MAX_LINE_READ] + b"\n")
+                self._block(data[piece : piece + MAX_LINE_READ] + b"\n", added_newline=True)
         self._carry = data[end:]
 
-    def _block(self, block: bytes, lo: int = 0, hi: int | None = None) -> None:
-        """Examine the whole lines of block[lo:hi] (it ends with a newline), in place."""
+    def _block(
+        self, block: bytes, lo: int = 0, hi: int | None = None, added_newline: bool = False
+    ) -> None:
+        """Examine the whole lines of block[lo:hi] (it ends with a newline, `added_newline` when
+        that newline is not the log's: a last line, a piece of a huge line), in place."""
         hi = len(block) if hi is None else hi
-        first = self.lines + 1  # the number of the first line
-        candidates: set[int] = set()  # offsets where a candidate line starts
-        if self._grep is None:
+        screen = _c_screen()
+        if screen is not None:
+            self.screen = "hyperscan"
+            ends, network, has_record = screen.candidates(block, lo, hi, self._final)
+            if network:  # add the lines where the transport may change
+                more: set[int] = set()
+                self._network_candidates(block, more, lo, hi)
+                ends = sorted(set(ends).union(_ends(block, more, hi)))
+        else:
+            candidates: set[int] = set()  # offsets where a candidate line starts
             lowered = block.lower()
             for needle in _B_NEEDLES:
                 _starts(lowered, needle, candidates, lo, hi)
             _starts(block, b"NCCL_IB_", candidates, lo, hi)
-            if block.find(_B_RECORD, lo, hi) >= 0:  # a non-finite loss: only on a record line
+            has_record = block.find(_B_RECORD, lo, hi) >= 0
+            if has_record:  # a non-finite loss: only on a record line
                 _starts(block, b"NaN", candidates, lo, hi)
                 _starts(block, b"Infinity", candidates, lo, hi)
             self._network_candidates(block, candidates, lo, hi)
-        else:  # grep's lines say whether the block has a `Using ` line (grep looks for them)
-            total = block.count(b"\n", lo, hi)
-            grepped = self._grep.upto(first - 1 + total)
-            using = any("Using " in line for _, line in grepped)
-            self._network_candidates(block, candidates, lo, hi, using)
-        # Line numbers: counted (C speed) from one candidate to the next.
-        number, counted = first, lo
-        lines: dict[int, str] = {}
-        for start in sorted(candidates):
-            number += block.count(b"\n", counted, start)
+            ends = _ends(block, candidates, hi)
+        # The candidate lines, cut out by C-level maps (block[lo - 1] is a newline when lo > 0),
+        # then taken once per distinct text: a line whose codes all have their findings already
+        # is only counted (an error storm repeats its lines); the others are examined in order,
+        # numbered by counting newlines from the last numbered line.
+        starts = list(
+            map((1).__add__, map(block.rfind, repeat(b"\n"), repeat(lo and lo - 1), ends))
+        )
+        lines = list(map(block.__getitem__, map(slice, starts, ends)))
+        counts, full, seen = self.counts, self._full, _SEEN
+        slow = set()
+        for raw, times in Counter(lines).items():
+            codes, other = seen.get(raw) or _raw_codes(raw)
+            if not other and full.issuperset(codes):
+                for code in codes:
+                    counts[code] += times
+            else:
+                slow.add(raw)
+        number, counted = self.lines + 1, lo  # `number` is the line starting at `counted`
+        for start, raw in zip(starts, lines, strict=True) if slow else ():
+            if raw not in slow:
+                continue
+            codes, other = seen.get(raw) or _raw_codes(raw)
+            if not other and full.issuperset(codes):  # its codes' findings filled up meanwhile
+                for code in codes:
+                    counts[code] += 1
+                continue
+            number += _newlines(block, counted, start)
             counted = start
-            end = block.find(b"\n", start, hi)
-            lines[number] = _text(block[start:end])
-        if self._grep is None:
-            self.lines = number - 1 + block.count(b"\n", counted, hi)
-            found = list(lines.items())
-        else:  # grep's candidates in this block, merged in line order
-            self.lines = first - 1 + total
-            found = sorted({**lines, **dict(grepped)}.items()) if lines else grepped
-        for number, line in found:
-            self._line(number, line)
-        self._keep_records(block, lo, hi)
+            self._line(number, _text(raw), codes)
+        self.lines = number - 1 + _newlines(block, counted, hi)
+        if self._index is None:
+            if has_record:
+                self._add_records(*_records_in(block, lo, hi, self.lines))
+        else:  # a saved log: its newest records are read again at the end (_reread_records)
+            length = hi - lo - added_newline
+            self._index.append((self._examined, length, self.lines, has_record, added_newline))
+            self._examined += length
 
     def _network_candidates(
         self, block: bytes, out: set[int], lo: int, hi: int, using_lines: bool = True
@@ -490,43 +589,44 @@ class PodDiagnoser:
             out.add(event[0])
             current, pos = event[2], event[1] + 1
 
-    def _keep_records(self, block: bytes, lo: int, hi: int) -> None:
-        """The newest RECORDS_KEPT record lines of block[lo:hi] (found from its end, by rfind)."""
-        found: list[tuple[int, bytes]] = []
-        end, number = hi, self.lines + 1
-        newer = hi  # newlines from `newer` on are already counted
-        while len(found) < RECORDS_KEPT:
-            hit = block.rfind(_B_RECORD, lo, end)
-            if hit < 0:
-                break
-            start = block.rfind(b"\n", lo, hit) + 1 or lo
-            stop = block.find(b"\n", hit, hi)
-            number -= block.count(b"\n", stop, newer)
-            newer = stop
-            if stop - start <= RECORD_LINE_MAX:
-                found.append((number, block[start:stop]))
-            end = start
+    def _add_records(self, found: list[tuple[int, bytes]], more: bool) -> None:
+        """Keep a block's newest record lines (`_records_in`), after the older blocks'."""
         if found:
-            if len(found) == RECORDS_KEPT and block.rfind(_B_RECORD, lo, end) >= 0:
-                self._records_dropped = True
-            if len(self._records) + len(found) > RECORDS_KEPT:
+            if more or len(self._records) + len(found) > RECORDS_KEPT:
                 self._records_dropped = True
             self._records.extend(reversed(found))
             self._summary = None
 
-    def _line(self, number: int, line: str) -> None:
-        """One candidate line: the line codes, the network NCCL uses, the NCCL_IB_* settings, a
-        trainer record with a non-finite loss."""
-        for code in _line_codes(line):
+    def reread_records(self, f: BinaryIO) -> None:
+        """A saved log, once examined: its newest records, read again from the blocks that hold
+        them, newest first (`f` is the log). Numbering records in every block as it passes costs a
+        third of the time on a log whose records are far apart."""
+        index, self._index = self._index or [], None
+        picked: list[tuple[list[tuple[int, bytes]], bool]] = []
+        total = 0
+        for start, length, lines, has_record, added_newline in reversed(index):
+            if not has_record:
+                continue
+            f.seek(start)
+            block = f.read(length) + (b"\n" if added_newline else b"")
+            found, more = _records_in(block, 0, len(block), lines)
+            if not found:
+                continue
+            if total >= RECORDS_KEPT:  # an older block with records: they were dropped
+                self._records_dropped = True
+                break
+            picked.append((found, more))
+            total += len(found)
+        for found, more in reversed(picked):  # oldest first, as when streamed
+            self._add_records(found, more)
+
+    def _line(self, number: int, line: str, codes: tuple[str, ...] | None = None) -> None:
+        """One candidate line: the line codes (`codes`, when already known), the network NCCL
+        uses, the NCCL_IB_* settings, a trainer record with a non-finite loss."""
+        for code in _line_codes(line) if codes is None else codes:
             self._add(code, number, line)
-        if "NET/" in line or "Using network" in line:
-            self._network(number, line)
-        if "NCCL_IB_" in line:
-            for key, value in _IB_SETTING.findall(line):
-                if key == "DISABLE":
-                    self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
-                elif value and self.ib_wanted is None:
-                    self.ib_wanted = True
+        if self._settings(number, line) and len(self._replay) < REPLAY_KEPT:
+            self._replay.append((number, line))
         if RECORD_MARK in line and ("NaN" in line or "Infinity" in line):
             record = parse_metric_line(line)
             loss = record.get("loss") if record is not None else None
@@ -534,30 +634,82 @@ class PodDiagnoser:
             if train and isinstance(loss, float) and not math.isfinite(loss):
                 self._add("nan-loss", number, line)
 
+    def _settings(self, number: int, line: str) -> bool:
+        """The network NCCL uses and the NCCL_IB_* settings a line gives: True when it changed
+        them (such lines are kept in `_replay`, for `extend`)."""
+        changed = False
+        if "NET/" in line or "Using network" in line:
+            changed = self._network(number, line)
+        if "NCCL_IB_" in line:
+            for key, value in _IB_SETTING.findall(line):
+                if key == "DISABLE":
+                    self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
+                    changed = True
+                elif value and self.ib_wanted is None:
+                    self.ib_wanted = changed = True
+        return changed
+
     def _add(self, code: str, number: int, line: str) -> None:
         count = self.counts.get(code, 0)
         self.counts[code] = count + 1
         if count < FINDINGS_PER_CODE:
             self.findings.append(make_finding(code, self.pod, number, line))
+        if count + 1 >= FINDINGS_PER_CODE:
+            self._full.add(code)
 
-    def _network(self, number: int, line: str) -> None:
+    def _network(self, number: int, line: str) -> bool:
+        """Follow the transport (see `transport`); True when this line changed what is known."""
         transport = _final_transport(line)
         if transport is not None:
-            if self._final is None or self._final.transport != transport:
-                init = self._init.get(transport)
-                self._final = _Net(transport, init.device if init else "", number, line)
-            return
-        match = _NET_INIT.search(line)
-        if match:
-            transport = TRANSPORT_IB if match.group(1) == "IB" else TRANSPORT_SOCKET
-            if transport not in self._init:
-                found = (_IB_DEVICE if transport == TRANSPORT_IB else _SOCKET_DEVICE).findall(
-                    match.group(2)
-                )
-                devices = ",".join(dict.fromkeys(found))  # unique, in NCCL's order
-                self._init[transport] = _Net(transport, devices, number, line)
             if self._final is not None and self._final.transport == transport:
-                self._final.device = self._final.device or self._init[transport].device
+                return False
+            init = self._init.get(transport)
+            self._final = _Net(transport, init.device if init else "", number, line)
+            return True
+        match = _NET_INIT.search(line)
+        if not match:
+            return False
+        transport = TRANSPORT_IB if match.group(1) == "IB" else TRANSPORT_SOCKET
+        changed = transport not in self._init
+        if changed:
+            found = (_IB_DEVICE if transport == TRANSPORT_IB else _SOCKET_DEVICE).findall(
+                match.group(2)
+            )
+            devices = ",".join(dict.fromkeys(found))  # unique, in NCCL's order
+            self._init[transport] = _Net(transport, devices, number, line)
+        final = self._final
+        if final is not None and final.transport == transport and not final.device:
+            final.device = self._init[transport].device
+            changed = changed or bool(final.device)
+        return changed
+
+    def extend(self, later: PodDiagnoser) -> None:
+        """Add what `later` found in the lines that follow this reader's (read on its own, from
+        a line's start): the result is what one reader of all the lines would have found. The
+        counts add up, the first findings per code are kept, the lines that changed `later`'s
+        transport or NCCL_IB_* settings are replayed here, the newest records are kept."""
+        self.flush()
+        later.flush()
+        shift = self.lines
+        self.lines += later.lines
+        kept: dict[str, int] = {}
+        for finding in self.findings:
+            kept[finding.code] = kept.get(finding.code, 0) + 1
+        for finding in later.findings:
+            if kept.get(finding.code, 0) < FINDINGS_PER_CODE:
+                kept[finding.code] = kept.get(finding.code, 0) + 1
+                self.findings.append(replace(finding, line=finding.line + shift))
+        for code, count in later.counts.items():
+            self.counts[code] = self.counts.get(code, 0) + count
+            if self.counts[code] >= FINDINGS_PER_CODE:
+                self._full.add(code)
+        for number, line in later._replay:
+            if self._settings(number + shift, line) and len(self._replay) < REPLAY_KEPT:
+                self._replay.append((number + shift, line))
+        if later._records_dropped or len(self._records) + len(later._records) > RECORDS_KEPT:
+            self._records_dropped = True
+        self._records.extend((number + shift, raw) for number, raw in later._records)
+        self._summary = None
 
     # -- the trainer's records ----------------------------------------------------------------
 
@@ -666,7 +818,48 @@ class _Records:
         return out
 
     def usual_interval(self) -> float | None:
+        import statistics  # lazy: only the records need it
+
         return statistics.median(self.intervals) if self.intervals else None
+
+
+def _records_in(block: bytes, lo: int, hi: int, lines: int) -> tuple[list[tuple[int, bytes]], bool]:
+    """The newest RECORDS_KEPT record lines of block[lo:hi] (found from its end by rfind), newest
+    first, numbered back from `lines` (its last line's number); and whether older record lines
+    are left in it."""
+    found: list[tuple[int, bytes]] = []
+    end, number = hi, lines + 1
+    newer = hi  # newlines from `newer` on are already counted
+    while len(found) < RECORDS_KEPT:
+        hit = block.rfind(_B_RECORD, lo, end)
+        if hit < 0:
+            break
+        start = block.rfind(b"\n", lo, hit) + 1 or lo
+        stop = block.find(b"\n", hit, hi)
+        number -= block.count(b"\n", stop, newer)
+        newer = stop
+        if stop - start <= RECORD_LINE_MAX:
+            found.append((number, block[start:stop]))
+        end = start
+    return found, len(found) == RECORDS_KEPT and block.rfind(_B_RECORD, lo, end) >= 0
+
+
+def _newlines(block: bytes, lo: int, hi: int) -> int:
+    """The newlines in block[lo:hi]. A big span is counted by `bytes.replace`, which finds them
+    with memchr: about twice as fast as `bytes.count`'s byte loop (benchmarks/, issue 12)."""
+    if hi - lo < 1 << 16:
+        return block.count(b"\n", lo, hi)
+    return (
+        len(block)
+        - len(block.replace(b"\n", b""))
+        - block.count(b"\n", 0, lo)
+        - block.count(b"\n", hi)
+    )
+
+
+def _ends(block: bytes, starts: Iterable[int], hi: int) -> list[int]:
+    """The ends (newlines) of the lines starting at `starts`, in order."""
+    return [block.find(b"\n", start, hi) for start in sorted(starts)]
 
 
 def _starts(block: bytes, needle: bytes, out: set[int], lo: int, hi: int) -> None:
@@ -678,27 +871,38 @@ def _starts(block: bytes, needle: bytes, out: set[int], lo: int, hi: int) -> Non
         pos = block.find(needle, end, hi)
 
 
-_CODES_SEEN: dict[str, tuple[str, ...]] = {}  # recent short lines -> their codes (logs repeat)
-_CODES_SEEN_MAX, _CODES_SEEN_LINE = 4096, 512
-
-
 def _line_codes(line: str) -> tuple[str, ...]:
     """The codes whose pattern finds `line`, in table order."""
-    codes = _CODES_SEEN.get(line)
-    if codes is None:
-        lower = line.lower()
-        codes = tuple(
-            spec.code
-            for spec, needles in _LINE_CODES
-            if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
-        )
-        if len(codes) > 1 and "trainer-error" in codes:  # a more specific code explains it
-            codes = tuple(c for c in codes if c != "trainer-error")
-        if len(line) <= _CODES_SEEN_LINE:
-            if len(_CODES_SEEN) >= _CODES_SEEN_MAX:
-                _CODES_SEEN.clear()
-            _CODES_SEEN[line] = codes
+    lower = line.lower()
+    codes = tuple(
+        spec.code
+        for spec, needles in _LINE_CODES
+        if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
+    )
+    if len(codes) > 1 and "trainer-error" in codes:  # a more specific code explains it
+        codes = tuple(c for c in codes if c != "trainer-error")
     return codes
+
+
+_SEEN: dict[bytes, tuple[tuple[str, ...], bool]] = {}  # recent short lines -> _raw_codes
+_SEEN_MAX, _SEEN_LINE = 4096, 512
+
+
+def _raw_codes(raw: bytes) -> tuple[tuple[str, ...], bool]:
+    """A candidate line's codes, and whether `_line` has more to do with it than count them
+    (the network, NCCL_IB_* settings, a record's non-finite loss). Logs repeat their lines, so
+    the answers for recent short lines are kept."""
+    seen = _SEEN.get(raw)
+    if seen is None:
+        other = b"NET/" in raw or b"Using network" in raw or b"NCCL_IB_" in raw
+        if _B_RECORD in raw and (b"NaN" in raw or b"Infinity" in raw):
+            other = True
+        seen = (_line_codes(_text(raw)), other)
+        if len(raw) <= _SEEN_LINE:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN[raw] = seen
+    return seen
 
 
 def _text(raw: bytes) -> str:
@@ -817,126 +1021,57 @@ def read_log_lines(path: Path) -> Iterator[str]:
             yield chunk.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-class _GrepUnusable(Exception):
-    """grep failed or its lines do not fit the file: read it in Python instead."""
+def read_log_file(path: Path, pod: str | None = None) -> PodDiagnoser:
+    """A saved log, read in blocks of BLOCK_BYTES (never held whole). Raises OSError.
+
+    A log of SPLIT_BYTES or more is cut at line starts into one range per core; the ranges are
+    read at the same time (forked processes, `runner.forked_map`) and their diagnoses joined in
+    order (`PodDiagnoser.extend`): the same result as one reader, in about 1/cores of the time."""
+    name = path.stem if pod is None else pod
+    ranges = _ranges(path)
+    if len(ranges) > 1:
+        _c_screen()  # compiled once, before the children are forked
+        parts = forked_map(lambda span: _read_range(path, name, span), ranges)
+        if parts is not None:
+            for later in parts[1:]:
+                parts[0].extend(later)
+            return parts[0]
+    return _read_range(path, name, (0, None))
 
 
-class _GrepLines:
-    """The candidate lines of one `grep -n` over a saved log, handed out by line number."""
-
-    def __init__(self, grep: str, path: Path) -> None:
-        argv = [grep, "-n", "-a", "-F", "-i"]
-        for needle in _GREP_NEEDLES:
-            argv += ["-e", needle]
-        argv += ["--", str(path)]
-        self.stream = ChunkStream(argv, env={**os.environ, "LC_ALL": "C"})
-        self._chunks = self.stream.chunks()
-        self._pending: deque[tuple[int, str]] = deque()
-        self._carry = b""
-        self._done = False
-        # A thread reads grep's output ahead (bounded), so grep never waits on a full pipe while
-        # Python reads its block: the two run side by side.
-        self._queue: queue.Queue[bytes | None] = queue.Queue(GREP_CHUNKS_AHEAD)
-        self._stop = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._pump, name="diagnose-grep", daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        try:
-            for chunk in self._chunks:
-                if self._stop:
-                    break
-                self._queue.put(chunk)
-        except BaseException as exc:  # OSError: grep could not start; re-raised by the reader
-            self._error = exc
-        finally:
-            self._chunks.close()  # kills grep if it still runs
-            self._queue.put(None)
-
-    def stop(self) -> None:
-        """End the reading thread (and grep with it); safe to call more than once."""
-        self._stop = True
-        if self._thread.is_alive():
-            self.stream.kill()  # the thread may wait on grep's output: end it now
-        while self._thread.is_alive():
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    self._queue.get_nowait()
-            self._thread.join(0.01)
-
-    def upto(self, last: int) -> list[tuple[int, str]]:
-        """The candidate lines numbered `last` or less (in order)."""
-        while not self._done and (not self._pending or self._pending[-1][0] <= last):
-            self._read()
-        out: list[tuple[int, str]] = []
-        while self._pending and self._pending[0][0] <= last:
-            out.append(self._pending.popleft())
-        return out
-
-    def _read(self) -> None:
-        chunk = self._queue.get()
-        if chunk is None:
-            self._done = True
-            if self._error is not None:
-                raise _GrepUnusable(f"grep: {self._error}")
-            if self._carry:
-                raise _GrepUnusable("grep's output ended inside a line")
-            return
-        data = self._carry + chunk
-        end = data.rfind(b"\n") + 1
-        if not end and len(data) > MAX_LINE_READ + 32:  # the fallback takes huge lines in pieces
-            raise _GrepUnusable("a line longer than MAX_LINE_READ")
-        self._carry = data[end:]
-        # Decoded at once: an invalid UTF-8 sequence never swallows a newline, so each line
-        # decodes as it would alone.
-        for raw in data[:end].decode("utf-8", errors="replace").split("\n")[:-1]:
-            number, sep, text = raw.partition(":")
-            if not sep or not (number.isascii() and number.isdigit()):
-                raise _GrepUnusable("not grep -n output")
-            self._pending.append((int(number), text.rstrip("\r\n")))
-
-    def close(self) -> None:
-        """Check that grep ended well (0: lines found, 1: none) and that every line was used."""
-        if self.upto(1 << 62):  # lines past the file's last: not this file's lines
-            raise _GrepUnusable("grep's line numbers do not fit the file")
-        self.stop()
-        if self.stream.returncode not in (0, 1):
-            raise _GrepUnusable(f"grep exited {self.stream.returncode}")
-
-
-def _read_blocks(diagnoser: PodDiagnoser, path: Path) -> PodDiagnoser:
-    with path.open("rb") as f:
-        while block := f.read(BLOCK_BYTES):
+def _read_range(path: Path, pod: str, span: tuple[int, int | None]) -> PodDiagnoser:
+    """Bytes span[0]:span[1] of a saved log (to its end when span[1] is None)."""
+    diagnoser = PodDiagnoser(pod)
+    start, stop = span
+    diagnoser._index, diagnoser._examined = [], start
+    with path.open("rb", buffering=0) as f:
+        f.seek(start)
+        left = -1 if stop is None else stop - start
+        while left and (block := f.read(BLOCK_BYTES if left < 0 else min(BLOCK_BYTES, left))):
             diagnoser.feed_bytes(block)
-    diagnoser.feed_bytes(b"", final=True)
+            left -= len(block) if left > 0 else 0
+        diagnoser.feed_bytes(b"", final=True)
+        diagnoser.reread_records(f)
     return diagnoser
 
 
-def read_log_file(path: Path, pod: str | None = None, use_grep: bool = True) -> PodDiagnoser:
-    """A saved log, read in blocks of BLOCK_BYTES (never held whole). Raises OSError.
-
-    With a `grep` on PATH (and `use_grep`), one `grep -n -F -i` process screens the file for the
-    codes' needles while Python reads the blocks only to count lines, follow the transport and
-    keep the newest records; the candidate lines grep prints are merged in by their number. If
-    grep cannot run, fails (exit 2) or its output does not fit, the file is read again by the
-    Python screen alone: both give the same result."""
-    name = path.stem if pod is None else pod
-    grep = shutil.which("grep") if use_grep else None
-    if grep is not None:
-        diagnoser = PodDiagnoser(name)
-        try:
-            diagnoser._grep = lines = _GrepLines(grep, path)
-            try:
-                _read_blocks(diagnoser, path)
-                lines.close()
-            finally:
-                lines.stop()
-            diagnoser._grep, diagnoser.screen = None, "grep"
-            return diagnoser
-        except (_GrepUnusable, OSError):
-            pass  # the Python screen below (an unreadable file raises its OSError there)
-    return _read_blocks(PodDiagnoser(name), path)
+def _ranges(path: Path) -> list[tuple[int, int | None]]:
+    """Byte ranges of a saved log that start at line starts: one per core for a log of
+    SPLIT_BYTES or more (a cut that finds no newline within MAX_LINE_READ is left out)."""
+    size = path.stat().st_size
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    count = min(cores or 1, size // SPLIT_BYTES, MAX_SPLITS)
+    cuts = [0]
+    if count > 1:
+        with path.open("rb", buffering=0) as f:
+            for k in range(1, count):
+                f.seek(size * k // count)
+                window = f.read(MAX_LINE_READ)
+                newline = window.find(b"\n")
+                cut = size * k // count + newline + 1
+                if newline >= 0 and cuts[-1] < cut < size:
+                    cuts.append(cut)
+    return [(a, b) for a, b in zip(cuts, [*cuts[1:], None], strict=True)]
 
 
 def diagnose_files(paths: Iterable[Path], now: float | None = None) -> Diagnosis:
@@ -976,6 +1111,8 @@ async def diagnose_job(
         )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
+
+    import asyncio  # lazy: `diagnose --log` needs no event loop
 
     slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
 

@@ -133,47 +133,6 @@ class LineStream:
                     await stderr_task
 
 
-class ChunkStream:
-    """The stdout of a command as raw byte chunks, synchronously (`for chunk in stream.chunks()`),
-    for a sync reader in the core (`diagnose --log` screening a file with `grep`). stdin and
-    stderr are /dev/null, the child has its own process group; ending the iteration early (break,
-    an exception, closing the generator) kills the group and reaps it. Once the iteration ends,
-    `returncode` says how the command ended. OSError when it cannot start."""
-
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        self.argv = list(argv)
-        self.env = env
-        self.returncode: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def kill(self) -> None:
-        """Kill the running command's process group (from any thread): its chunks then end."""
-        proc = self._proc
-        if proc is not None and proc.returncode is None:  # not reaped: its pid is not reused
-            kill_group(proc.pid)
-
-    def chunks(self, size: int = _READ_CHUNK * 16) -> Iterator[bytes]:
-        proc = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=dict(self.env) if self.env is not None else None,
-            start_new_session=True,
-        )
-        self._proc = proc
-        assert proc.stdout is not None
-        try:
-            while chunk := proc.stdout.read1(size):
-                yield chunk
-            self.returncode = proc.wait()
-        finally:
-            if proc.returncode is None:
-                kill_group(proc.pid)
-                self.returncode = proc.wait()
-            proc.stdout.close()
-
-
 # --- the sync facade -----------------------------------------------------------------------------
 
 

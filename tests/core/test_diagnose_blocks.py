@@ -5,8 +5,6 @@ it must say exactly what a line-at-a-time reading says (the line numbers include
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -47,6 +45,26 @@ def test_every_fixture_log_reads_the_same_in_blocks_of_any_size(
     for path in sorted(LOGS.glob("*.log")):
         expected = summary(line_by_line(path, monkeypatch, running=True))
         assert summary(in_blocks(path, size, monkeypatch, running=True)) == expected, path.name
+
+
+@pytest.mark.parametrize("size", [7, 64, 1000])
+def test_the_newest_records_read_again_at_the_end_are_those_a_stream_keeps(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved log's records are numbered once, from the blocks that hold the newest ones
+    (`reread_records`); a stream keeps them block by block. Few kept: most blocks are dropped."""
+    monkeypatch.setattr(diagnose, "RECORDS_KEPT", 3)
+    for path in sorted(LOGS.glob("*.log")):
+        with monkeypatch.context() as m:
+            m.setattr(diagnose, "LINE_BATCH_CHARS", 1)
+            stream = PodDiagnoser(path.stem).feed_all(diagnose.read_log_lines(path))
+        monkeypatch.setattr(diagnose, "BLOCK_BYTES", size)
+        saved = read_log_file(path)
+        assert list(saved._records) == list(stream._records), path.name
+        assert saved._records_dropped == stream._records_dropped, path.name
+        assert summary(combine([saved], running=True, now=NOW)) == summary(
+            combine([stream], running=True, now=NOW)
+        )
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -223,10 +241,24 @@ ALTERNATIVES = {
 }
 
 
+# -- the two block screens: Hyperscan (C) and bytes.find passes (Python) ---------------------
+
+needs_hyperscan = pytest.mark.skipif(
+    diagnose._c_screen() is None, reason="the hyperscan package is not installed here"
+)
+
+
+def python_screen(m: pytest.MonkeyPatch) -> None:
+    m.setattr(diagnose, "_c_screen", lambda: None)
+
+
+@pytest.mark.parametrize("screen", ["default", "python"])
 @pytest.mark.parametrize("code", sorted(ALTERNATIVES))
 def test_every_pattern_alternative_passes_the_needles_in_any_case(
-    code: str, tmp_path: Path
+    code: str, screen: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if screen == "python":
+        python_screen(monkeypatch)
     for line in ALTERNATIVES[code]:
         for variant in (line, line.upper(), line.lower()):
             path = write(tmp_path, "alt.log", b"filler\n" + variant.encode() + b"\nfiller\n")
@@ -235,41 +267,36 @@ def test_every_pattern_alternative_passes_the_needles_in_any_case(
             assert [f.line for f in report.findings if f.code == code] == [2]
 
 
-# -- the grep screen (read_log_file with a `grep` on PATH) -------------------------------------
-
-needs_grep = pytest.mark.skipif(shutil.which("grep") is None, reason="no grep on PATH")
-
-
-def both_paths(path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
-    """(python screen, grep screen) summaries of one saved log, read in blocks of `block`."""
+def both_screens(path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+    """(python screen, hyperscan screen) summaries of one saved log, read in blocks of `block`."""
     with monkeypatch.context() as m:
         m.setattr(diagnose, "BLOCK_BYTES", block)
-        python = read_log_file(path, use_grep=False)
-        grep = read_log_file(path)
-    assert python.screen == "python"
-    assert grep.screen == "grep", path.name  # really screened by grep, not fallen back
+        fast = read_log_file(path)
+        python_screen(m)
+        python = read_log_file(path)
+    assert (python.screen, fast.screen) == ("python", "hyperscan"), path.name
     return tuple(
         summary(combine([d], running=True, now=NOW)) + (d.ib_wanted, d.finished)
-        for d in (python, grep)
+        for d in (python, fast)
     )
 
 
-@needs_grep
+@needs_hyperscan
 @pytest.mark.parametrize("block", [64, 1 << 20])
-def test_every_fixture_log_gives_the_same_through_grep_and_python(
+def test_every_fixture_log_gives_the_same_through_hyperscan_and_python(
     block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for path in sorted(LOGS.glob("*.log")):
-        python, grep = both_paths(path, block, monkeypatch)
-        assert grep == python, path.name
+        python, fast = both_screens(path, block, monkeypatch)
+        assert fast == python, path.name
 
 
-@needs_grep
-def test_grep_screen_agrees_on_case_nan_crlf_and_a_last_line_without_newline(
+@needs_hyperscan
+def test_the_screens_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_newline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Mixed case (the patterns ignore it), non-finite JSON numbers next to `retinanet`-like
-    words, settings, CRLF, and a last line without its newline."""
+    words, settings, CRLF, a line in pieces, and a last line without its newline."""
     lines = [
         b"retinanet-master-0 NCCL INFO NCCL_IB_HCA set to mlx5_2",
         b"x NCCL INFO NET/IB : Using [0]mlx5_2:1/RoCE ; OOB net1:10.0.0.1<0>",
@@ -279,84 +306,112 @@ def test_grep_screen_agrees_on_case_nan_crlf_and_a_last_line_without_newline(
         b'{"kind": "train", "step": 1, "loss": NaN, "data_time": 0.1, "step_time": 1.0}',
         b'{"kind":"train","step":2,"loss":-Infinity,"data_time":0.1,"step_time":1.0}',
         b'{"kind": "train", "step": 3, "loss": 0.5, "note": "nan", "time": 5.0}',
+        b"y" * 3000 + OOM,  # taken in pieces of MAX_LINE_READ: the needle is in the third
         b"torch.OutOfMemoryError: CUDA OUT OF MEMORY. Tried to allocate 2.00 GiB",
         b"trainer: error: [rank 1] --resume: no such file: ckpt.pt",
         b"E api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: x",
     ]
     path = write(tmp_path, "mixed.log", b"\n".join(lines))  # no newline at the end
-    for block in (7, 1 << 20):
-        python, grep = both_paths(path, block, monkeypatch)
-        assert grep == python
+    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 1024)
+    for block in (7, 1024, 1 << 20):
+        python, fast = both_screens(path, block, monkeypatch)
+        assert fast == python
     codes = {f[0] for f in python[1]}
     assert {"nccl-timeout", "nan-loss", "cuda-oom", "trainer-error", "tcp-fallback"} <= codes
 
 
-def fake_grep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
-    """A `grep` first on PATH that runs `script` (POSIX sh)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    grep = bin_dir / "grep"
-    grep.write_text("#!/bin/sh\n" + script + "\n")
-    grep.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-
-
-@pytest.mark.parametrize(
-    "script",
-    [
-        "echo 'grep: bad option' >&2; exit 2",  # grep fails
-        "echo '1:a line' ; echo '2:cut'; exit 2",  # output, then fails
-        "echo 'not grep -n output'; exit 0",  # output that is not grep's
-        "echo '999999:past the end'; exit 0",  # line numbers the file does not have
-        "exit 1",  # no match: "no candidates", which is wrong here, but grep said so
-    ],
-)
-def test_a_failing_or_odd_grep_falls_back_to_python_unseen(
-    script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = LOGS / "nccl-timeout.log"
-    expected = summary(combine([read_log_file(path, use_grep=False)], now=NOW))
-    fake_grep(tmp_path, monkeypatch, script)
+def test_an_error_storm_counts_every_line_and_keeps_the_first_findings(tmp_path: Path) -> None:
+    """Lines whose codes have all their findings are only counted, not decoded again."""
+    storm = [TIMEOUT, OOM, FILLER] * 2000 + [channel(b"IB")]
+    path = write(tmp_path, "storm.log", b"\n".join(storm) + b"\n")
     pod = read_log_file(path)
-    if script == "exit 1":  # exit 1 is trusted: no candidate lines from grep
-        assert pod.screen == "grep"
-        assert "nccl-timeout" not in {f.code for f in combine([pod]).findings}
-        return
-    assert pod.screen == "python"
-    assert summary(combine([pod], now=NOW)) == expected
+    assert pod.counts == {"nccl-timeout": 2000, "cuda-oom": 2000}
+    kept = [(f.code, f.line) for f in pod.findings]
+    assert kept == [("nccl-timeout", 1), ("cuda-oom", 2), ("nccl-timeout", 4), ("cuda-oom", 5),
+                    ("nccl-timeout", 7), ("cuda-oom", 8)]  # fmt: skip
+    assert pod.lines == 6001 and pod.transport is not None
+    assert (pod.transport.transport, pod.transport.line) == ("IB", 6001)
 
 
-def test_without_grep_on_path_the_python_screen_reads_it(
+# -- a big log read in ranges, one per core ------------------------------------------------------
+
+
+def cut_at(path: Path, cut: int) -> PodDiagnoser:
+    """The log read as two ranges cut at byte `cut` (a line's start), joined by `extend`."""
+    first = diagnose._read_range(path, path.stem, (0, cut))
+    first.extend(diagnose._read_range(path, path.stem, (cut, None)))
+    return first
+
+
+def test_every_fixture_log_cut_at_every_line_reads_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`extend` joins two ranges into exactly what one reader finds, wherever the cut: counts,
+    the first findings, the transport and its device, NCCL_IB_* settings, the newest records."""
+    monkeypatch.setattr(diagnose, "RECORDS_KEPT", 3)  # the fixtures' records overflow it
+    for path in sorted(LOGS.glob("*.log")):
+        data = path.read_bytes()
+        whole = read_log_file(path)
+        expected = summary(combine([whole], running=True, now=NOW)) + (whole.ib_wanted,)
+        starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]
+        for cut in starts:
+            pod = cut_at(path, cut)
+            got = summary(combine([pod], running=True, now=NOW)) + (pod.ib_wanted,)
+            assert got == expected, (path.name, cut)
+
+
+def test_extend_follows_transport_changes_and_settings_across_the_cut(tmp_path: Path) -> None:
+    lines = [
+        b"x NCCL INFO NCCL_IB_DISABLE set by environment to 1",
+        channel(b"Socket"),
+        b"x NCCL INFO NET/Socket : Using [0]net1:10.0.0.2<0>",
+        channel(b"Socket"),  # line 4 | a cut here: the next range starts on Socket again
+        channel(b"Socket"),
+        b"x NCCL INFO NCCL_IB_DISABLE set by environment to 0",
+        b"x NCCL INFO NET/IB : Using [0]mlx5_2:1/RoCE",
+        channel(b"IB"),  # line 8: the change to IB
+        channel(b"Socket"),  # line 9: and back
+        channel(b"Socket"),
+    ]
+    path = write(tmp_path, "cuts.log", b"\n".join(lines) + b"\n")
+    whole = read_log_file(path)
+    assert (whole.transport.transport, whole.transport.line, whole.ib_wanted) == ("Socket", 9, True)
+    data = path.read_bytes()
+    for cut in [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]:
+        pod = cut_at(path, cut)
+        net = pod.transport
+        assert (net.transport, net.line, net.device, pod.ib_wanted) == ("Socket", 9, "net1", True)
+        assert pod.lines == len(lines)
+
+
+def test_a_big_log_is_read_in_forked_ranges_to_the_same_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    pod = read_log_file(LOGS / "memlock.log")
-    assert pod.screen == "python"
-    assert "memlock" in pod.counts
+    """SPLIT_BYTES made tiny: every fixture is cut into up to 8 ranges read by forked children."""
+    monkeypatch.setattr(diagnose, "SPLIT_BYTES", 64)
+    monkeypatch.setattr(diagnose, "MAX_SPLITS", 8)
+    monkeypatch.setattr(diagnose.os, "sched_getaffinity", lambda _pid: set(range(8)))
+    for path in sorted(LOGS.glob("*.log")):
+        assert len(diagnose._ranges(path)) > 1 or path.stat().st_size < 128, path.name
+        split = combine([read_log_file(path)], running=True, now=NOW)
+        with monkeypatch.context() as m:
+            m.setattr(diagnose, "SPLIT_BYTES", 1 << 40)
+            assert len(diagnose._ranges(path)) == 1
+            whole = combine([read_log_file(path)], running=True, now=NOW)
+        assert summary(split) == summary(whole), path.name
 
 
-@needs_grep
-def test_a_huge_line_makes_the_grep_path_fall_back(
+def test_ranges_start_at_line_starts_and_a_huge_line_is_not_cut(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """grep numbers real lines; the block reader takes a line longer than MAX_LINE_READ in
-    pieces (each a line): such a file is read by the Python screen, numbered as before."""
-    path = write(tmp_path, "huge.log", b"y" * 5000 + b"\n" + OOM + b"\n")
-    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 1024)
-    monkeypatch.setattr(diagnose, "BLOCK_BYTES", 1024)
-    pod = read_log_file(path)
-    assert pod.screen == "python"
-    assert pod.lines == 1 + 5000 // 1024 + 1 and "cuda-oom" in pod.counts
-
-
-@needs_grep
-def test_stopping_early_kills_grep_and_ends_its_reader(tmp_path: Path) -> None:
-    """A reader that stops before grep is done (an error, Ctrl-C) kills the grep child."""
-    path = write(tmp_path, "many.log", (OOM + b"\n") * 200_000)
-    lines = diagnose._GrepLines(shutil.which("grep") or "grep", path)
-    assert lines.upto(10) == [(n, OOM.decode()) for n in range(1, 11)]
-    lines.stop()
-    assert not lines._thread.is_alive()
-    assert lines.stream.returncode is not None  # reaped (killed, or it had just finished)
+    monkeypatch.setattr(diagnose, "SPLIT_BYTES", 100)
+    monkeypatch.setattr(diagnose.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    path = write(tmp_path, "r.log", b"".join(b"line %03d\n" % i for i in range(100)))
+    ranges = diagnose._ranges(path)
+    assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] is None
+    data = path.read_bytes()
+    for start, _ in ranges:
+        assert start == 0 or data[start - 1 : start] == b"\n"
+    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 64)
+    huge = write(tmp_path, "huge.log", b"a\n" + b"y" * 1000 + b"\nb\n")
+    assert diagnose._ranges(huge) == [(0, None)]  # no newline near any cut
