@@ -121,11 +121,12 @@ SORTS: dict[str, Callable[[Job], object]] = {
 class _Shown:
     """A shown row: its key, what it was drawn from, the times its age text holds, its cells."""
 
-    __slots__ = ("key", "meta", "source", "age_from", "age_until", "cells")
+    __slots__ = ("key", "meta", "offset", "source", "age_from", "age_until", "cells")
 
     def __init__(self, key: RowKey, source: tuple[object, ...], cells: dict[str, str | Text]):
         self.key = key
         self.meta = Row(key, 1)  # DataTable's record of the row: one line high, no label
+        self.offset = (key, 0)  # its one entry in DataTable's line index
         self.source = source
         self.age_from = self.age_until = _EPOCH  # `now` in [age_from, age_until): same age text
         self.cells = cells
@@ -336,12 +337,12 @@ class JobTable(DataTable):
             # DataTable would rebuild from it a row at a time on the next paint (every row is
             # one line high), so a 5,000-row refresh does not pay for them again.
             shown = self._shown
-            rows = [shown[name].meta for name in names]
-            keys = [row.key for row in rows]
+            placed = [shown[name] for name in names]
+            keys = [row.key for row in placed]
             self._row_locations = TwoWayDict(dict(zip(keys, range(len(keys)), strict=True)))
             self._update_count += 1
-            self._ordered_row_cache[(len(rows), self._update_count)] = rows
-            self._offset_cache[self._update_count] = [(key, 0) for key in keys]
+            self._ordered_row_cache[(len(keys), self._update_count)] = [r.meta for r in placed]
+            self._offset_cache[self._update_count] = [row.offset for row in placed]
             self.refresh()
             self.hover_coordinate = self.hover_coordinate  # kept inside the table
         self._order = names
