@@ -7,8 +7,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 
 from rich.cells import cell_len
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
+from textual.cache import LRUCache
+from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, Row, RowDoesNotExist, RowKey
 
@@ -161,6 +166,8 @@ class JobTable(DataTable):
         # Per column: how many shown cells have each width, so a column is re-fitted without
         # measuring all its cells again.
         self._widths: dict[str, dict[int, int]] = {key: {} for key, _ in COLUMNS}
+        # Rendered cells by what they show and how (see `_render_cell`), across refreshes.
+        self._cell_renders: LRUCache[tuple[object, ...], list[list[Segment]]] = LRUCache(4096)
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -348,6 +355,88 @@ class JobTable(DataTable):
         self._order = names
         if selected is None or not self.select_name(selected):
             self.move_cursor(row=min(self.cursor_row, max(0, self.row_count - 1)), animate=False)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        """DataTable's `_render_cell`, reusing the rendering of an equal cell drawn before.
+
+        Any change to a row clears DataTable's render caches for every row, so a refresh that
+        moves the rows re-renders every visible cell through Rich (most of a 5,000-job refresh's
+        repaint). A cell's lines depend on its text, width and styles, plus the row/column meta
+        that DataTable adds to its style (for the mouse): so the lines are kept by the former,
+        and the meta is added to their styles afterwards (it sets no colour or attribute, so the
+        styles come out equal to DataTable's own; tests/tui/test_job_table_bulk.py compares)."""
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        cache_key = (
+            row_key,
+            self._column_locations.get_key(column_index),
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        lines = self._cell_render_cache.get(cache_key)
+        if lines is not None:
+            return lines
+        row = self.rows.get(row_key) if row_key is not None else None
+        cell = self._get_row_renderables(row_index).cells[column_index]
+        if row is None or row.height != 1 or row.auto_height or not isinstance(cell, Text):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component_style, post_style = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        shown = (
+            cell.plain,
+            cell.style,
+            tuple(cell.spans),
+            cell.end,
+            cell.justify,
+            cell.overflow,
+            cell.no_wrap,
+            cell.tab_size,
+        )
+        render_key = (shown, width, base_style, component_style, post_style, self.cell_padding)
+        plain_lines = self._cell_renders.get(render_key)
+        if plain_lines is None:
+            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+            plain_lines = self.app.console.render_lines(
+                Styled(
+                    Padding(cell, (0, self.cell_padding)),
+                    pre_style=base_style + component_style,
+                    post_style=post_style,
+                ),
+                options,
+            )
+            self._cell_renders[render_key] = plain_lines
+        meta = Style.from_meta({"row": row_index, "column": column_index})
+        lines = [
+            [
+                Segment(text, None if control else (style + meta if style else meta), control)
+                for text, style, control in line
+            ]
+            for line in plain_lines
+        ]
+        self._cell_render_cache[cache_key] = lines
+        return lines
 
     def _matches(self, job: Job) -> bool:
         if not self.filter_text:
