@@ -5,7 +5,9 @@ The yardstick fits the columns to their cells as ours does (`update_width=True`)
 without width updates is reported as the floor. Each sample is a headless app showing 5,000 jobs; the refresh brings a realistic change set
 (ages moved on by 90 s, 5% new phases, 1% jobs gone, 1% new) and is timed up to the repaint that
 follows. Meanwhile a 5 ms timer ticks on the event loop: its largest gap is how long a key press
-would have waited (the "input never blocked" part). Interleaved, medians.
+would have waited (the "input never blocked" part). Interleaved, medians; each sample runs in
+a process of its own, so neither side's heap (the yardstick's samples allocate for seconds)
+slows the other's.
 
 Two wall times: `wall` ends when Pilot's `pause()` returns, which waits for the loop to be idle
 in 20 ms slices (so it holds 20-40 ms of sleeping on top of the work); `paint` ends when the
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from benchmarks.harness import Figure, interleave, median
+from benchmarks.harness import Figure, child_env, interleave, median, timed_run
 
 NAME = "job-table"
 TITLE = "jobs table refresh at 5,000 jobs"
@@ -156,7 +161,11 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
     cpu: dict[str, list[dict[str, float]]] = {"ours": [], "yardstick": [], "floor": []}
 
     def sample(kind: str, side: str) -> float:
-        result = asyncio.run(refresh_once(kind, count))
+        argv = [sys.executable, "-m", "benchmarks.fig_job_table", kind, str(count)]
+        run = timed_run(argv, child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if run.code != 0:
+            raise RuntimeError(f"job-table sample {kind} failed (exit {run.code})")
+        result = json.loads(run.stdout)
         gaps[side].append(result["gap"])
         cpu[side].append(result)
         return result["wall"]
@@ -244,3 +253,7 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         },
     }
     return fig
+
+
+if __name__ == "__main__":  # one sample, in a process of its own: `kind count` -> JSON
+    print(json.dumps(asyncio.run(refresh_once(sys.argv[1], int(sys.argv[2])))))

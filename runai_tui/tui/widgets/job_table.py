@@ -97,6 +97,8 @@ def status_text(phase: Phase) -> Text:
 
 
 def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> dict[str, str | Text]:
+    """A row's cells. What they are drawn from, the age aside, is `_source` (a refresh skips a
+    row whose source is unchanged): a new cell's inputs go there too."""
     return {
         "name": job.name,
         "status": status_text(job.phase),
