@@ -9,9 +9,11 @@ would have waited (the "input never blocked" part). Interleaved, medians; each s
 a process of its own, so neither side's heap (the yardstick's samples allocate for seconds)
 slows the other's.
 
-Two wall times: `wall` ends when Pilot's `pause()` returns, which waits for the loop to be idle
-in 20 ms slices (so it holds 20-40 ms of sleeping on top of the work); `paint` ends when the
-table's repaint is drawn (the last `render_lines` of the table), the latency a user sees. Each
+Two wall times: the figure, `paint`, ends when the table's repaint is drawn (the last
+`render_lines` of the table): the latency a user sees. `wall` ends when Pilot's `pause()`
+returns, which waits for the process to use under 1 ms of CPU in a 20 ms slice: it holds at
+least one such slice of sleeping, and on a loaded machine (or when the 5 ms ticker's own CPU
+tips a slice over) several, so it is reported beside as an upper bound. Each
 sample starts from a collected heap (`gc.collect()` after the set-up, on both sides): a full
 collection of the garbage earlier samples left would otherwise land in random timed windows;
 `full_gc` reports what one full collection over the loaded app costs.
@@ -168,7 +170,7 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         result = json.loads(run.stdout)
         gaps[side].append(result["gap"])
         cpu[side].append(result)
-        return result["wall"]
+        return result["paint"]
 
     a, b = interleave(lambda: sample("ours", "ours"), lambda: sample("plain", "yardstick"), repeat)
     gaps["floor"] = []
@@ -192,14 +194,13 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         },
     )
 
-    # The absolute target is judged on wall time (to Pilot's pause, the stricter of the two
-    # wall figures) and on CPU time (what the refresh costs: on a shared machine wall time is
-    # partly waiting for a core); both are reported.
+    # The absolute target is judged on wall time to the repaint and on CPU time (what the
+    # refresh costs: on a shared machine wall time is partly waiting for a core).
     def cpu_median(side: str, key: str) -> float:
         return median([r[key] for r in cpu[side]])
 
-    ours_paint = cpu_median("ours", "paint")
-    yard_paint = cpu_median("yardstick", "paint")
+    ours_pause = cpu_median("ours", "wall")
+    yard_pause = cpu_median("yardstick", "wall")
 
     ours_cpu = cpu_median("ours", "cpu_call") + cpu_median("ours", "cpu_repaint")
     yard_cpu = cpu_median("yardstick", "cpu_call") + cpu_median("yardstick", "cpu_repaint")
@@ -213,9 +214,9 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         ours_cpu_repaint_s=cpu_median("ours", "cpu_repaint"),
         ours_wall_loop_gap_s=gap,
         yardstick_wall_loop_gap_s=median(gaps["yardstick"]),
-        ours_paint_s=ours_paint,
-        yardstick_paint_s=yard_paint,
-        ours_paint_samples=[r["paint"] for r in cpu["ours"]],
+        ours_pause_s=ours_pause,
+        yardstick_pause_s=yard_pause,
+        ours_pause_samples=[r["wall"] for r in cpu["ours"]],
         ours_cpu_samples=[r["cpu_call"] + r["cpu_repaint"] for r in cpu["ours"]],
         full_gc_s=cpu_median("ours", "full_gc"),
     )
@@ -223,12 +224,12 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
     wall_ok = fig.ours is not None and fig.ours < LIMIT_S
     fig.met = fig.ratio is not None and fig.ratio <= 1 and wall_ok and ours_cpu < LIMIT_S
     fig.details["extra_rows"] = {
-        "job-table refresh to repaint (wall)": {
-            "ours": f"{ours_paint * 1000:.0f} ms",
-            "yardstick": f"{yard_paint * 1000:.0f} ms",
-            "ratio": ours_paint / max(yard_paint, 1e-9),
-            "target": f"< {LIMIT_S * 1000:.0f} ms",
-            "met": ours_paint < LIMIT_S,
+        "job-table to Pilot's idle (wall)": {
+            "ours": f"{ours_pause * 1000:.0f} ms",
+            "yardstick": f"{yard_pause * 1000:.0f} ms",
+            "ratio": ours_pause / max(yard_pause, 1e-9),
+            "target": "(upper bound)",
+            "met": None,
         },
         "job-table refresh CPU": {
             "ours": f"{ours_cpu * 1000:.0f} ms",
