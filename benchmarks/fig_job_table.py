@@ -5,18 +5,32 @@ The yardstick fits the columns to their cells as ours does (`update_width=True`)
 without width updates is reported as the floor. Each sample is a headless app showing 5,000 jobs; the refresh brings a realistic change set
 (ages moved on by 90 s, 5% new phases, 1% jobs gone, 1% new) and is timed up to the repaint that
 follows. Meanwhile a 5 ms timer ticks on the event loop: its largest gap is how long a key press
-would have waited (the "input never blocked" part). Interleaved, medians.
-Targets: the refresh under 0.1 s, and the loop never blocked for 0.1 s or more; on a shared
-machine these are judged on CPU time (wall time there is mostly waiting for a core)."""
+would have waited (the "input never blocked" part). Interleaved, medians; each sample runs in
+a process of its own, so neither side's heap (the yardstick's samples allocate for seconds)
+slows the other's.
+
+Two wall times: the figure, `paint`, ends when the table's repaint is drawn (the last
+`render_lines` of the table): the latency a user sees. `wall` ends when Pilot's `pause()`
+returns, which waits for the process to use under 1 ms of CPU in a 20 ms slice: it holds at
+least one such slice of sleeping, and on a loaded machine (or when the 5 ms ticker's own CPU
+tips a slice over) several, so it is reported beside as an upper bound. Each
+sample starts from a collected heap (`gc.collect()` after the set-up, on both sides): a full
+collection of the garbage earlier samples left would otherwise land in random timed windows;
+`full_gc` reports what one full collection over the loaded app costs.
+Targets: the refresh under 0.1 s, and the loop never blocked for 0.1 s or more."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from benchmarks.harness import Figure, interleave, median
+from benchmarks.harness import Figure, child_env, interleave, median, timed_run
 
 NAME = "job-table"
 TITLE = "jobs table refresh at 5,000 jobs"
@@ -56,8 +70,9 @@ def make_jobs(count: int, changed: bool) -> list[Any]:
 
 
 async def refresh_once(kind: str, count: int) -> dict[str, float]:
-    """Wall seconds from the refresh call to its repaint, the largest event-loop gap meanwhile,
-    and the CPU seconds of the call and of the repaint (what they cost on an idle machine)."""
+    """Wall seconds from the refresh call to Pilot's pause and to the table's repaint, the largest
+    event-loop gap meanwhile, and the CPU seconds of the call and of the repaint (what they cost
+    on an idle machine)."""
     from textual.app import App, ComposeResult
     from textual.widgets import DataTable
 
@@ -100,6 +115,19 @@ async def refresh_once(kind: str, count: int) -> dict[str, float]:
             plain_update(table, before, now0)
         await pilot.pause()
         await pilot.pause()
+        gc.collect()  # the set-up's garbage is not the refresh's
+        full_gc = time.perf_counter()
+        gc.collect()  # nothing left to free: what a full collection of this app costs
+        full_gc = time.perf_counter() - full_gc
+        painted: list[float] = []
+        render_lines = table.render_lines
+
+        def timed_render_lines(crop: Any) -> Any:
+            lines = render_lines(crop)
+            painted.append(time.perf_counter())
+            return lines
+
+        table.render_lines = timed_render_lines  # type: ignore[method-assign]
         ticks: list[float] = []
         timer = app.set_interval(0.005, lambda: ticks.append(time.perf_counter()))
         await asyncio.sleep(0.05)
@@ -117,7 +145,15 @@ async def refresh_once(kind: str, count: int) -> dict[str, float]:
             raise RuntimeError(f"{kind}: {table.row_count} rows, expected {len(after)}")
     around = [t for t in ticks if t >= start - 0.05]
     gap = max((b - a for a, b in zip(around, around[1:], strict=False)), default=0.0)
-    return {"wall": elapsed, "gap": gap, "cpu_call": cpu1 - cpu0, "cpu_repaint": cpu2 - cpu1}
+    paint = max((t for t in painted if start <= t <= start + elapsed), default=start + elapsed)
+    return {
+        "wall": elapsed,
+        "paint": paint - start,
+        "gap": gap,
+        "cpu_call": cpu1 - cpu0,
+        "cpu_repaint": cpu2 - cpu1,
+        "full_gc": full_gc,
+    }
 
 
 def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
@@ -127,10 +163,14 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
     cpu: dict[str, list[dict[str, float]]] = {"ours": [], "yardstick": [], "floor": []}
 
     def sample(kind: str, side: str) -> float:
-        result = asyncio.run(refresh_once(kind, count))
+        argv = [sys.executable, "-m", "benchmarks.fig_job_table", kind, str(count)]
+        run = timed_run(argv, child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if run.code != 0:
+            raise RuntimeError(f"job-table sample {kind} failed (exit {run.code})")
+        result = json.loads(run.stdout)
         gaps[side].append(result["gap"])
         cpu[side].append(result)
-        return result["wall"]
+        return result["paint"]
 
     a, b = interleave(lambda: sample("ours", "ours"), lambda: sample("plain", "yardstick"), repeat)
     gaps["floor"] = []
@@ -154,10 +194,13 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         },
     )
 
-    # On a shared machine wall time is mostly waiting for a core: the absolute targets are
-    # judged on CPU time (what the refresh costs), the wall figures are reported beside them.
+    # The absolute target is judged on wall time to the repaint and on CPU time (what the
+    # refresh costs: on a shared machine wall time is partly waiting for a core).
     def cpu_median(side: str, key: str) -> float:
         return median([r[key] for r in cpu[side]])
+
+    ours_pause = cpu_median("ours", "wall")
+    yard_pause = cpu_median("yardstick", "wall")
 
     ours_cpu = cpu_median("ours", "cpu_call") + cpu_median("ours", "cpu_repaint")
     yard_cpu = cpu_median("yardstick", "cpu_call") + cpu_median("yardstick", "cpu_repaint")
@@ -171,10 +214,23 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         ours_cpu_repaint_s=cpu_median("ours", "cpu_repaint"),
         ours_wall_loop_gap_s=gap,
         yardstick_wall_loop_gap_s=median(gaps["yardstick"]),
+        ours_pause_s=ours_pause,
+        yardstick_pause_s=yard_pause,
+        ours_pause_samples=[r["wall"] for r in cpu["ours"]],
+        ours_cpu_samples=[r["cpu_call"] + r["cpu_repaint"] for r in cpu["ours"]],
+        full_gc_s=cpu_median("ours", "full_gc"),
     )
-    fig.target = f"ratio <= 1, CPU < {LIMIT_S:g} s"
-    fig.met = fig.ratio is not None and fig.ratio <= 1 and ours_cpu < LIMIT_S
+    fig.target = f"ratio <= 1, wall and CPU < {LIMIT_S:g} s"
+    wall_ok = fig.ours is not None and fig.ours < LIMIT_S
+    fig.met = fig.ratio is not None and fig.ratio <= 1 and wall_ok and ours_cpu < LIMIT_S
     fig.details["extra_rows"] = {
+        "job-table to Pilot's idle (wall)": {
+            "ours": f"{ours_pause * 1000:.0f} ms",
+            "yardstick": f"{yard_pause * 1000:.0f} ms",
+            "ratio": ours_pause / max(yard_pause, 1e-9),
+            "target": "(upper bound)",
+            "met": None,
+        },
         "job-table refresh CPU": {
             "ours": f"{ours_cpu * 1000:.0f} ms",
             "yardstick": f"{yard_cpu * 1000:.0f} ms",
@@ -198,3 +254,7 @@ def measure(repeat: int | None = None, quick: bool = False, **_: Any) -> Figure:
         },
     }
     return fig
+
+
+if __name__ == "__main__":  # one sample, in a process of its own: `kind count` -> JSON
+    print(json.dumps(asyncio.run(refresh_once(sys.argv[1], int(sys.argv[2])))))

@@ -65,10 +65,13 @@ class HealthCache:
         return None
 
 
+_NOT_DIAGNOSED = Text("")  # shared, never mutated: most rows of a big table
+
+
 def health_cell(diagnosis: Diagnosis | None) -> Text:
     """The jobs table's HEALTH cell: the worst finding's code, `ok`, or empty (not diagnosed)."""
     if diagnosis is None:
-        return Text("")
+        return _NOT_DIAGNOSED
     for severity in (ERROR, WARNING):
         codes = diagnosis.codes(severity)
         if codes:

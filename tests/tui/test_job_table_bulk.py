@@ -7,8 +7,11 @@ from datetime import timedelta
 
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
+from textual.widgets import DataTable
 
+from runai_tui.diagnose import Diagnosis
 from runai_tui.models import Phase
+from runai_tui.tui.health import HealthCache
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, make_job
 from tests.tui.screen_text import screen_text
@@ -72,3 +75,83 @@ async def test_a_changed_cell_alone_is_repainted() -> None:
         table.update_jobs([make_job("only", Phase.FAILED), make_job("other")], NOW)
         await pilot.pause()
         assert "Failed" in screen_text(app)
+
+
+async def test_cells_render_as_datatable_renders_them() -> None:
+    """JobTable reuses the rendering of equal cells (`_render_cell`): every cell, in every
+    state drawn here (cursor, hover, zebra rows, styled cells, after rows moved), must come out
+    segment for segment, style and mouse meta included, as DataTable's own rendering."""
+    app = TableApp()
+    async with app.run_test(size=(120, 16)) as pilot:
+        table = app.query_one(JobTable)
+        health = HealthCache()
+        table.health = health
+        phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
+        jobs = [make_job(f"job-{i:02d}", phases[i % 4], age_s=50 * i) for i in range(20)]
+        health.put(jobs[5], Diagnosis())  # a styled HEALTH cell
+        table.update_jobs(jobs, NOW)
+        await pilot.pause()
+        table.update_jobs(jobs[1:] + [make_job("job-new", Phase.FAILED)], NOW)  # rows move
+        table.move_cursor(row=3)
+        await pilot.pause()
+        compared = 0
+        for row in range(table.row_count):
+            base = table._get_row_style(row, table.rich_style)
+            for column_index, column in enumerate(table.ordered_columns):
+                width = column.get_render_width(table)
+                for cursor, hover in ((row == 3, False), (False, True), (False, False)):
+                    table._cell_render_cache.clear()
+                    ours = table._render_cell(row, column_index, base, width, cursor, hover)
+                    table._cell_render_cache.clear()
+                    theirs = DataTable._render_cell(
+                        table, row, column_index, base, width, cursor, hover
+                    )
+                    assert [
+                        [(s.text, s.style, s.style and s.style.meta, s.control) for s in line]
+                        for line in ours
+                    ] == [
+                        [(s.text, s.style, s.style and s.style.meta, s.control) for s in line]
+                        for line in theirs
+                    ], (row, column.key.value, cursor, hover)
+                    compared += 1
+        assert compared == table.row_count * len(table.ordered_columns) * 3
+        assert "? no logs" in screen_text(app)
+
+
+async def test_refreshes_show_what_a_fresh_table_shows() -> None:
+    """A run of refreshes (ages moving on, phases changing, rows gone and new, a diagnosis, a
+    filter, a sort) leaves the rows, their order and cells a fresh table shows for the last."""
+    app = TableApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(JobTable)
+        health = HealthCache()
+        table.health = health
+        phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
+        now = NOW
+        for step in range(6):
+            jobs = [
+                make_job(f"job-{i:02d}", phases[(i + step) % 4], age_s=59 * i + 7)
+                for i in range(step, 40 + step, 1 + step % 2)
+            ]
+            if step == 2:
+                health.put(jobs[3], Diagnosis())
+            if step == 3:
+                table.filter_text = "fail"
+            if step == 4:
+                table.filter_text = ""
+                table.set_sort("age")
+            now += timedelta(seconds=[0, 1, 59, 3600, 30, 86400][step])
+            table.update_jobs(jobs, now)
+            await pilot.pause()
+
+            fresh = JobTable()
+            fresh.health, fresh.filter_text = health, table.filter_text
+            fresh.sort_by, fresh.sort_reverse = table.sort_by, table.sort_reverse
+            await app.mount(fresh)
+            fresh.update_jobs(jobs, now)
+            await pilot.pause()
+            assert table.visible_names() == fresh.visible_names(), step
+            assert [table.get_row_at(i) for i in range(table.row_count)] == [
+                fresh.get_row_at(i) for i in range(fresh.row_count)
+            ], step
+            await fresh.remove()
