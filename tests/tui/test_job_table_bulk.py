@@ -77,15 +77,20 @@ async def test_a_changed_cell_alone_is_repainted() -> None:
         assert "Failed" in screen_text(app)
 
 
+def with_health(app: TableApp) -> tuple[JobTable, HealthCache]:
+    """The app's table, with a health cache of its own (as the jobs screen gives it)."""
+    table = app.query_one(JobTable)
+    table.health = HealthCache()
+    return table, table.health
+
+
 async def test_cells_render_as_datatable_renders_them() -> None:
     """JobTable reuses the rendering of equal cells (`_render_cell`): every cell, in every
     state drawn here (cursor, hover, zebra rows, styled cells, after rows moved), must come out
     segment for segment, style and mouse meta included, as DataTable's own rendering."""
     app = TableApp()
     async with app.run_test(size=(120, 16)) as pilot:
-        table = app.query_one(JobTable)
-        health = HealthCache()
-        table.health = health
+        table, health = with_health(app)
         phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
         jobs = [make_job(f"job-{i:02d}", phases[i % 4], age_s=50 * i) for i in range(20)]
         health.put(jobs[5], Diagnosis())  # a styled HEALTH cell
@@ -123,9 +128,7 @@ async def test_refreshes_show_what_a_fresh_table_shows() -> None:
     filter, a sort) leaves the rows, their order and cells a fresh table shows for the last."""
     app = TableApp()
     async with app.run_test(size=(120, 20)) as pilot:
-        table = app.query_one(JobTable)
-        health = HealthCache()
-        table.health = health
+        table, health = with_health(app)
         phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
         now = NOW
         for step in range(6):
