@@ -301,9 +301,9 @@ class _HyperscanScreen:
     def candidates(
         self, block: bytes, lo: int, hi: int, final: _Net | None
     ) -> tuple[list[int], bool, bool]:
-        """(the end (newline) of every candidate line of block[lo:hi] in order, whether the network pass
-        must run: a `Using ` line, or a channel line naming another transport than `final`'s;
-        whether the block has a trainer record)."""
+        """The end (newline) of every candidate line of block[lo:hi], in order; whether the
+        network pass must run (a `Using ` line, or a channel line naming another transport than
+        `final`'s); whether the block has a trainer record."""
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._hyperscan.Scratch(self._db)
@@ -324,8 +324,8 @@ class _HyperscanScreen:
         else:
             other = self._VIA_SOCKET if final.transport == TRANSPORT_IB else self._VIA_IB
             network = self._USING in seen or other in seen
-        if len(ends) > 1:
-            ends = sorted(set(ends))  # a line with needles of both kinds is reported twice
+        if len(ends) > 1:  # Hyperscan promises no order; a line of both kinds comes twice
+            ends = sorted(set(ends))
         return [lo + end - 1 for end in ends], network, has_record
 
 
@@ -496,6 +496,20 @@ class PodDiagnoser:
         """Examine the whole lines of block[lo:hi] (it ends with a newline, `added_newline` when
         that newline is not the log's: a last line, a piece of a huge line), in place."""
         hi = len(block) if hi is None else hi
+        ends, has_record = self._candidates(block, lo, hi)
+        self._examine(block, lo, hi, ends)
+        if self._index is None:
+            if has_record:
+                self._add_records(*_records_in(block, lo, hi, self.lines))
+        else:  # a saved log: its newest records are read again at the end (reread_records)
+            length = hi - lo - added_newline
+            self._index.append((self._examined, length, self.lines, has_record, added_newline))
+            self._examined += length
+
+    def _candidates(self, block: bytes, lo: int, hi: int) -> tuple[list[int], bool]:
+        """The end (newline) of every candidate line of block[lo:hi], in order; whether the block
+        has a trainer record. Hyperscan when installed, else `bytes.find` passes: the same lines
+        to the per-line checks (a line one lets through that the other would not is harmless)."""
         screen = _c_screen()
         if screen is not None:
             self.screen = "hyperscan"
@@ -516,6 +530,11 @@ class PodDiagnoser:
                 _starts(block, b"Infinity", candidates, lo, hi)
             self._network_candidates(block, candidates, lo, hi)
             ends = _ends(block, candidates, hi)
+        return ends, has_record
+
+    def _examine(self, block: bytes, lo: int, hi: int, ends: list[int]) -> None:
+        """Count, classify and number the candidate lines ending at `ends`; count block[lo:hi]'s
+        lines."""
         # The candidate lines, cut out by C-level maps (block[lo - 1] is a newline when lo > 0),
         # then taken once per distinct text: a line whose codes all have their findings already
         # is only counted (an error storm repeats its lines); the others are examined in order,
@@ -546,13 +565,6 @@ class PodDiagnoser:
             counted = start
             self._line(number, _text(raw), codes)
         self.lines = number - 1 + _newlines(block, counted, hi)
-        if self._index is None:
-            if has_record:
-                self._add_records(*_records_in(block, lo, hi, self.lines))
-        else:  # a saved log: its newest records are read again at the end (_reread_records)
-            length = hi - lo - added_newline
-            self._index.append((self._examined, length, self.lines, has_record, added_newline))
-            self._examined += length
 
     def _network_candidates(
         self, block: bytes, out: set[int], lo: int, hi: int, using_lines: bool = True
