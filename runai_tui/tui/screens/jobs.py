@@ -102,7 +102,7 @@ class JobsScreen(AppScreen):
             self.tui.backend_ok()
         finally:
             self._fetching = False
-            self.tui.first_fetch_done()
+            self.call_after_refresh(self.tui.first_fetch_done)  # the backend check, after paint
             if self._again:
                 self._again = False
                 self.refresh_jobs()
@@ -137,7 +137,9 @@ class JobsScreen(AppScreen):
         self.refresh_bindings()
         if not self._diagnosing and self.tui.health.next_to_diagnose(jobs) is not None:
             self._diagnosing = True
-            self._diagnose_in_background(jobs)
+            # After the rows are painted: its `runai` calls would share the CPU with the paint
+            # (issue 12, benchmarks/fig_tui_paint.py).
+            self.call_after_refresh(self._diagnose_in_background, jobs)
 
     @work(group="jobs-health", exit_on_error=False)
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
