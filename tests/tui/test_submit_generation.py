@@ -46,15 +46,20 @@ async def open_submit(app: RunaiTuiApp, pilot) -> SubmitScreen:
     return submit
 
 
-async def test_a_field_the_cli_lacks_blocks_submit_with_the_reason(tmp_path: Path) -> None:
-    client = VersionedClient()
-    app = RunaiTuiApp(
+def app_for(client: VersionedClient, tmp_path: Path) -> RunaiTuiApp:
+    """The app on `client`, with the profile that needs a 2.21+ CLI, no refresh timer."""
+    return RunaiTuiApp(
         client,
         store=store_with_late(tmp_path),
         runner=RecordingRunner(),
         refresh_interval=0,
         clock=lambda: NOW,
     )
+
+
+async def test_a_field_the_cli_lacks_blocks_submit_with_the_reason(tmp_path: Path) -> None:
+    client = VersionedClient()
+    app = app_for(client, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         submit = await open_submit(app, pilot)
         problems = str(submit.query_one("#submit-problems").render())
@@ -71,13 +76,7 @@ async def test_a_field_the_cli_lacks_blocks_submit_with_the_reason(tmp_path: Pat
 async def test_the_same_profile_submits_on_a_2_25_cli(tmp_path: Path) -> None:
     client = VersionedClient()
     client.version_line = "runai version v2.25.3"
-    app = RunaiTuiApp(
-        client,
-        store=store_with_late(tmp_path),
-        runner=RecordingRunner(),
-        refresh_interval=0,
-        clock=lambda: NOW,
-    )
+    app = app_for(client, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         submit = await open_submit(app, pilot)
         assert submit.argv is not None and "non-preemptible" in submit.argv
