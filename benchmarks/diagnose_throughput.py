@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from runai_tui.diagnose import PodDiagnoser, combine
+from runai_tui.knowledge.diagnose import PodDiagnoser, combine
 
 CLEAN = [
     "host:312:340 [0] NCCL INFO Channel 00/0 : 2[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",

@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_checks_parsers(sub: Any) -> None:
-    """`lint` and `plan` (runai_tui/checks.py, runai_tui/plan.py)."""
+    """`lint` and `plan` (runai_tui/knowledge/checks.py, runai_tui/knowledge/plan.py)."""
     sets = {
         "dest": "sets",
         "action": "append",
@@ -173,7 +173,7 @@ def _add_checks_parsers(sub: Any) -> None:
 
 
 def _add_health_parsers(sub: Any) -> None:
-    """`diagnose` and `preflight` (logic: runai_tui/diagnose.py, runai_tui/preflight.py)."""
+    """`diagnose` and `preflight` (logic: runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py)."""
     dg = sub.add_parser("diagnose", help="read every pod's log: NCCL transport, failures, fixes")
     dg.add_argument("job", nargs="?", help="the job (or give --log FILE instead)")
     dg.add_argument("--pod", help="only this pod")
@@ -207,8 +207,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from runai_tui.backend import select_backend
-    from runai_tui.client import RunaiClient
+    from runai_tui.runai.backend import select_backend
+    from runai_tui.runai.client import RunaiClient
 
     settings = _settings(args)
     return RunaiClient(
@@ -236,8 +236,8 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from runai_tui.command import build_submit_argv, display_argv, with_project
     from runai_tui.profiles import ProfileStore, apply_overrides, check_job_name
+    from runai_tui.runai.command import build_submit_argv, display_argv, with_project
 
     store = ProfileStore()
     profile = store.load(args.profile)
@@ -273,7 +273,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def _check_cli_generation(client: Any, profile: Any) -> None:
     """Exit 2 before submitting when the installed runai lacks a flag the profile needs."""
-    from runai_tui.generations import check_profile, detect
+    from runai_tui.runai.generations import check_profile, detect
 
     found = detect(client)
     if found.warning:
@@ -283,7 +283,7 @@ def _check_cli_generation(client: Any, profile: Any) -> None:
 
 def _submit_checks(profile: Any, strict: bool) -> None:
     """Warnings and errors of lint on stderr; with --strict, refuse to submit."""
-    from runai_tui.checks import blocking, lint
+    from runai_tui.knowledge.checks import blocking, lint
 
     found = blocking(lint(profile))
     for finding in found:
@@ -322,7 +322,7 @@ def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> t
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from runai_tui.checks import exit_code, lint
+    from runai_tui.knowledge.checks import exit_code, lint
     from runai_tui.profiles import ProfileStore
 
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
@@ -345,7 +345,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from runai_tui.plan import make_plan, measure
+    from runai_tui.knowledge.plan import make_plan, measure
     from runai_tui.profiles import ProfileStore, apply_overrides
 
     profile = ProfileStore().load(args.profile)
@@ -523,7 +523,7 @@ def cmd_suspend_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
-    from runai_tui.interactive import run_interactive
+    from runai_tui.runai.interactive import run_interactive
 
     cmd = list(args.cmd)
     client = _client(args)
@@ -545,9 +545,9 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from runai_tui.backend import select_backend
-    from runai_tui.client import RunaiClient
     from runai_tui.profiles import ProfileStore
+    from runai_tui.runai.backend import select_backend
+    from runai_tui.runai.client import RunaiClient
 
     settings = _settings(args)
     store = ProfileStore()
@@ -609,7 +609,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from runai_tui import diagnose
+    from runai_tui.knowledge import diagnose
 
     if args.logs:
         if args.job or args.pod:
@@ -641,7 +641,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_preflight(args: argparse.Namespace) -> int:
     import asyncio
 
-    from runai_tui import preflight
+    from runai_tui.knowledge import preflight
 
     client = _client(args)
     report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod))

@@ -1,5 +1,5 @@
 """Forked copies of this process for CPU-bound work over the cores (`diagnose --log` over a big
-file). The only other place that starts processes is runai_tui/runner.py (commands); this module
+file). The only other place that starts processes is runai_tui/runai/runner.py (commands); this module
 imports no asyncio, so a headless command that uses it starts fast."""
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The layering rules: the core never imports Textual; headless commands load neither Textual nor
 torch; the trainer imports nothing from runai_tui; faces never spawn processes themselves; only
-backend.py knows the local cluster's package; asyncio spawns happen only in the core's runner."""
+runai/backend.py knows the local cluster's package; asyncio spawns happen only in the core's
+runner; the `runai` plumbing (runai_tui/runai/) and the operator's knowledge
+(runai_tui/knowledge/) never import each other."""
 
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
         "    assert main(['profiles', 'validate']) == 0\n"
         "    assert main(['--backend', 'local', 'list', '--json']) == 0\n"
         "    assert main(['diagnose', '--log', 'tests/core/diagnose_logs/ib-ok.log']) == 0\n"
-        "import runai_tui.client, runai_tui.backend, runai_tui.local.cli\n"
+        "import runai_tui.runai.client, runai_tui.runai.backend, runai_tui.local.cli\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich'))\n"
         "print(bad)\n"
     )
@@ -82,7 +84,7 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
 def test_only_backend_selection_knows_the_local_cluster_package() -> None:
     # The core talks to runai-local through its command line; only backend.py locates it.
     local = REPO / "runai_tui" / "local"
-    allowed = {REPO / "runai_tui" / "backend.py"}
+    allowed = {REPO / "runai_tui" / "runai" / "backend.py"}
     offenders = [
         (str(p), m)
         for p in python_files(REPO / "runai_tui") + python_files(REPO / "trainer")
@@ -125,12 +127,27 @@ def asyncio_spawns(path: Path) -> list[str]:
 
 
 def test_asyncio_spawns_only_in_the_core_runner() -> None:
-    runner = REPO / "runai_tui" / "runner.py"
+    runner = REPO / "runai_tui" / "runai" / "runner.py"
     assert asyncio_spawns(runner)  # the rule checks something real
     offenders = [
         (str(p), name)
         for p in python_files(REPO / "runai_tui") + python_files(REPO / "trainer")
         if p != runner
         for name in asyncio_spawns(p)
+    ]
+    assert offenders == []
+
+
+def test_plumbing_and_knowledge_stay_apart() -> None:
+    # The plumbing runs `runai` and parses what it prints; the knowledge judges profiles, records
+    # and log lines. Either can change without the other: neither imports the other.
+    plumbing, knowledge = REPO / "runai_tui" / "runai", REPO / "runai_tui" / "knowledge"
+    assert python_files(plumbing) and python_files(knowledge)
+    offenders = [
+        (str(p), m)
+        for folder, other in ((plumbing, "runai_tui.knowledge"), (knowledge, "runai_tui.runai"))
+        for p in python_files(folder)
+        for m in imported_modules(p)
+        if m == other or m.startswith(other + ".")
     ]
     assert offenders == []

@@ -25,10 +25,10 @@ HEAVY = [
     "difflib",
     "shutil",
     "typing",  # annotations only: `TYPE_CHECKING = False` guards, namedtuples for records
-    "runai_tui.client",
-    "runai_tui.backend",
+    "runai_tui.runai.client",
+    "runai_tui.runai.backend",
     "runai_tui.models",
-    "runai_tui.parse",
+    "runai_tui.runai.parse",
     "textual",
     "rich",
     "torch",

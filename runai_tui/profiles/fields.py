@@ -1,10 +1,10 @@
 """THE profile field table: every field a profile may set, written once.
 
 Everything else is derived from these rows: the validation schema (schema.py), the `Profile`
-class (schema.py), the argv builder (runai_tui/command.py turns each row's `flag` and `emit`
+class (schema.py), the argv builder (runai_tui/runai/command.py turns each row's `flag` and `emit`
 into argv elements — the one place where a field becomes a command-line word), `runai-tui
 profiles fields`, the README field table (docs.py; a test keeps README.md current) and the CLI
-generation check (runai_tui/generations.py). The local cluster's own flag parser
+generation check (runai_tui/runai/generations.py). The local cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py.
 
 Row order is argv order: the builder emits flags in the order of this table.
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from runai_tui.generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
+from runai_tui.runai.generations import ALL, V2, V2_LATE_ONLY
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
 if TYPE_CHECKING:

@@ -15,15 +15,15 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
-from runai_tui.tui.health import HealthCache
-from runai_tui.tui.runner import InteractiveRunner
+from runai_tui.tui.health_view import HealthCache
+from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
-    from runai_tui.client import RunaiClient
     from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
+    from runai_tui.runai.client import RunaiClient
     from runai_tui.tui.launch import FirstList
 
 
@@ -163,7 +163,7 @@ class RunaiTuiApp(App[int]):
             except RunaiError as error:
                 self.report_error(error)
             else:
-                from runai_tui.parse import parse_version
+                from runai_tui.runai.parse import parse_version
 
                 label = dataclasses.replace(backend, version=parse_version(version)).label
                 self.set_header(backend=label)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from runai_tui.errors import UsageError
 
 if TYPE_CHECKING:
-    from runai_tui.client import RunaiClient
     from runai_tui.models import Job
+    from runai_tui.runai.client import RunaiClient
 
 
 class FirstList:
@@ -52,8 +52,8 @@ def run_tui(
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
     Bad choices raise before any screen is drawn; the CLI reports them like every other error."""
-    from runai_tui.backend import select_backend
-    from runai_tui.client import RunaiClient
+    from runai_tui.runai.backend import select_backend
+    from runai_tui.runai.client import RunaiClient
 
     if refresh < 0:
         raise UsageError(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runai_tui.backend import Backend
-from runai_tui.client import RunaiClient
+from runai_tui.runai.backend import Backend
+from runai_tui.runai.client import RunaiClient
 from tests.fakes import FakeRunai, fake_runai
 
 

@@ -1,4 +1,4 @@
-"""Profile checks (runai_tui/checks.py): every rule fires on what it is about and stays quiet
+"""Profile checks (runai_tui/knowledge/checks.py): every rule fires on what it is about and stays quiet
 otherwise, on profiles loaded the real way (YAML, extends, --set overrides)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.checks import RULES, Finding, exit_code, lint, quantity_bytes
+from runai_tui.knowledge.checks import RULES, Finding, exit_code, lint, quantity_bytes
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import runner
-from runai_tui.client import RunaiClient
+from runai_tui.runai import runner
+from runai_tui.runai.client import RunaiClient
 from tests.core.test_client import pid_alive, wait_gone
 from tests.fakes import FakeRunai, rule
 

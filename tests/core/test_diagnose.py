@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import diagnose
 from runai_tui.cli import main
-from runai_tui.diagnose import CODES, PodDiagnoser, combine, diagnose_files, render_text
+from runai_tui.knowledge import diagnose
+from runai_tui.knowledge.diagnose import CODES, PodDiagnoser, combine, diagnose_files, render_text
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 STALL_NOW = 1795000020.0 + 3600  # an hour after stalled.log's newest record
@@ -182,7 +182,7 @@ def test_readme_documents_every_code_with_its_evidence() -> None:
 
 BIG_LOG_SCRIPT = r"""
 import itertools, resource, sys
-from runai_tui.diagnose import PodDiagnoser, combine
+from runai_tui.knowledge.diagnose import PodDiagnoser, combine
 LINES = [
     "host:312:340 [0] NCCL INFO Channel 00/0 : 2[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
     '{"kind": "train", "step": 40, "epoch": 0, "loss": 1.3, "lr": 0.01, "data_time": 0.02, '

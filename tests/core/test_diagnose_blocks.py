@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import diagnose
-from runai_tui.diagnose import PodDiagnoser, combine, diagnose_files, read_log_file
+from runai_tui.knowledge import diagnose
+from runai_tui.knowledge.diagnose import PodDiagnoser, combine, diagnose_files, read_log_file
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 NOW = 1795000020.0 + 3600

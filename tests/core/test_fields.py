@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from runai_tui.command import build_submit_argv, field_argv
 from runai_tui.profiles import FIELDS, SCHEMA, Profile, ProfileStore, field_paths
 from runai_tui.profiles.docs import current_block, field_rows, markdown_table
+from runai_tui.runai.command import build_submit_argv, field_argv
 
 REPO = Path(__file__).resolve().parents[2]
 

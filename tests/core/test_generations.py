@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import generations as G
+from runai_tui.runai import generations as G
 from tests.fakes import fake_runai, rule
 
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from runai_tui.diagnose import diagnose_job
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.preflight import COMMAND, SCRIPT, preflight_job
+from runai_tui.knowledge.diagnose import diagnose_job
+from runai_tui.knowledge.preflight import COMMAND, SCRIPT, preflight_job
 from tests.fakes import rule
 
 DESCRIBE = json.dumps(

@@ -9,7 +9,7 @@ import pytest
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Phase
-from runai_tui.parse import (
+from runai_tui.runai.parse import (
     classify_failure,
     extract_json,
     first_meaningful_line,

@@ -1,4 +1,4 @@
-"""The distributed plan (runai_tui/plan.py) against numbers computed by hand, seed 003's worked
+"""The distributed plan (runai_tui/knowledge/plan.py) against numbers computed by hand, seed 003's worked
 examples among them, and the measured step time read back through a real client."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runai_tui.errors import UsageError
-from runai_tui.plan import (
+from runai_tui.knowledge.plan import (
     GRADIENT_BYTES_PER_PARAMETER,
     Plan,
     class_logits_parameters,

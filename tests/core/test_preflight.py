@@ -10,7 +10,15 @@ import sys
 
 import pytest
 
-from runai_tui.preflight import COMMAND, FAIL, PASS, SKIP, checklist, parse_facts, render_text
+from runai_tui.knowledge.preflight import (
+    COMMAND,
+    FAIL,
+    PASS,
+    SKIP,
+    checklist,
+    parse_facts,
+    render_text,
+)
 
 
 def probe(env: dict[str, str]) -> str:
@@ -135,7 +143,7 @@ def test_a_cut_probe_output_fails_and_nothing_passes_by_default() -> None:
 
 
 def test_text_output_keeps_pod_values_inert() -> None:
-    from runai_tui.preflight import Preflight
+    from runai_tui.knowledge.preflight import Preflight
 
     hostile = facts(**{**RDMA_POD, "env": "NCCL_X=\x1b[2J[red]x[/]"})
     text = render_text(Preflight([checklist("pod\x1b[1m", hostile)]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from runai_tui.progress import TrainingProgress, parse_metric_line
+from runai_tui.knowledge.progress import TrainingProgress, parse_metric_line
 from runai_tui.tui.text import literal
 
 

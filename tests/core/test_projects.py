@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.backend import Backend, find_local
 from runai_tui.cli import main
-from runai_tui.client import RunaiClient
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.parse import parse_project_list
+from runai_tui.runai.backend import Backend, find_local
+from runai_tui.runai.client import RunaiClient
+from runai_tui.runai.parse import parse_project_list
 from tests.fakes import FakeRunai, rule
 
 NOTICE = "A new version (v2.25.3) is available. Updating now...\n"
@@ -50,7 +50,7 @@ def test_parse_project_list_shapes(text: str, names: list[str]) -> None:
     ],
 )  # fmt: skip
 def test_with_project(argv: list[str], override: bool, expected: list[str]) -> None:
-    from runai_tui.client import with_project
+    from runai_tui.runai.client import with_project
 
     assert with_project(argv, "P", override=override) == expected
     assert with_project(argv, None, override=override) == argv

@@ -100,7 +100,7 @@ def test_every_documented_submit_flag_is_accepted() -> None:
 
 def test_builder_output_for_every_shipped_profile_parses_here(repo_root, tmp_path) -> None:
     """The argv builder and this parser are the two places that spell flags: they must agree."""
-    command = pytest.importorskip("runai_tui.command")
+    command = pytest.importorskip("runai_tui.runai.command")
     profiles = pytest.importorskip("runai_tui.profiles")
     store = profiles.ProfileStore([repo_root / "profiles"])
     names = store.names()
@@ -154,9 +154,9 @@ def test_version_whoami_and_help() -> None:
 def test_field_table_flags_and_generations_agree_with_this_parser() -> None:
     """Every flag the field table says the local cluster's generation has, this parser accepts,
     with the same choices; and runai-local's own `version` is read as that generation."""
-    from runai_tui import generations
     from runai_tui.profiles import FIELDS
     from runai_tui.profiles.validators import Invalid
+    from runai_tui.runai import generations
 
     assert generations.classify(run_local("version").out).generation == (generations.LOCAL_EMULATES)
     by_long = {f"--{flag.name}": flag for flag in F.SUBMIT_FLAGS}

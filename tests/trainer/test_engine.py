@@ -64,8 +64,8 @@ def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys
 def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> None:
     """The metrics contract: runai-tui's readers (the progress parser, the diagnosis) understand
     the lines a real run printed, so the trainer and the TUI can never drift apart."""
-    from runai_tui.diagnose import PodDiagnoser
-    from runai_tui.progress import TrainingProgress
+    from runai_tui.knowledge.diagnose import PodDiagnoser
+    from runai_tui.knowledge.progress import TrainingProgress
 
     progress = TrainingProgress()
     parsed = [line for line in lines if progress.feed(line)]
@@ -149,7 +149,7 @@ def test_resume_follows_the_command_lines_schedule(tmp_path, monkeypatch, capsys
 
 def test_a_diverging_run_is_diagnosed_as_nan_loss(tmp_path, monkeypatch, capsys):
     """The trainer's real non-finite-loss report is what runai-tui's diagnosis finds."""
-    from runai_tui.diagnose import PodDiagnoser, combine
+    from runai_tui.knowledge.diagnose import PodDiagnoser, combine
 
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)

@@ -1,4 +1,4 @@
-"""The plan's tables (runai_tui/plan.py) against the trainer they describe: the core cannot import
+"""The plan's tables (runai_tui/knowledge/plan.py) against the trainer they describe: the core cannot import
 the trainer (torch), so these tests fail when trainer/config.py or the real torchvision models
 change and the tables do not."""
 
@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from runai_tui import plan
+from runai_tui.knowledge import plan
 from runai_tui.profiles import Profile
 from trainer import model as trainer_model
 from trainer.config import OPTIMIZER_DEFAULTS, TrainConfig, build_parser

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from runai_tui.backend import select_backend
-from runai_tui.client import RunaiClient
 from runai_tui.errors import RunaiError
 from runai_tui.profiles import ProfileStore
+from runai_tui.runai.backend import select_backend
+from runai_tui.runai.client import RunaiClient
 
 # A pod that prints a greeting, a hostile line, five trainer metric lines, then idles.
 JOB_SCRIPT = r"""

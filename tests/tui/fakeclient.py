@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from runai_tui.backend import Backend
-from runai_tui.client import SubmitResult
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Event, Job, JobDetail, Phase, Pod
+from runai_tui.runai.backend import Backend
+from runai_tui.runai.client import SubmitResult
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 

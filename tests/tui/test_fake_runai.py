@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from runai_tui.backend import Backend
-from runai_tui.client import RunaiClient
+from runai_tui.runai.backend import Backend
+from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.widgets.header import StatusHeader
 from runai_tui.tui.widgets.job_table import JobTable

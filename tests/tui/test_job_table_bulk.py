@@ -9,9 +9,9 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from runai_tui.diagnose import Diagnosis
+from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Phase
-from runai_tui.tui.health import HealthCache
+from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, make_job
 from tests.tui.screen_text import screen_text

@@ -8,9 +8,9 @@ import json
 
 from textual.widgets import OptionList
 
-from runai_tui.backend import Backend
-from runai_tui.client import RunaiClient
 from runai_tui.profiles import ProfileStore
+from runai_tui.runai.backend import Backend
+from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.projects import ProjectsDialog
 from runai_tui.tui.screens.submit import SubmitScreen

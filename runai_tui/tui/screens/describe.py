@@ -16,8 +16,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from runai_tui.diagnose import diagnose_job
 from runai_tui.errors import RunaiError
+from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.models import Job, JobDetail, Pod
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal

@@ -19,7 +19,7 @@ from runai_tui.tui.widgets.job_table import JobTable
 MUTATING = {"shell", "delete", "new_job"}
 # Actions that need a selected job.
 NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight"}
-# The background diagnosis reads at most this many jobs per refresh (tui/health.py says which).
+# The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
 HEALTH_JOBS_PER_PASS = 3
 
 
@@ -145,8 +145,8 @@ class JobsScreen(AppScreen):
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
-        from runai_tui.diagnose import diagnose_job
-        from runai_tui.tui.health import BACKGROUND_TAIL
+        from runai_tui.knowledge.diagnose import diagnose_job
+        from runai_tui.tui.health_view import BACKGROUND_TAIL
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
         newest_first.reverse()

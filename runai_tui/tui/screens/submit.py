@@ -61,7 +61,9 @@ class SubmitScreen(AppScreen):
         self.argv: list[str] | None = None
         self.errors: dict[str, str] = {}
         self.submitting = False
-        self.cli = None  # the runai CLI generation (runai_tui.generations.CliVersion), once known
+        self.cli = (
+            None  # the runai CLI generation (runai_tui.runai.generations.CliVersion), once known
+        )
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -114,7 +116,7 @@ class SubmitScreen(AppScreen):
     @work(exclusive=True, group="detect-cli", exit_on_error=False)
     async def detect_cli(self) -> None:
         """Learn the runai CLI generation (cached per executable), then re-check the form."""
-        from runai_tui.generations import adetect
+        from runai_tui.runai.generations import adetect
 
         found = await adetect(self.tui.client)
         self.cli = found.cli
@@ -186,9 +188,9 @@ class SubmitScreen(AppScreen):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
-        from runai_tui.command import build_submit_argv, display_argv, with_project
-        from runai_tui.generations import check_profile
         from runai_tui.profiles import ProfileError, apply_overrides
+        from runai_tui.runai.command import build_submit_argv, display_argv, with_project
+        from runai_tui.runai.generations import check_profile
 
         if self.base is None:
             return False
@@ -264,7 +266,7 @@ class SubmitScreen(AppScreen):
         self.dismiss(None)
 
     def action_copy_command(self) -> None:
-        from runai_tui.command import display_argv
+        from runai_tui.runai.command import display_argv
 
         if self.argv is None:
             self.notify("Fix the errors first.", severity="warning")
@@ -286,7 +288,7 @@ class SubmitScreen(AppScreen):
 
     @work(exclusive=True, group="submit", exit_on_error=False)
     async def submit_job(self, argv: list[str]) -> None:
-        from runai_tui.generations import adetect
+        from runai_tui.runai.generations import adetect
 
         try:
             if self.cli is None:  # submitted before the generation was known: learn it first

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from runai_tui.diagnose import Diagnosis
-from runai_tui.tui.health import diagnosis_renderable
+from runai_tui.knowledge.diagnose import Diagnosis
+from runai_tui.tui.health_view import diagnosis_renderable
 from runai_tui.tui.text import literal
 
 

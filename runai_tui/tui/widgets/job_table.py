@@ -17,9 +17,9 @@ from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, Row, RowDoesNotExist, RowKey
 
-from runai_tui.diagnose import Diagnosis
+from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Job, Phase
-from runai_tui.tui.health import HealthCache, health_cell
+from runai_tui.tui.health_view import HealthCache, health_cell
 
 COLUMNS: list[tuple[str, str]] = [
     ("name", "NAME"),
@@ -28,7 +28,10 @@ COLUMNS: list[tuple[str, str]] = [
     ("gpus", "GPUS"),
     ("project", "PROJECT"),
     ("age", "AGE"),
-    ("health", "HEALTH"),  # from the diagnoses already made (tui/health.py), never fetched here
+    (
+        "health",
+        "HEALTH",
+    ),  # from the diagnoses already made (tui/health_view.py), never fetched here
 ]
 
 PHASE_STYLES: dict[Phase, str] = {

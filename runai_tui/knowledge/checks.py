@@ -13,12 +13,12 @@ from collections import namedtuple
 from collections.abc import Callable, Iterable
 
 from runai_tui.errors import UsageError
-from runai_tui.profiles import Profile
-from runai_tui.trainer_facts import (
+from runai_tui.knowledge.trainer_facts import (
     parse_trainer_args,
     trainer_args,
     trainer_args_problem,
 )
+from runai_tui.profiles import Profile
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
 if TYPE_CHECKING:

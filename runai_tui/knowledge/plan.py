@@ -7,7 +7,7 @@ model's parameter count and what one gradient all-reduce costs on the wire. Ever
 written once, below, as a small function; README "The plan" documents them.
 
 Core module: no Textual, no torch. The trainer's defaults and parameter counts it needs are kept
-in small tables in runai_tui/trainer_facts.py (re-exported here, with the reading of the
+in small tables in runai_tui/knowledge/trainer_facts.py (re-exported here, with the reading of the
 trainer's arguments); tests/trainer/test_plan_tables.py fails when they disagree with
 trainer/config.py or with the real torchvision models.
 """
@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
-from runai_tui.profiles import Profile
-from runai_tui.progress import TrainingProgress
-from runai_tui.trainer_facts import (
+from runai_tui.knowledge.progress import TrainingProgress
+from runai_tui.knowledge.trainer_facts import (
     DATASET_CLASSES,
     DATASET_SIZES,
     ENTRY_SCRIPT,
@@ -36,6 +35,7 @@ from runai_tui.trainer_facts import (
     trainer_args,
     trainer_args_problem,
 )
+from runai_tui.profiles import Profile
 
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256

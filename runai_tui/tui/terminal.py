@@ -29,7 +29,7 @@ class InteractiveRunner:
 
     def run(self, argv: list[str]) -> int:
         """Run `argv` on the terminal (the app is suspended meanwhile); return its exit code."""
-        from runai_tui.interactive import run_interactive
+        from runai_tui.runai.interactive import run_interactive
 
         with self.app.suspend():
             return run_interactive(argv)

@@ -23,8 +23,8 @@ from typing import Any, BinaryIO, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.forks import forked_map
+from runai_tui.knowledge.progress import parse_metric_line
 from runai_tui.models import JobDetail, Phase
-from runai_tui.progress import parse_metric_line
 from runai_tui.text import literal
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -256,7 +256,7 @@ _NEEDLES = (
 # pattern's alternatives are checked by hand; the examples by this assertion.)
 assert all(any(n in c.example.lower() for n in _NEEDLES) for c, _ in _LINE_CODES), "needles"
 _B_NEEDLES = tuple(n.encode() for n in _NEEDLES)
-RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.progress)
+RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.knowledge.progress)
 _B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
 REPLAY_KEPT = 1024  # lines that changed the transport / NCCL_IB_* settings kept for `extend`

@@ -1,6 +1,6 @@
 """Job health in the TUI: what was diagnosed (a cache the jobs table reads) and how findings,
 transports and preflight checklists are drawn. The knowledge itself is in the core
-(runai_tui/diagnose.py, runai_tui/preflight.py); every log or pod value goes through `literal`."""
+(runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from runai_tui.diagnose import ERROR, TRANSPORT_IB, TRANSPORT_SOCKET, WARNING, Diagnosis
+from runai_tui.knowledge.diagnose import ERROR, TRANSPORT_IB, TRANSPORT_SOCKET, WARNING, Diagnosis
+from runai_tui.knowledge.preflight import FAIL, PASS, Preflight
 from runai_tui.models import Job, Phase
-from runai_tui.preflight import FAIL, PASS, Preflight
 from runai_tui.tui.text import literal
 
 # The jobs screen's background pass: Failed jobs only (the ones whose logs explain something),

@@ -35,8 +35,8 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a
 if TYPE_CHECKING:  # the Protocols too: only annotations use them
     from typing import Any, Protocol
 
-    from runai_tui.backend import Backend
     from runai_tui.profiles import Profile
+    from runai_tui.runai.backend import Backend
 
     class _VersionClient(Protocol):
         backend: Backend

@@ -1,7 +1,7 @@
 """RunaiClient: runs `runai` (or `runai-local`) and turns its output into models or RunaiErrors.
 
 Every operation is written once, as a coroutine (`alist_jobs`, `adescribe`, …, `stream_logs`)
-over the core's runner (runai_tui/runner.py: argv lists, stdin from /dev/null, the child in its
+over the core's runner (runai_tui/runai/runner.py: argv lists, stdin from /dev/null, the child in its
 own process group, killed on timeout or cancel, always reaped). The TUI awaits them; the headless
 CLI calls their sync twins (`list_jobs`, `describe`, …, `logs`), which run the same coroutine on a
 private event loop.
@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from runai_tui import runner
-from runai_tui.backend import HINT_INSTALL_RUNAI, Backend
-from runai_tui.command import with_project
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
-from runai_tui.parse import (
+from runai_tui.runai import runner
+from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
+from runai_tui.runai.command import with_project
+from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
     parse_describe,
