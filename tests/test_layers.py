@@ -50,7 +50,7 @@ def test_trainer_imports_nothing_from_runai_tui() -> None:
 
 
 def test_faces_do_not_spawn_processes_themselves() -> None:
-    faces = [REPO / "runai_tui" / "cli.py", *python_files(REPO / "runai_tui" / "tui")]
+    faces = [*python_files(REPO / "runai_tui" / "cli"), *python_files(REPO / "runai_tui" / "tui")]
     offenders = [
         (str(p), m)
         for p in faces

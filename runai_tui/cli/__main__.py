@@ -1,0 +1,5 @@
+import sys
+
+from runai_tui.cli.entry import main
+
+sys.exit(main())

@@ -1,0 +1,60 @@
+"""What every headless command shares: settings resolved once, the client, JSON and tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from runai_tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from runai_tui.config import Settings
+    from runai_tui.runai.client import RunaiClient
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one `error:` line plus a hint, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, f"see: {self.prog} --help")
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    """The settings (flag > env > config.toml > default), resolved once per command."""
+    if getattr(args, "settings", None) is None:
+        from runai_tui.config import load_settings
+
+        args.settings = load_settings(
+            {"backend": args.backend, "project": args.project, "refresh": args.refresh}
+        )
+    return args.settings
+
+
+def client_for(args: argparse.Namespace) -> RunaiClient:
+    from runai_tui.runai.backend import select_backend
+    from runai_tui.runai.client import RunaiClient
+
+    settings = settings_for(args)
+    return RunaiClient(
+        select_backend(settings.backend.value),
+        project=settings.project.value,
+        timeout=args.timeout,
+    )
+
+
+def print_json(data: Any) -> None:
+    import json  # lazy: only the commands that print JSON pay for it
+
+    json.dump(data, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    head = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
+    return "\n".join([head, *lines])

@@ -1,0 +1,83 @@
+"""Health commands: `diagnose` and `preflight` (the knowledge: runai_tui/knowledge/)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runai_tui.cli.common import client_for, print_json
+from runai_tui.errors import RuntimeFailure, UsageError
+
+
+def add_parsers(sub: Any) -> None:
+    """`diagnose` and `preflight` (logic: runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py)."""
+    dg = sub.add_parser("diagnose", help="read every pod's log: NCCL transport, failures, fixes")
+    dg.add_argument("job", nargs="?", help="the job (or give --log FILE instead)")
+    dg.add_argument("--pod", help="only this pod")
+    dg.add_argument(
+        "--log",
+        dest="logs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="read a saved log instead (the pod is the file name without extension; repeatable)",
+    )
+    dg.add_argument("--json", action="store_true", help='{"pods": [...], "findings": [...]}')
+    pf = sub.add_parser("preflight", help="check a running job's pods: memlock, shm, GPUs, network")
+    pf.add_argument("job")
+    pf.add_argument("--pod", help="only this pod")
+    pf.add_argument("--json", action="store_true", help='{"pods": [{"pod", "items": [...]}]}')
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from runai_tui.knowledge import diagnose
+
+    if args.logs:
+        if args.job or args.pod:
+            raise UsageError(
+                "diagnose takes a JOB or --log FILE..., not both",
+                "runai-tui diagnose JOB [--pod POD], or runai-tui diagnose --log FILE",
+            )
+        paths = [Path(p) for p in args.logs]
+        for path in paths:
+            if not path.is_file():
+                raise UsageError(f"--log {path}: no such file", "give the path of a saved log")
+        try:
+            report = diagnose.diagnose_files(paths)
+        except OSError as exc:
+            raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
+    elif args.job:
+        import asyncio
+
+        report = asyncio.run(diagnose.diagnose_job(client_for(args), args.job, pod=args.pod))
+    else:
+        raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(diagnose.render_text(report))
+    return report.exit_code
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui.knowledge import preflight
+
+    client = client_for(args)
+    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod))
+    if not report.pods:
+        raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(preflight.render_text(report))
+    return report.exit_code
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "diagnose": cmd_diagnose,
+    "preflight": cmd_preflight,
+}
