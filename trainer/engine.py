@@ -17,11 +17,13 @@ from torch import nn
 
 from trainer.config import TrainConfig
 from trainer.data.transforms import to_model_input
-from trainer.distributed import DistContext, all_reduce_sum
+from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
 from trainer.metrics import MetricsLog
 
 LOSS_TERMS = ("classification", "bbox_regression")
+# What each train record's "ranks" object lists, one value per global rank.
+RANK_FIGURES = ("step_time", "data_time", "img_s")
 
 
 @dataclass
@@ -89,7 +91,8 @@ class Window:
     """Measurements between two metrics records."""
 
     steps: int = 0
-    images: int = 0
+    images: int = 0  # all ranks
+    local_images: int = 0  # this rank's
     data_time: float = 0.0
     input_bytes: float = 0.0
     started: float = field(default_factory=time.perf_counter)
@@ -199,6 +202,7 @@ def train_one_epoch(
 
         window.steps += 1
         window.images += len(images) * ctx.world_size
+        window.local_images += len(images)
         for name, value in zip(
             ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
         ):
@@ -245,6 +249,10 @@ def _log(
     meter: InputMeter | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
+    # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
+    # logs at the same step), so rank 0's record shows a slow rank by name.
+    mine = [elapsed / window.steps, window.data_time / window.steps, window.local_images / elapsed]
+    per_rank = all_gather_floats(ctx, mine)
     record = {
         "kind": "train",
         "step": progress.global_step,
@@ -261,6 +269,10 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    record["ranks"] = {
+        name: [round(row[i], 6 if i < 2 else 3) for row in per_rank]
+        for i, name in enumerate(RANK_FIGURES)
+    }
     if meter:
         # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
         # shard opens served from --cache-dir over the run so far (None without a cache).

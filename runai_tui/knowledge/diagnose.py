@@ -24,6 +24,8 @@ from typing import Any, BinaryIO, Protocol
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.forks import forked_map
 from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.knowledge.stragglers import FIX as STRAGGLER_FIX
+from runai_tui.knowledge.stragglers import stragglers_in_lines
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -221,6 +223,15 @@ CODES: dict[str, Code] = {
             "storage, or give the pod more CPU",
             '{"kind": "train", "step": 40, "epoch": 0, "loss": 1.1, "lr": 0.01, '
             '"images_per_sec": 12.0, "data_time": 0.61, "step_time": 1.02, "time": 1795000000.0}',
+        ),
+        Code(
+            "straggler",
+            WARNING,
+            "one rank is slower than the others (median step time at least 1.5x theirs), or "
+            "its data wait dominates its step: the whole job runs at its pace",
+            STRAGGLER_FIX,
+            "rank 1: median step 1.620 s against 0.980 s for the other ranks (1.65x); data wait "
+            "0.020 s a step (1% of its step), over the newest 20 records",
         ),
         Code(
             "stalled",
@@ -760,6 +771,10 @@ class PodDiagnoser:
         if rec.step_sum > 0 and rec.data_sum / rec.step_sum > DATA_STARVED_RATIO:
             assert rec.worst is not None
             found.append(make_finding("data-starved", self.pod, rec.worst[1], rec.worst[2]))
+        for s in stragglers_in_lines(self._records):
+            found.append(
+                replace(make_finding("straggler", self.pod, s.line, s.evidence), fix=s.fix)
+            )
         usual = rec.usual_interval()
         if running and not rec.finished and usual and rec.last_time is not None:
             now = time.time() if now is None else now
