@@ -7,6 +7,7 @@ The records must show that by rank, and the diagnosis must name rank 1 a straggl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import statistics
@@ -58,10 +59,8 @@ def throttle_rank_loader(launcher: int, rank: int, done: threading.Event) -> Non
 
 
 def with_signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +100,10 @@ def test_every_record_carries_every_ranks_figures(slow_loader_run: str) -> None:
     for line in slow_loader_run.splitlines():
         progress.feed(line)
     assert [f.rank for f in progress.ranks] == [0, 1]
-    assert progress.ranks[1].step == STEPS and progress.ranks[1].data_time == train[-1]["ranks"][
-        "data_time"
-    ][1]
+    assert (
+        progress.ranks[1].step == STEPS
+        and progress.ranks[1].data_time == train[-1]["ranks"]["data_time"][1]
+    )
     assert len(progress.curve) == STEPS and all(len(p.img_s) == 2 for p in progress.curve)
 
 
