@@ -10,11 +10,14 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli.common import client_for, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.text import literal
+
+if TYPE_CHECKING:
+    from runai_tui.models import Phase
 
 WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 
@@ -171,8 +174,20 @@ def cmd_wait(args: argparse.Namespace) -> int:
         )
     if args.interval <= 0:
         raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 2")
+
+    def waiting(phase: Phase) -> None:
+        print(f"waiting for job {literal(args.job)} ({phase.value}) to be {args.target}…",
+              file=sys.stderr, flush=True)  # fmt: skip
+
     result = asyncio.run(
-        wait_for(client_for(args), args.job, args.target, args.wait_timeout, args.interval)
+        wait_for(
+            client_for(args),
+            args.job,
+            args.target,
+            args.wait_timeout,
+            args.interval,
+            on_waiting=waiting,
+        )  # fmt: skip
     )
     if args.json:
         print_json(result.to_dict())

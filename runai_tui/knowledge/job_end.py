@@ -81,9 +81,11 @@ async def wait_for(
     timeout: float | None,
     interval: float,
     sleep: Callable[[float], Awaitable[Any]] | None = None,
+    on_waiting: Callable[[Phase], None] | None = None,
 ) -> WaitResult:
     """Poll describe every `interval` seconds until `target` is reached, the job fails or is
-    deleted, or `timeout` passes. An unknown job at the first look is bad input (UsageError)."""
+    deleted, or `timeout` passes. An unknown job at the first look is bad input (UsageError).
+    `on_waiting` hears the phase once, when the first look shows there is something to wait for."""
     if target not in TARGETS:
         raise UsageError(f"--for {target!r}: not one of {', '.join(TARGETS)}", "e.g. --for done")
     if sleep is None:
@@ -102,12 +104,14 @@ async def wait_for(
             if first:
                 raise UsageError(f"unknown job {name!r}", "see the jobs: runai-tui list") from None
             return WaitResult(name, target, "", "deleted", time.monotonic() - started)
-        first = False
         phase = detail.job.phase.value
         outcome = judge(target, detail.job.phase)
         waited = time.monotonic() - started
         if outcome is not None:
             return WaitResult(name, target, phase, outcome, waited)
+        if first and on_waiting is not None:
+            on_waiting(detail.job.phase)
+        first = False
         if timeout is not None and waited >= timeout:
             return WaitResult(name, target, phase, "timeout", waited)
         pause = interval if timeout is None else min(interval, max(timeout - waited, 0.0))
