@@ -35,9 +35,11 @@ async def test_every_pod_of_a_16_pod_job_everywhere(local_client, tmp_path: Path
     assert res.code == 0, res.err
     try:
         detail = wait_until(
-            lambda: (d := local_client.describe("big")).job.phase is Phase.RUNNING
-            and all(p.phase is Phase.RUNNING for p in d.pods)
-            and d,
+            lambda: (
+                (d := local_client.describe("big")).job.phase is Phase.RUNNING
+                and all(p.phase is Phase.RUNNING for p in d.pods)
+                and d
+            ),
             "all 16 pods running",
         )
         names = {p.name for p in detail.pods}
