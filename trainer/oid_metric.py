@@ -157,7 +157,7 @@ class ImageLabels:
     negative: list[np.ndarray]
 
 
-def _image_label_rows(path: str) -> Iterator[tuple[int, str, str, str]]:
+def image_label_rows(path: str) -> Iterator[tuple[int, str, str, str]]:
     """(line, ImageID, LabelName, Confidence text) of each row of an image-level labels CSV."""
     if not os.path.isfile(path):
         raise ConfigError(
@@ -190,7 +190,7 @@ def labelled_image_ids(path: str, mids: Sequence[str]) -> list[str]:
     """Images with an image-level label (present or absent) of one of ``mids``, in file order:
     the official pipeline evaluates them even when they have no box."""
     wanted = set(mids)
-    return list(dict.fromkeys(i for _, i, mid, _ in _image_label_rows(path) if mid in wanted))
+    return list(dict.fromkeys(i for _, i, mid, _ in image_label_rows(path) if mid in wanted))
 
 
 def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) -> ImageLabels:
@@ -202,7 +202,7 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
     label_of = {mid: k + 1 for k, mid in enumerate(mids)}
     positive: list[list[int]] = [[] for _ in image_ids]
     negative: list[list[int]] = [[] for _ in image_ids]
-    for line, image_id, mid, text in _image_label_rows(path):
+    for line, image_id, mid, text in image_label_rows(path):
         i = row_of.get(image_id)
         label = label_of.get(mid) if i is not None else None
         if i is None or label is None:
