@@ -23,7 +23,9 @@ WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 
 
 def add_parsers(sub: Any) -> None:
-    rk = sub.add_parser("ranks", help="every rank's step, images/s, data wait and record age")
+    rk = sub.add_parser(
+        "ranks", help="every rank's step, images/s, data wait, step and forward time, record age"
+    )
     rk.add_argument("job")
     rk.add_argument("--json", action="store_true", help='{"job", "pod", "ranks": [...]}')
     mt = sub.add_parser("metrics", help="every trainer record of every pod, with pod and rank")
@@ -100,12 +102,13 @@ def cmd_ranks(args: argparse.Namespace) -> int:
             _num(f.img_s, ".2f"),
             _num(f.data_time, ".3f"),
             _num(f.step_time, ".3f"),
+            _num(f.forward_time, ".3f"),
             _age(f.time, now),
         ]
         for f in progress.ranks
     ]
     print(f"job {literal(args.job)}, records from pod {literal(pod or '-')}")
-    print(table(rows, ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "AGE"]))
+    print(table(rows, ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "AGE"]))
     return 0
 
 

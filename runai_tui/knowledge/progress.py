@@ -18,13 +18,15 @@ STEP_TIME_HISTORY = 200
 # Train records kept for the curves (loss and every rank's images/s against step).
 CURVE_HISTORY = 2000
 # What a train record's "ranks" object lists, one value per global rank (trainer/engine.py).
-RANK_FIGURES = ("step_time", "data_time", "img_s")
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
 
 
 @dataclass(frozen=True)
 class RankFigures:
     """One rank's figures in one train record: seconds per step, seconds of data wait per
-    step, images/s of this rank alone; `step` and `time` (unix seconds) are the record's."""
+    step, images/s of this rank alone, seconds per step in the model's own forward pass (no
+    wait for other ranks in it; None from a trainer that did not write it); `step` and `time`
+    (unix seconds) are the record's."""
 
     rank: int
     step: int | None
@@ -32,6 +34,7 @@ class RankFigures:
     data_time: float | None
     img_s: float | None
     time: float | None
+    forward_time: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +43,7 @@ class RankFigures:
             "step_time": self.step_time,
             "data_time": self.data_time,
             "img_s": self.img_s,
+            "forward_time": self.forward_time,
             "time": self.time,
         }
 
@@ -73,6 +77,7 @@ def rank_figures(record: dict[str, Any]) -> list[RankFigures]:
             _float(values[1][rank], None),
             _float(values[2][rank], None),
             stamp,
+            _float(values[3][rank], None),
         )
         for rank in range(size)
     ]

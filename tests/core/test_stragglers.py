@@ -1,8 +1,9 @@
 """Stragglers, every rank's figures, metrics rows and the end of a job, in the core.
 
-The two logs are real 2-process DDP runs of the trainer (gloo, CPU): `straggler.log` with rank
-1's DataLoader worker held stopped most of the time (tests/trainer/test_rank_figures.py does it),
-`ranks-even.log` left alone.
+The logs are real 2-process DDP runs of the trainer (gloo, CPU), made as
+tests/trainer/test_rank_figures.py makes them: `straggler.log` with rank 1's DataLoader worker
+held stopped most of the time, `straggler-compute.log` with rank 1's process running a third of
+the time, `ranks-even.log` left alone.
 """
 
 from __future__ import annotations
@@ -46,20 +47,35 @@ def test_a_real_run_whose_rank_waits_for_data_names_that_rank() -> None:
     assert "WARNING straggler  straggler:" in text and "evidence: rank 1:" in text
 
 
+def test_a_real_run_whose_rank_computes_slower_names_that_rank() -> None:
+    report = diagnose.diagnose_files([LOGS / "straggler-compute.log"])
+    assert report.codes() == ["straggler"]
+    finding = report.findings[0]
+    assert finding.evidence.startswith("rank 1: median step ") and "; forward " in finding.evidence
+    assert "CPU throttling" in finding.fix and "NIC" in finding.fix
+    lines = (LOGS / "straggler-compute.log").read_text().splitlines()
+    [found] = stragglers_in_lines(enumerate(lines, 1))
+    assert (found.rank, found.slow, found.starved) == (1, True, False)
+    assert found.forward_time is not None and found.others_forward_time is not None
+    assert found.forward_time >= 1.5 * found.others_forward_time
+    assert found.step_time < 1.5 * found.others_step_time  # DDP keeps the wall steps equal
+
+
 def test_a_real_even_run_has_no_straggler() -> None:
     assert diagnose.diagnose_files([LOGS / "ranks-even.log"]).codes() == []
     lines = (LOGS / "ranks-even.log").read_text().splitlines()
     assert stragglers_in_lines(enumerate(lines, 1)) == []
 
 
-def slowed(records: list[tuple[int, dict]], rank: int, factor: float) -> list[tuple[int, dict]]:
-    """The real even run's records with one rank's step time multiplied (as when that rank's
-    node is throttled and the job does not synchronise every step)."""
+def slowed(
+    records: list[tuple[int, dict]], rank: int, factor: float, figure: str = "step_time"
+) -> list[tuple[int, dict]]:
+    """The real even run's records with one rank's figure multiplied: the thresholds' edges."""
     out = []
     for n, r in records:
         if r["kind"] == "train":
             r = json.loads(json.dumps(r))
-            r["ranks"]["step_time"][rank] *= factor
+            r["ranks"][figure][rank] *= factor
         out.append((n, r))
     return out
 
@@ -71,6 +87,9 @@ def test_the_step_time_rule_fires_at_one_and_a_half_times_the_others() -> None:
     assert [(s.rank, s.slow, s.starved) for s in found] == [(1, True, False)]
     assert found[0].step_time >= 1.5 * found[0].others_step_time
     assert "CPU throttling" in found[0].fix and "NIC" in found[0].fix
+    assert find_stragglers(slowed(even, 0, 1.4, "forward_time")) == []
+    found = find_stragglers(slowed(even, 0, 1.6, "forward_time"))
+    assert [(s.rank, s.slow, s.starved) for s in found] == [(0, True, False)]
 
 
 def test_only_the_newest_records_of_the_newest_world_size_count() -> None:

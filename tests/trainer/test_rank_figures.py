@@ -1,8 +1,10 @@
-"""Every rank's figures in rank 0's records, from a real 2-process DDP run (gloo, CPU).
+"""Every rank's figures in rank 0's records, from real 2-process DDP runs (gloo, CPU).
 
-Rank 1's DataLoader worker is held stopped most of the time (SIGSTOP/SIGCONT), as a slow volume
-would hold it: rank 1 then waits for its data while rank 0 waits for rank 1 in the collectives.
-The records must show that by rank, and the diagnosis must name rank 1 a straggler.
+In one run rank 1's DataLoader worker is held stopped most of the time (SIGSTOP/SIGCONT), as a
+slow volume would hold it: rank 1 then waits for its data while rank 0 waits for rank 1 in the
+collectives. In the other, rank 1's training process itself runs a third of the time, as on a
+CPU-throttled node: its forward pass takes three times as long. The records must show each by
+rank, and the diagnosis must name rank 1 a straggler, for the right reason.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.knowledge.stragglers import stragglers_in_lines
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = 8
+STEPS = 6
 RUN = [
     *[a for a in TINY if a != "--log-samples"], "--max-steps", str(STEPS), "--eval-every", "0",
     "--checkpoint-every", "0", "--workers", "1", "--prefetch-factor", "1",
@@ -58,30 +60,67 @@ def throttle_rank_loader(launcher: int, rank: int, done: threading.Event) -> Non
         done.wait(0.02)
 
 
+def throttle_rank(launcher: int, rank: int, done: threading.Event) -> None:
+    """Let `rank`'s training process run a third of the time until `done` (a CPU quota)."""
+    while not done.is_set():
+        trainers = [p for p in children_of(launcher) if rank_of(p) == rank]
+        for pid in trainers:
+            with_signal(pid, signal.SIGSTOP)
+        done.wait(0.1)
+        for pid in trainers:
+            with_signal(pid, signal.SIGCONT)
+        done.wait(0.05)
+
+
 def with_signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
 
 
-@pytest.fixture(scope="module")
-def slow_loader_run(tmp_path_factory) -> str:
-    out_dir = tmp_path_factory.mktemp("ranks")
+def run_throttled(out_dir: Path, throttle, args: list[str]) -> str:
+    """The run's output; `throttle` holds rank 1 back from the first record on (so the model
+    build and the rendezvous run at full speed)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "trainer", *RUN, "--output-dir", str(out_dir)]  # fmt: skip
+           "-m", "trainer", *args, "--output-dir", str(out_dir)]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=REPO, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, start_new_session=True,
     )  # fmt: skip
-    done = threading.Event()
-    thread = threading.Thread(target=throttle_rank_loader, args=(proc.pid, 1, done), daemon=True)
+    training, done = threading.Event(), threading.Event()
+
+    def hold_back() -> None:
+        training.wait()
+        throttle(proc.pid, 1, done)
+
+    thread = threading.Thread(target=hold_back, daemon=True)
     thread.start()
+    lines = []
     try:
-        out, _ = proc.communicate(timeout=300)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith('{"kind": "train"'):
+                training.set()
+        proc.wait(timeout=60)
     finally:
+        training.set()
         done.set()
         thread.join()
+    out = "".join(lines)
     assert proc.returncode == 0, out
     return out
+
+
+@pytest.fixture(scope="module")
+def slow_loader_run(tmp_path_factory) -> str:
+    return run_throttled(tmp_path_factory.mktemp("loader"), throttle_rank_loader, RUN)
+
+
+@pytest.fixture(scope="module")
+def slow_rank_run(tmp_path_factory) -> str:
+    args = [*RUN[: RUN.index("--max-steps")], "--max-steps", "6", "--eval-every", "0",
+            "--checkpoint-every", "0", "--workers", "0"]  # fmt: skip
+    return run_throttled(tmp_path_factory.mktemp("rank"), throttle_rank, args)
 
 
 def test_every_record_carries_every_ranks_figures(slow_loader_run: str) -> None:
@@ -89,10 +128,11 @@ def test_every_record_carries_every_ranks_figures(slow_loader_run: str) -> None:
     assert [r["step"] for r in train] == list(range(1, STEPS + 1))  # still one line a step
     for rec in train:
         ranks = rec["ranks"]
-        assert set(ranks) == {"step_time", "data_time", "img_s"}
+        assert set(ranks) == {"step_time", "data_time", "img_s", "forward_time"}
         assert all(len(v) == 2 for v in ranks.values())
-        assert all(v > 0 for v in ranks["step_time"] + ranks["img_s"])
-        assert all(0 <= d <= s for d, s in zip(ranks["data_time"], ranks["step_time"], strict=True))
+        assert all(v > 0 for v in ranks["step_time"] + ranks["img_s"] + ranks["forward_time"])
+        for k in (0, 1):
+            assert ranks["data_time"][k] + ranks["forward_time"][k] < ranks["step_time"][k]
     # The held loader shows on rank 1 only: it waits for data, rank 0 waits for rank 1.
     waits = [statistics.median(r["ranks"]["data_time"][k] for r in train[1:]) for k in (0, 1)]
     assert waits[1] > 5 * waits[0]
@@ -122,3 +162,19 @@ def test_the_diagnosis_names_the_rank_that_waits_for_data(slow_loader_run: str, 
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr  # a warning, no error
     assert "WARNING straggler  master:" in done.stdout and "evidence: rank 1:" in done.stdout
+
+
+def test_the_diagnosis_names_the_rank_that_computes_slower(slow_rank_run: str) -> None:
+    train = [r for r in stdout_records(slow_rank_run) if r["kind"] == "train"]
+    forward = [statistics.median(r["ranks"]["forward_time"][k] for r in train[1:]) for k in (0, 1)]
+    assert forward[1] > 1.5 * forward[0]  # rank 1 computes slower...
+    steps = [statistics.median(r["ranks"]["step_time"][k] for r in train[1:]) for k in (0, 1)]
+    assert abs(steps[1] - steps[0]) < 0.2 * steps[0]  # ...while DDP keeps the steps in step
+    found = stragglers_in_lines(enumerate(slow_rank_run.splitlines(), 1))
+    assert [(s.rank, s.slow, s.starved) for s in found] == [(1, True, False)]
+    finding = next(
+        f
+        for f in combine([PodDiagnoser("master").feed_all(slow_rank_run.splitlines())]).findings
+        if f.code == "straggler"
+    )
+    assert "; forward " in finding.evidence and "CPU throttling" in finding.fix

@@ -1,6 +1,6 @@
-"""RanksPanel: one row per rank (step, images/s, data wait, step time, age of the last record)
-from the master's records; CurvesPanel: loss and every rank's images/s against step, with a
-log scale to toggle."""
+"""RanksPanel: one row per rank (step, images/s, data wait, step time, forward time, age of the
+last record) from the master's records; CurvesPanel: loss and every rank's images/s against
+step, with a log scale to toggle."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
     if not progress.ranks:
         return Text("no per-rank figures yet (the trainer writes them every --log-every steps)")
     table = Table(show_edge=False)
-    for column in ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "AGE"):
+    for column in ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "FORWARD", "AGE"):
         table.add_column(column, justify="left" if column == "RANK" else "right")
     for f in progress.ranks:
         share = f.data_time / f.step_time if f.data_time is not None and f.step_time else 0.0
@@ -41,6 +41,7 @@ def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
             _num(f.img_s, ".2f"),
             Text(f"{_num(f.data_time, '.3f')} s", style="bold yellow" if share >= 0.5 else ""),
             f"{_num(f.step_time, '.3f')} s",
+            f"{_num(f.forward_time, '.3f')} s",
             record_age(f.time, now),
         )
     return table
