@@ -1,4 +1,4 @@
-"""What the per-rank figures in each train record cost: one all-gather of 3 floats per record.
+"""What the per-rank figures in each train record cost: one all-gather of 4 floats per record.
 
 Runs on 2 CPU processes over gloo (the local profile's shape): first the all-gather alone,
 timed over many calls, then the local profile's own trainer arguments for a few steps to read
@@ -37,7 +37,7 @@ times = []
 for _ in range(int(sys.argv[1])):
     dist.barrier()
     start = time.perf_counter()
-    all_gather_floats(ctx, [0.5, 0.01, 4.0])
+    all_gather_floats(ctx, [0.5, 0.01, 4.0, 0.2])
     times.append(time.perf_counter() - start)
 if ctx.rank == 0:
     print(json.dumps({"median": statistics.median(times), "p90": sorted(times)[len(times) * 9 // 10]}))
@@ -68,7 +68,7 @@ def main() -> None:
     steps = [r["step_time"] for r in train[1:]]  # the first step includes the loader's start
     step = statistics.median(steps)
     print(
-        f"all-gather of 3 floats, 2 gloo processes: median {gather['median'] * 1e3:.3f} ms, "
+        f"all-gather of 4 floats, 2 gloo processes: median {gather['median'] * 1e3:.3f} ms, "
         f"p90 {gather['p90'] * 1e3:.3f} ms over {args.calls} calls"
     )
     print(f"local profile step time: median {step:.3f} s over {len(steps)} steps")
