@@ -64,13 +64,28 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert table.selected_name == "job-051"
         assert name_column.content_width == cell_len("job-051")
 
-        # Most rows go at once (the table is rebuilt rather than emptied row by row).
-        kept = [make_job(f"job-{i:03d}") for i in range(45, 60)]
+
+async def test_most_rows_gone_at_once() -> None:
+    """Hundreds of rows gone in one refresh (the table is rebuilt rather than emptied row by
+    row): the rows left, their cells, the selection, the column widths and the view."""
+    app = TableApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(JobTable)
+        jobs = [make_job(f"job-{i:03d}", age_s=60 * i) for i in range(400)]
+        jobs.append(make_job("a-much-longer-job-name-than-the-others"))
+        table.update_jobs(jobs, NOW)
+        await pilot.pause()
+        table.select_name("job-351")
+        await pilot.pause()
+        kept = [make_job(f"job-{i:03d}", Phase.FAILED) for i in range(345, 360)]
         table.update_jobs(kept, NOW)
         await pilot.pause()
         assert table.visible_names() == [job.name for job in kept]
-        assert table.selected_name == "job-051"
-        assert str(table.get_cell("job-051", "status")) == "Running"
+        assert table.selected_name == "job-351"
+        assert str(table.get_cell("job-351", "status")) == "Failed"
+        name_column = table.columns[next(k for k in table.columns if k.value == "name")]
+        assert name_column.content_width == cell_len("job-351")
+        assert "job-351" in screen_text(app)
 
 
 async def test_a_changed_cell_alone_is_repainted() -> None:

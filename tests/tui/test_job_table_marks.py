@@ -124,3 +124,21 @@ async def test_gpu_util_column_appears_with_the_first_value_and_keeps_by_name() 
         await pilot.pause()
         assert str(table.get_cell("a", "gpu_util")) == ""
         assert "87%" not in screen_text(app)
+
+
+async def test_the_gpu_column_appearing_keeps_the_view_where_it_was() -> None:
+    client = FakeClient(jobs=[make_job(f"job-{i:02d}") for i in range(60)])
+    app = make_app(client)
+    async with app.run_test(size=(110, 20)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == 60)
+        table.select_name("job-45")
+        await pilot.pause()
+        await pilot.press("up", "up")
+        scrolled = table.scroll_y
+        assert scrolled > 0 and table.selected_name == "job-43"
+        table.set_gpu_util("job-43", "99%")
+        await pilot.pause()
+        assert table.scroll_y == scrolled
+        assert table.selected_name == "job-43"
+        assert "99%" in screen_text(app)

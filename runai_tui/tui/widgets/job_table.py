@@ -56,9 +56,10 @@ PHASE_STYLES: dict[Phase, str] = {
     Phase.TERMINATING: "magenta",
 }
 
-# Removing a row is linear in the table's rows (DataTable renumbers the rows below it): past
-# this many rows gone in one refresh, the table is rebuilt instead (one linear pass).
-REBUILD_AFTER_REMOVALS = 64
+# Removing a row is linear in the table's rows (DataTable renumbers the rows), and so is a
+# rebuild (clear, add every row, measure them): past about this many rows gone in one refresh,
+# whatever the table's size, rebuilding costs less (benchmarks/fig_job_table.py sizes).
+REBUILD_AFTER_REMOVALS = 150
 
 _AGE_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
@@ -421,8 +422,7 @@ class JobTable(DataTable[Cell]):
                 cells = shown.cells.pop(name)
                 self.add_row(*(cells[column] for column in shown.labels), key=name)
                 shown.add(name, cells)
-            # Where the view was, once DataTable has measured the rows; then the cursor in view.
-            self.call_after_refresh(self.scroll_to, y=scroll_y, animate=False)
+            self.scroll_to(y=scroll_y, animate=False, immediate=True)  # the view stays put
             if selected is None or not self.select_name(selected):
                 self.move_cursor(row=min(cursor_row, max(0, self.row_count - 1)), animate=False)
 
