@@ -178,10 +178,7 @@ class ShownRows:
 
     def widest_row(self, column: str) -> str | None:
         """A row holding the column's widest cell (None when there are no rows)."""
-        widest = max(
-            self.cells, key=lambda name: cell_width(self.cells[name][column]), default=None
-        )
-        return widest
+        return max(self.cells, key=lambda name: cell_width(self.cells[name][column]), default=None)
 
 
 class JobTable(DataTable[Cell]):
