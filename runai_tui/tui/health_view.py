@@ -1,6 +1,6 @@
 """Job health in the TUI: what was diagnosed (a cache the jobs table reads) and how findings,
 transports and preflight checklists are drawn. The knowledge itself is in the core
-(runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
+(runai_tui/knowledge/diagnose/, runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
 
 from __future__ import annotations
 
