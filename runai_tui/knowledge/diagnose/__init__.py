@@ -14,8 +14,21 @@ Core (no Textual, no Rich). One concern per module:
 - job.py        the async pass over a job's pods (diagnose_job)
 - render.py     the CLI's text report
 
-A new code: a row in codes.CODES; a line pattern is all a line code needs, a derived code adds
-a detector function (JobLogs -> findings) listed in report.DETECTORS.
+A new code:
+
+1. a row in codes.CODES: code, severity (findings.ERROR / WARNING / INFO), message, fix (a fix
+   text another check gives too comes from knowledge/fixes.py), example (a line of evidence);
+2. a code found in a single line: its `pattern` and `needles` in that row, and that is all (the
+   line screen takes its needles from the table);
+   a code found from the whole job (several pods, the trainer's records, the job's state): a
+   detector, `def NAME(job: JobLogs) -> Iterable[Finding]` in its own module here, which reads
+   `job.pods` (PodDiagnoser: .records(), .record_lines(), .transport, .counts, .lines),
+   `job.running`, `job.now`, `job.detail` (JobDetail; None for saved logs) and returns
+   `make_finding(code, pod, line, evidence)`s; then one line in report.DETECTORS;
+3. tests: a fixture log in tests/core/diagnose_logs/ with its EXPECTED codes in
+   tests/core/test_diagnose.py (a code that needs a live job joins `stalled` in the set of
+   codes without a fixture), and the code's row in the README's codes table (a test checks
+   `| code | severity | message | example |`).
 """
 
 from runai_tui.knowledge.diagnose.codes import CODES, EVIDENCE_MAX, Code, cut, make_finding
