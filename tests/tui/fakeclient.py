@@ -99,15 +99,26 @@ class FakeClient:
         return ["team-a", "team-b"]
 
     async def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+        self,
+        name: str,
+        pod: str | None = None,
+        follow: bool = True,
+        tail: int | None = None,
+        since: str | None = None,
+        previous: bool = False,
     ) -> AsyncIterator[str]:
         self.calls.append(("logs", name, pod, follow))
         if self.log_failures > 0:
             self.log_failures -= 1
             raise RunaiError(ErrorKind.OTHER, f"pod {pod} has not started yet", "wait for it")
         key = pod or f"{name}-master-0"
-        for line in self.logs.get(key, []):
+        if previous:
+            key += ".previous"
+        lines = self.logs.get(key, [])
+        for line in lines[-tail:] if tail else [] if tail == 0 else lines:
             yield line
+        if previous:
+            return
         if follow:
             queue = self.queues.setdefault(key, asyncio.Queue())
             while True:
