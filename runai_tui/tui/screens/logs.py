@@ -38,12 +38,12 @@ class LogsScreen(AppScreen):
         Binding("n", "next_match", "Next match"),
         Binding("N", "previous_match", "Previous match"),
         Binding("o", "next_pod", "Next pod"),
-        Binding("a", "all_pods", "All pods"),
-        Binding("p", "previous", "Previous container"),
-        Binding("t", "tail", "Tail N"),
         Binding("r", "reconnect", "Reconnect"),
         Binding("ctrl+s", "save", "Save"),
         Binding("s", "shell", "Shell"),
+        Binding("a", "all_pods", "All pods"),
+        Binding("p", "previous", "Previous container"),
+        Binding("t", "tail", "Tail N"),
     ]
 
     def __init__(self, job: Job, pod: str | None = None, max_lines: int = DEFAULT_MAX_LINES):
