@@ -85,8 +85,21 @@ class FakeClient:
 
     async def adelete(self, name: str) -> str:
         self.calls.append(("delete", name))
+        self.job(name)  # an unknown job fails as the CLI does
         self.jobs = [job for job in self.jobs if job.name != name]
         return f"deleted {name}"
+
+    async def _set_phase(self, verb: str, name: str, phase: Phase) -> str:
+        self.calls.append((verb, name))
+        job = self.job(name)
+        self.jobs = [make_job(name, phase) if j is job else j for j in self.jobs]
+        return ""
+
+    async def asuspend(self, name: str) -> str:
+        return await self._set_phase("suspend", name, Phase.STOPPED)
+
+    async def aresume(self, name: str) -> str:
+        return await self._set_phase("resume", name, Phase.RUNNING)
 
     async def awhoami(self) -> str:
         return "alice"
