@@ -184,3 +184,20 @@ def test_suspend_and_resume_many_jobs(tmp_path: Path) -> None:
         wait_phase(name, "Running")
     for jobdir in state.iter_job_dirs():
         state.kill_job_processes(jobdir, 1.0)
+
+
+def test_restarts_stop_at_the_backoff_limit() -> None:
+    submit(
+        "doomed",
+        "--workers", "0",
+        "--restart-policy", "OnFailure",
+        "--backoff-limit", "1",
+        command=["sh", "-c", "echo attempt; exit 7"],
+    )  # fmt: skip
+    doc = wait_phase("doomed", "Failed")
+    [pod] = doc["pods"]
+    assert pod["restartCount"] == 1 and pod["exitCode"] == 7
+    backoffs = [e for e in doc["events"] if e["reason"] == "BackOff"]
+    assert len(backoffs) == 1 and "exited with code 7" in backoffs[0]["message"]
+    assert tui("logs", "doomed", "--previous").stdout == "attempt\n"
+    assert tui("logs", "doomed").stdout == "attempt\n"
