@@ -72,6 +72,7 @@ class JobsScreen(AppScreen):
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False
         self.table.health = self.tui.health
+        self.table.marking = not self.tui.readonly  # marks only feed the bulk verbs
         self.table.focus()
         self.refresh_jobs()
 
