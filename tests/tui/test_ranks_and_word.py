@@ -14,6 +14,7 @@ from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.job_end_word import ring_sequence
+from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
@@ -79,6 +80,21 @@ async def test_ranks_panel_rows_come_from_the_real_run() -> None:
         assert curves.log_scale and curves.border_subtitle == "y: log"
         await pilot.press("y")
         assert not curves.log_scale
+
+
+async def test_the_health_panel_names_the_straggler_rank() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.screen.query_one(JobTable).row_count == 1)
+        await pilot.press("d")
+        panel = pilot.app.screen.query_one(HealthPanel)
+        await wait_for(pilot, lambda: panel.diagnosis is not None, "the diagnosis")
+        assert panel.diagnosis is not None
+        [finding] = [f for f in panel.diagnosis.findings if f.code == "straggler"]
+        assert finding.pod == "ddp-run-master-0" and finding.evidence.startswith("rank 1: ")
+        await pilot.press("escape")  # the jobs table's HEALTH column marks it too
+        table = pilot.app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: "straggler" in str(table.get_cell("ddp-run", "health")))
 
 
 async def test_a_job_that_ends_is_announced_on_any_screen() -> None:
