@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.trainer_facts import (
@@ -20,11 +21,7 @@ from runai_tui.knowledge.trainer_facts import (
 )
 from runai_tui.profiles import Profile
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Severity = Literal["error", "warning", "info"]
+Severity = Literal["error", "warning", "info"]
 
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 

@@ -25,7 +25,6 @@ from runai_tui.profiles.fields import BY_NAME, FIELDS, RESTART, Field, SubField
 from runai_tui.profiles.overrides import apply_overrides
 from runai_tui.profiles.schema import (
     FIELD_NAMES,
-    PROFILE_DEFAULTS,
     SCHEMA,
     FieldSpec,
     GroupSpec,
@@ -64,7 +63,6 @@ __all__ = [
     "FIELDS",
     "FIELD_NAMES",
     "MAX_PROFILE_BYTES",
-    "PROFILE_DEFAULTS",
     "PROFILE_NAME",
     "PROJECT_ROOT",
     "QUALIFIED_KEY",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 from runai_tui.profiles.document import merge
@@ -19,10 +21,6 @@ from runai_tui.profiles.schema import (
     make_profile,
     validate_data,
 )
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def apply_sets(
