@@ -87,7 +87,7 @@ FIELD_NAMES = sorted(SCHEMA)
 
 def field_paths() -> list[str]:
     """Every name `--set` accepts (groups as `cpu.request`; free mappings as `env.NAME`)."""
-    out = []
+    out: list[str] = []
     for row in FIELDS:
         if row.kind == "group":
             out.extend(f"{row.name}.{sub.name}" for sub in row.sub)

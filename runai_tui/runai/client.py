@@ -13,7 +13,14 @@ import collections
 import contextlib
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Generator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -251,7 +258,7 @@ class RunaiClient:
         for _page in range(MAX_PAGES):
             done = await self._run(self.list_args(token))
             page, token = self._parse_or_classify(
-                done, lambda d=done: parse_list_page(d.stdout or d.stderr)
+                done, functools.partial(parse_list_page, done.stdout or done.stderr)
             )
             jobs.extend(page)
             if not token or token in seen:
@@ -313,7 +320,7 @@ class RunaiClient:
 
     async def stream_logs(
         self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Async generator of log lines as they arrive (no trailing newline). Cancelling the
         consumer or closing the generator (`aclose()`, `contextlib.aclosing`) kills the `logs`
         process group and reaps it. At the end, a failed `logs` raises RunaiError. No timeout:
@@ -359,7 +366,7 @@ class RunaiClient:
 
     def logs(
         self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """Blocking twin of `stream_logs` (default: no --follow). Closing the iterator kills
         `logs`."""
         return runner.iterate_sync(self.stream_logs(name, pod, follow, tail))

@@ -37,7 +37,7 @@ class ScreenActions(Provider):
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         screen = self.screen
-        commands = []
+        commands: list[tuple[str, str, Callable[[], Any]]] = []
         for binding in getattr(screen, "BINDINGS", []):
             if not isinstance(binding, Binding) or not binding.description:
                 continue
