@@ -30,7 +30,7 @@ import csv
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class ClassHierarchy:
 
     ancestors: list[np.ndarray]  # index label; [0] is unused
     descendants: list[np.ndarray]
+    # Flattened (offsets, values) copies, so expanding N labels is a few numpy calls.
+    _up: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+    _down: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
 
     @classmethod
     def flat(cls, num_classes: int) -> ClassHierarchy:
@@ -56,7 +59,6 @@ class ClassHierarchy:
         return cls(own, own)
 
     def __post_init__(self) -> None:
-        # Flattened (offsets, values) copies, so expanding N labels is a few numpy calls.
         object.__setattr__(self, "_up", _flatten(self.ancestors))
         object.__setattr__(self, "_down", _flatten(self.descendants))
 
@@ -178,7 +180,9 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
                     "ImageID,Source,LabelName,Confidence"
                 )
             i = row_of.get(row[c_id])
-            label = label_of.get(row[c_label]) if i is not None else None
+            if i is None:
+                continue
+            label = label_of.get(row[c_label])
             if label is None:
                 continue
             try:
