@@ -33,10 +33,6 @@ SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
 FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
-# Namedtuples, not dataclasses or typing.NamedTuples: `submit` runs these checks, and importing
-# `dataclasses` costs its start-up ~7 ms, `typing` ~2 ms (issue 12; see profiles/schema.py).
-
-
 class Finding(namedtuple("Finding", ["code", "severity", "field", "message", "fix"])):
     """What lint reports: the rule's `code`, a `severity` ("error", "warning" or "info"), the
     profile `field`, the `message` and the `fix`."""
