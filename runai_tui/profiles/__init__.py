@@ -3,7 +3,7 @@ validated field by field, and saved atomically.
 
 - fields.py      THE field table: every field, its check, flag, CLI generations, help, example
 - validators.py  the value checks the table uses
-- schema.py      derived from the table: SCHEMA, validation, the `Profile` class, problems
+- schema.py      derived from the table: SCHEMA, validation, problems; the `Profile` dataclass
 - document.py    YAML with the line of every field; the `extends` merge
 - store.py       shipped + user profiles, `extends` resolution, validated atomic saves
 - overrides.py   `--set FIELD=VALUE`

@@ -1,11 +1,12 @@
 """THE profile field table: every field a profile may set, written once.
 
-Everything else is derived from these rows: the validation schema (schema.py), the `Profile`
-class (schema.py), the argv builder (runai_tui/runai/command.py turns each row's `flag` and `emit`
-into argv elements — the one place where a field becomes a command-line word), `runai-tui
-profiles fields`, the README field table (docs.py; a test keeps README.md current) and the CLI
-generation check (runai_tui/runai/generations.py). The local cluster's own flag parser
-(runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py.
+Everything else is derived from these rows: the validation schema (schema.py), the argv builder
+(runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
+where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
+(docs.py; a test keeps README.md current) and the CLI generation check
+(runai_tui/runai/generations.py). The local cluster's own flag parser
+(runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
+`Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
 Row order is argv order: the builder emits flags in the order of this table.
 Flag spellings and generations: docs/runai-cli.md §1.3 (v2.25), §1.4 (drift)
