@@ -3,7 +3,7 @@
 Importing Textual and the app takes about 0.3 s, and the first `runai training list` about as
 long again; one after the other they were most of the first paint. Here the list call starts
 in a thread before the app is imported (this module imports no Textual), and the jobs screen's
-first refresh takes its result (issue 12; measured by benchmarks/fig_tui_paint.py).
+first refresh takes its result (first paint measured by benchmarks/fig_tui_paint.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Small CLI defects seen in issue 11, driven in-process over the fake `runai`."""
+"""Small CLI defects seen on a real cluster, driven in-process over the fake `runai`."""
 
 from __future__ import annotations
 

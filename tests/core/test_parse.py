@@ -338,7 +338,7 @@ def test_classify_misleading_phrases_are_other(text: str, names: list[str]) -> N
 
 
 def test_classify_a_missing_pvc_on_submit_is_not_a_login_hint() -> None:
-    # What issue 11 saw: `runai training pytorch submit` failing on a missing PVC.
+    # Seen on a real cluster: `runai training pytorch submit` failing on a missing PVC.
     out = NOTICE_BEFORE + "Error: PVC project-001 not found in project team-a\n"
     error = classify_failure(out, 1, command="runai training pytorch submit")
     assert error is not None and error.kind is ErrorKind.OTHER

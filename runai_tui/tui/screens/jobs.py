@@ -144,7 +144,7 @@ class JobsScreen(AppScreen):
         if not self._diagnosing and self.tui.health.next_to_diagnose(jobs) is not None:
             self._diagnosing = True
             # After the rows are painted: its `runai` calls would share the CPU with the paint
-            # (issue 12, benchmarks/fig_tui_paint.py).
+            # and delay the first paint (benchmarks/fig_tui_paint.py).
             self.call_after_refresh(self._diagnose_in_background, jobs)
 
     @work(group="jobs-health", exit_on_error=False)

@@ -37,7 +37,7 @@ def pod_colour(pod: str) -> str:
 
 def display_width(line: str) -> int:
     """Cells `line` takes on screen once made literal."""
-    # Fast path for most log lines (issue 12: ingest at least as fast as Textual's Log):
+    # Fast path for most log lines (log ingest at least as fast as Textual's Log):
     # printable ASCII is shown as is, one cell per character.
     if line.isascii() and line.isprintable() and len(line) <= MAX_DISPLAY_CHARS:
         return len(line)
