@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer.config import TrainConfig
+from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
@@ -113,17 +114,6 @@ class StopRequest:
     def _handle(self, signum: int, _frame: object) -> None:
         self.requested = True
         self.signal_name = signal.Signals(signum).name
-
-
-@dataclass
-class InputMeter:
-    """Shard input counters: ``take()`` gives this rank's [sample bytes read, shard cache hits,
-    shard opens] since its previous call; the sums over ranks accumulate here for the records."""
-
-    take: Callable[[], list[float]]
-    cached: bool
-    hits: float = 0.0
-    opens: float = 0.0
 
 
 @dataclass

@@ -22,8 +22,18 @@ from trainer.data.sampler import DistributedGroupedBatchSampler, aspect_ratio_gr
 from trainer.data.shards import Manifest, load_manifest
 from trainer.data.stream import ShardEvalDataset, ShardFeed, ShardStream
 from trainer.distributed import DistContext
-from trainer.engine import InputMeter
 from trainer.errors import ConfigError
+
+
+@dataclass
+class InputMeter:
+    """Shard input counters: ``take()`` gives this rank's [sample bytes read, shard cache hits,
+    shard opens] since its previous call; the sums over ranks accumulate here for the records."""
+
+    take: Callable[[], list[float]]
+    cached: bool
+    hits: float = 0.0
+    opens: float = 0.0
 
 
 class FileFeed:
