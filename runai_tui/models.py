@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -152,3 +152,46 @@ def _flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(data, bool):
         return [(prefix, "yes" if data else "no")]
     return [(prefix, str(data))]
+
+
+def master_pod(pods: list[Pod]) -> Pod | None:
+    """The pod whose log carries the trainer's records (rank 0): the master, else the first."""
+    for pod in pods:
+        if pod.role == "master" or pod.name.endswith("-master-0"):
+            return pod
+    return pods[0] if pods else None
+
+
+# How a job's figures read in a list (the CLI's `list` table and the TUI's jobs table).
+
+_AGE_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def age_seconds(created: datetime, now: datetime) -> int:
+    """Whole seconds from `created` to `now`, never negative (a naive `created` is UTC)."""
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    return max(0, int((now - created).total_seconds()))
+
+
+def format_age(created: datetime | None, now: datetime) -> str:
+    """k9s-style age: 42s, 7m, 3h, 5d."""
+    if created is None:
+        return "-"
+    seconds = age_seconds(created, now)
+    for unit, size in _AGE_UNITS:
+        if seconds >= size or size == 1:
+            return f"{seconds // size}{unit}"
+    raise AssertionError("unreachable: the last unit is one second")
+
+
+def format_pods(job: Job) -> str:
+    running = "-" if job.running_pods is None else str(job.running_pods)
+    requested = "-" if job.requested_pods is None else str(job.requested_pods)
+    return f"{running}/{requested}"
+
+
+def format_gpus(job: Job) -> str:
+    if job.gpus is None:
+        return "-"
+    return f"{job.gpus:g}"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from runai_tui import __version__, paths
 from runai_tui.cli.common import client_for, print_json, settings_for, table
 from runai_tui.errors import RunaiError, UsageError
+from runai_tui.models import format_gpus, format_pods
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -65,9 +66,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             j.name,
             j.status,
             j.project or "-",
-            f"{j.running_pods if j.running_pods is not None else '-'}/"
-            f"{j.requested_pods if j.requested_pods is not None else '-'}",
-            f"{j.gpus:g}" if j.gpus is not None else "-",
+            format_pods(j),
+            format_gpus(j),
         ]
         for j in jobs
     ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runai_tui.knowledge.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
-from runai_tui.models import JobDetail, Pod
+from runai_tui.models import JobDetail, master_pod
 
 # Columns every metrics row starts with; the records' own keys follow in order of appearance.
 LEAD_COLUMNS = ("pod", "rank", "kind", "step", "epoch", "time")
@@ -25,14 +25,6 @@ class RecordSource(Protocol):
     def stream_logs(
         self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
     ) -> AsyncIterator[str]: ...
-
-
-def master_pod(pods: list[Pod]) -> Pod | None:
-    """The pod whose log carries the trainer's records (rank 0): the master, else the first."""
-    for pod in pods:
-        if pod.role == "master" or pod.name.endswith("-master-0"):
-            return pod
-    return pods[0] if pods else None
 
 
 @dataclass

@@ -18,25 +18,17 @@ from textual.worker import get_current_worker
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
-from runai_tui.models import Job, JobDetail, Pod
+from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
+from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.health import HealthPanel
-from runai_tui.tui.widgets.job_table import format_age, format_pods, status_text
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
-
-
-def master_pod(pods: list[Pod]) -> Pod | None:
-    """The pod whose log carries the trainer's metrics: the master, else the first pod."""
-    for pod in pods:
-        if pod.role == "master" or pod.name.endswith("-master-0"):
-            return pod
-    return pods[0] if pods else None
 
 
 def summary_renderable(detail: JobDetail, now_text: str) -> Group:

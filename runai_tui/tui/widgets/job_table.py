@@ -16,8 +16,9 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from runai_tui.knowledge.diagnose import Diagnosis
-from runai_tui.models import Job, Phase
+from runai_tui.models import Job, format_age, format_gpus, format_pods
 from runai_tui.tui.health_view import HealthCache, health_cell
+from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.text import literal
 
 Cell = str | Text
@@ -39,63 +40,10 @@ GPU_UTIL_COLUMN = ("gpu_util", "GPU UTIL")
 MARK = "✓ "  # before the name of a marked row
 MARK_STYLE = "bold magenta"
 
-PHASE_STYLES: dict[Phase, str] = {
-    Phase.RUNNING: "bold green",
-    Phase.COMPLETED: "cyan",
-    Phase.FAILED: "bold red",
-    Phase.DEGRADED: "bold dark_orange",
-    Phase.PENDING: "yellow",
-    Phase.CREATING: "yellow",
-    Phase.INITIALIZING: "yellow",
-    Phase.RESUMING: "yellow",
-    Phase.UPDATING: "yellow",
-    Phase.STOPPED: "grey50",
-    Phase.STOPPING: "grey50",
-    Phase.SUSPENDING: "grey50",
-    Phase.DELETING: "magenta",
-    Phase.TERMINATING: "magenta",
-}
-
 # Removing a row is linear in the table's rows (DataTable renumbers the rows), and so is a
 # rebuild (clear, add every row, measure them): past about this many rows gone in one refresh,
 # whatever the table's size, rebuilding costs less (benchmarks/fig_job_table.py sizes).
 REBUILD_AFTER_REMOVALS = 150
-
-_AGE_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-
-
-def age_seconds(created: datetime, now: datetime) -> int:
-    """Whole seconds from `created` to `now`, never negative (a naive `created` is UTC)."""
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.utc)
-    return max(0, int((now - created).total_seconds()))
-
-
-def format_age(created: datetime | None, now: datetime) -> str:
-    """k9s-style age: 42s, 7m, 3h, 5d."""
-    if created is None:
-        return "-"
-    seconds = age_seconds(created, now)
-    for unit, size in _AGE_UNITS:
-        if seconds >= size or size == 1:
-            return f"{seconds // size}{unit}"
-    raise AssertionError("unreachable: the last unit is one second")
-
-
-def format_pods(job: Job) -> str:
-    running = "-" if job.running_pods is None else str(job.running_pods)
-    requested = "-" if job.requested_pods is None else str(job.requested_pods)
-    return f"{running}/{requested}"
-
-
-def format_gpus(job: Job) -> str:
-    if job.gpus is None:
-        return "-"
-    return f"{job.gpus:g}"
-
-
-def status_text(phase: Phase) -> Text:
-    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
 
 
 def data_text(value: str, style: str = "") -> Text:

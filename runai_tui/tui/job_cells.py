@@ -1,0 +1,29 @@
+"""Cells a job is drawn with, shared by the jobs table and the describe screen: the phase in
+its colour."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from runai_tui.models import Phase
+
+PHASE_STYLES: dict[Phase, str] = {
+    Phase.RUNNING: "bold green",
+    Phase.COMPLETED: "cyan",
+    Phase.FAILED: "bold red",
+    Phase.DEGRADED: "bold dark_orange",
+    Phase.PENDING: "yellow",
+    Phase.CREATING: "yellow",
+    Phase.INITIALIZING: "yellow",
+    Phase.RESUMING: "yellow",
+    Phase.UPDATING: "yellow",
+    Phase.STOPPED: "grey50",
+    Phase.STOPPING: "grey50",
+    Phase.SUSPENDING: "grey50",
+    Phase.DELETING: "magenta",
+    Phase.TERMINATING: "magenta",
+}
+
+
+def status_text(phase: Phase) -> Text:
+    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
