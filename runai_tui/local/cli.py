@@ -342,6 +342,8 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     if not command:
         command = ["bash"] if shutil.which("bash") else ["sh"]
     env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
+    # A pod here is a process group, not a cgroup: probes read its processes in /proc.
+    env["RUNAI_LOCAL_POD_PGID"] = str(_pod_status(view, pod["name"]).get("pid") or "")
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]
     try:
