@@ -11,7 +11,7 @@ TTY, time-bounded), like preflight's. It prints one `@@rs KEY VALUE` line per fa
   `gpu_tool none` when the pod has no nvidia-smi (not an error).
 
 The local cluster runs a pod as a process group, not a cgroup. Its exec exports
-`RUNAI_LOCAL_POD_PGID`; the probe then prints the /proc/PID/stat lines of that group instead of
+`RUNAI_LOCAL_POD_PGID` (and `RUNAI_LOCAL_MEMORY_LIMIT`, the job's limit in bytes, if any); the probe then prints the /proc/PID/stat lines of that group instead of
 cgroup files, so the client's path (one exec per pod) and this parser stay the only ones.
 `parse_probe` turns the output into a `PodResources`; `top_job` runs the probe in every running
 pod; `render_text` is the CLI's table.
@@ -59,6 +59,7 @@ if [ -n "${RUNAI_LOCAL_POD_PGID:-}" ]; then
   p source "process-group $RUNAI_LOCAL_POD_PGID"
   p clk_tck "$(getconf CLK_TCK 2>/dev/null)"
   p page_size "$(getconf PAGESIZE 2>/dev/null)"
+  p mem_max "${RUNAI_LOCAL_MEMORY_LIMIT:-max}"
 elif [ -r $cg/memory.current ]; then
   p source cgroup-v2
   p mem_current "$(cat $cg/memory.current)"
@@ -285,7 +286,7 @@ def _parse_process_group(
     # A process that exits between the samples takes its ticks away; never report negative use.
     res.cpu_cores = max(last[0] - first[0], 0) / tck / elapsed
     res.memory_bytes = last[1] * page
-    res.memory_limit_bytes = None  # the local cluster sets no memory limit
+    res.memory_limit_bytes = _int(_one(facts, "mem_max"))  # the job's limit, if it has one
 
 
 class ExecSource(Protocol):

@@ -328,6 +328,21 @@ def _copy_new(path: Path, offset: int, out: Any) -> int:
     return offset + len(chunk)
 
 
+_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+          "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}  # fmt: skip
+
+
+def _quantity_bytes(value: Any) -> int | None:
+    """A Kubernetes memory quantity (`4G`, `512Mi`, `1000000`) in bytes; None if unset/unknown."""
+    text = str(value or "").strip()
+    number = text.rstrip("KMGTkmgtiIB")
+    unit = text[len(number) :].lower().removesuffix("b")
+    try:
+        return int(float(number) * _UNITS[unit]) if number else None
+    except (KeyError, ValueError):
+        return None
+
+
 def cmd_exec(p: Parsed, argv: list[str]) -> int:
     name = _one_name(p)
     jobdir = jobs.find(name, p["project"])
@@ -344,6 +359,9 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
     # A pod here is a process group, not a cgroup: probes read its processes in /proc.
     env["RUNAI_LOCAL_POD_PGID"] = str(_pod_status(view, pod["name"]).get("pid") or "")
+    limit = _quantity_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
+    if limit:  # reported against, not enforced, here
+        env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]
     try:
