@@ -23,6 +23,7 @@ from typing import Any, BinaryIO, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.forks import forked_map
+from runai_tui.knowledge.pending import why_pending
 from runai_tui.knowledge.progress import parse_metric_line
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
@@ -229,6 +230,13 @@ CODES: dict[str, Code] = {
             "look for the first error on every pod (nccl-timeout, rendezvous...), check the "
             "pods' transport; delete and resubmit to resume from the last checkpoint",
             '{"kind": "train", "step": 880, "epoch": 1, "loss": 0.7, "time": 1795000000.0}',
+        ),
+        Code(
+            "pending",
+            WARNING,
+            "the job waits: the cluster cannot schedule or start a pod (the evidence says why)",
+            "follow the fix given with the reason",
+            "FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
         ),
         Code(
             "log-unavailable",
@@ -1142,7 +1150,9 @@ async def diagnose_job(
 
     await asyncio.gather(*(read(d) for d in diagnosers))
     running = detail.job.phase is Phase.RUNNING
-    return combine(diagnosers, running=running, now=now, extra=unavailable)
+    waits = [Finding("pending", WARNING, r.pod, 0, cut(r.evidence), r.summary, r.fix)
+             for r in why_pending(detail)]  # fmt: skip
+    return combine(diagnosers, running=running, now=now, extra=[*waits, *unavailable])
 
 
 # -- text output -----------------------------------------------------------------------------

@@ -49,6 +49,11 @@ def cmd_submit(p: Parsed, argv: list[str]) -> int:
     config = load_config()
     spec, mounts = jobspec.build_spec(p, config, argv, Path.cwd())
     for mount in mounts:
+        if mount.claim in config.pvcs and not mount.local.is_dir():
+            # A claim mapped to a directory that is not there is an unbound PVC: the job waits.
+            print(f"Warning: PVC {mount.claim}: {mount.local} does not exist; the workload "
+                  "stays Pending until it does", file=sys.stderr)  # fmt: skip
+            continue
         try:
             pvc.prepare(mount)
         except OSError as exc:
