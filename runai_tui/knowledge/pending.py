@@ -135,10 +135,12 @@ def why_pending(detail: JobDetail) -> list[PendingReason]:
         texts.append((f"{event.reason}: {event.message}", "", event.time))
     if detail.job.raw.get("message"):
         texts.append((str(detail.job.raw["message"]), "", ""))
-    for text, pod, time in texts:
+    for text, pod_name, time in texts:
         rule = match(text)
         if rule is not None and rule.kind not in found:
-            found[rule.kind] = PendingReason(rule.kind, rule.summary, rule.fix, text, pod, time)
+            found[rule.kind] = PendingReason(
+                rule.kind, rule.summary, rule.fix, text, pod_name, time
+            )
     if not found:
         return [PendingReason("unknown", UNKNOWN_SUMMARY, UNKNOWN_FIX, _latest(detail))]
     return list(found.values())
