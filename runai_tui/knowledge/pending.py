@@ -142,11 +142,14 @@ def why_pending(detail: JobDetail) -> list[PendingReason]:
                 rule.kind, rule.summary, rule.fix, text, pod_name, time
             )
     if not found:
-        return [PendingReason("unknown", UNKNOWN_SUMMARY, UNKNOWN_FIX, _latest(detail))]
+        waiting_pod = next((p.name for p in detail.pods if p.phase is Phase.PENDING), "")
+        return [
+            PendingReason("unknown", UNKNOWN_SUMMARY, UNKNOWN_FIX, _latest(detail), waiting_pod)
+        ]
     return list(found.values())
 
 
-UNKNOWN_SUMMARY = "waiting; its events name no known reason yet"
+UNKNOWN_SUMMARY = "no reason given yet"
 UNKNOWN_FIX = "read the events with `runai-tui describe JOB`; a fresh job may only need a moment"
 
 

@@ -87,7 +87,7 @@ def test_not_waiting_says_nothing_and_unknown_says_so() -> None:
     fresh = pending(("Submitted", "created pytorch training j"))
     [reason] = why_pending(fresh)
     assert reason.kind == "unknown" and reason.evidence == "Submitted: created pytorch training j"
-    assert one_line(fresh) == "pending: waiting; its events name no known reason yet"
+    assert reason.pod == "j-master-0" and one_line(fresh) == "pending: no reason given yet"
 
 
 async def test_diagnose_adds_a_pending_finding(make_fake, client_for) -> None:
