@@ -4,9 +4,12 @@ limit is read from its process group in /proc through the same exec probe as on 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 
 from tests.local.conftest import run_local, wait_phase, wait_until
-from tests.local.test_through_runai_tui import tui
+from tests.local.test_through_runai_tui import RUNAI_TUI, tui
 
 HOG = """\
 b = bytearray(256 * 1024 * 1024)
@@ -41,6 +44,18 @@ def test_top_reads_a_real_busy_pod_and_warns_near_its_memory_limit() -> None:
     assert res.returncode == 0, res.stderr
     assert "no GPU tool" in res.stdout and "% !" in res.stdout
     assert "warning: hog-master-0: memory at" in res.stdout
+    # --watch --json: one document per reading, until Ctrl-C (exit 130, as any interrupted command)
+    watch = subprocess.Popen(
+        [*RUNAI_TUI, "top", "hog", "--watch", "--json", "--every", "0.1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "RUNAI_TUI_BACKEND": "local"},
+    )
+    assert watch.stdout is not None
+    readings = [json.loads(watch.stdout.readline()) for _ in range(2)]
+    watch.send_signal(signal.SIGINT)
+    assert watch.wait(timeout=60) == 130
+    assert [r["pods"][0]["pod"] for r in readings] == ["hog-master-0", "hog-master-0"]
     res = tui("top", "hog", "--pod", "hog-worker-7")
     assert res.returncode == 1 and res.stderr.startswith(
         "error: job 'hog' has no pod 'hog-worker-7'"
