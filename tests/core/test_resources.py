@@ -205,3 +205,29 @@ def test_top_cli_on_the_cluster_path(tmp_path: Path, make_fake) -> None:
     assert res.returncode == 1 and res.stderr.startswith("error: ") and res.stdout == ""
     res = top("job-a", "--watch", "--every", "0")
     assert res.returncode == 2 and res.stderr.startswith("error: --every 0: must be > 0")
+
+
+def test_the_probe_runs_nvidia_smi_and_reads_its_csv(tmp_path: Path) -> None:
+    """The sh probe itself, with an `nvidia-smi` on PATH that prints what the real one prints for
+    two GPUs (and then one that fails, as on a node whose driver is gone)."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        '#!/bin/sh\ncase "$*" in *--query-gpu=utilization.gpu,memory.used,memory.total*'
+        "--format=csv,noheader,nounits*) printf '100, 79001, 81559\\n3, 512, 81559\\n' ;; "
+        "*) exit 9 ;; esac\n"
+    )
+    tool.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNAI_LOCAL_")}
+    env["PATH"] = f"{tmp_path}:{env['PATH']}"
+    out = subprocess.run(COMMAND, capture_output=True, text=True, env=env, check=True).stdout
+    res = parse_probe("here", out)
+    assert res.gpu_tool and [(g.util_percent, g.memory_used_mib) for g in res.gpus] == [
+        (100.0, 79001.0),
+        (3.0, 512.0),
+    ]
+    tool.write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn'\"'\"'t communicate'\nexit 9\n"
+    )
+    out = subprocess.run(COMMAND, capture_output=True, text=True, env=env, check=True).stdout
+    res = parse_probe("here", out)
+    assert res.gpus == [] and res.gpu_error.startswith("NVIDIA-SMI has failed")
