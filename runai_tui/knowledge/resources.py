@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge.diagnose import MAX_CONCURRENT_PODS
+from runai_tui.knowledge import MAX_CONCURRENT_PODS
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
