@@ -60,3 +60,19 @@ async def test_pending_reason_in_health_and_timeline_and_resources_panel(local_c
         assert pod.pod == "hog-master-0" and pod.cpu_cores is not None and pod.cpu_cores > 0
         text = screen_text(app)
         assert "no GPU tool" in text and "/ 280 MiB" in text and "memory near its limit" in text
+
+
+async def test_gpu_util_column_filled_for_running_gpu_jobs(local_client, monkeypatch) -> None:
+    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "1")  # one emulated GPU; no nvidia-smi on this machine
+    local_client.submit([*SUBMIT, "gpu-job", "--image", "x", "--workers", "0", "-g", "1",
+                         "--", "sleep", "300"])  # fmt: skip
+    local_client.submit(
+        [*SUBMIT, "cpu-job", "--image", "x", "--workers", "0", "--", "sleep", "300"]
+    )
+    app = RunaiTuiApp(local_client, refresh_interval=0.5)
+    async with app.run_test(size=(140, 30)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.gpu_util_shown, "the GPU UTIL column")
+        await wait_for(pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")) == "no GPU tool")
+        assert "GPU UTIL" in screen_text(app)
+        assert str(table.get_cell("cpu-job", "gpu_util")) == ""  # no GPU: never read

@@ -123,6 +123,8 @@ async def jobs_loaded(pilot) -> None:
     await wait_for(pilot, lambda: str(table.get_cell("broken-run", "health")).startswith("✗"))
     # ...and the Pending one's row says why it waits.
     await wait_for(pilot, lambda: str(table.get_cell("retinanet-tcp", "health")).startswith("⏸"))
+    # ...and the running one's GPU UTIL (the GPU pass, through the fake probe) is in.
+    await wait_for(pilot, lambda: table.gpu_util.get("retinanet-local") == "87%")
 
 
 def test_jobs_screen(snap_compare, store) -> None:

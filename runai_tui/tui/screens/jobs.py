@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job
+from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
@@ -50,6 +51,8 @@ class JobsScreen(AppScreen):
         self._again = False
         self.loaded = False  # at least one successful refresh
         self._diagnosing = False
+        self._reading_gpus = False
+        self.gpu_util = GpuUtilReader()
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -140,6 +143,17 @@ class JobsScreen(AppScreen):
             # After the rows are painted: its `runai` calls would share the CPU with the paint
             # (issue 12, benchmarks/fig_tui_paint.py).
             self.call_after_refresh(self._diagnose_in_background, jobs)
+        if not self._reading_gpus and self.gpu_util.due(jobs):
+            self._reading_gpus = True
+            self.call_after_refresh(self._read_gpus_in_background, jobs)
+
+    @work(group="jobs-gpu-util", exit_on_error=False)
+    async def _read_gpus_in_background(self, jobs: list[Job]) -> None:
+        """The GPU UTIL cells of a few running jobs (tui/gpu_util.py says which)."""
+        try:
+            await self.gpu_util.read(self.tui.client, jobs, self.table.set_gpu_util)
+        finally:
+            self._reading_gpus = False
 
     @work(group="jobs-health", exit_on_error=False)
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
