@@ -115,13 +115,14 @@ class FakeClient:
                 yield await queue.get()
 
     async def aexec_output(self, name, pod, command, timeout=None) -> str:
-        self.calls.append(("exec_output", name, pod))
         from runai_tui.knowledge.resources import COMMAND
 
-        if list(command) == COMMAND:
+        if list(command) == COMMAND:  # the resources probe (describe's panel, GPU UTIL)
+            self.calls.append(("resources_output", name, pod))
             if pod not in self.resources:
                 raise RunaiError(ErrorKind.OTHER, f"pod {pod} has no cgroup", "none")
             return self.resources[pod]
+        self.calls.append(("exec_output", name, pod))
         if pod not in self.probes:
             raise RunaiError(ErrorKind.OTHER, f"pod {pod} is not running", "wait for it")
         return self.probes[pod]

@@ -9,7 +9,7 @@ from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.resources import ResourcesPanel
-from tests.local.test_resources import HOG
+from tests.local.test_top_local import HOG
 from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
 
