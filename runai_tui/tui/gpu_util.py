@@ -56,7 +56,8 @@ class GpuUtilReader:
     async def read(
         self, client: ExecSource, jobs: list[Job], show: Callable[[str, str | None], None]
     ) -> None:
-        """Read the jobs `due` now, one at a time, and `show(name, text)` each one's cell."""
+        """Read the jobs `due` now, one at a time, and `show(name, text)` each one's cell (None:
+        the job has no running pod any more)."""
         for job in self.due(jobs):
             self._read_at[(job.name, job.created)] = self._clock()
             try:
@@ -64,4 +65,6 @@ class GpuUtilReader:
             except RunaiError:
                 show(job.name, None)  # ended, or no pod runs: nothing to show
                 continue
-            show(job.name, util_text(report))
+            text = util_text(report)
+            if text is not None:  # no pod could be read this time: the last figure stays
+                show(job.name, text)

@@ -35,7 +35,11 @@ async def test_a_pass_reads_a_few_running_gpu_jobs_longest_unread_first() -> Non
     assert reader.due(jobs) == []  # each read within REREAD_SECONDS
     now[0] += REREAD_SECONDS
     assert [j.name for j in reader.due(jobs)] == ["r0", "r1"]
-    # A pod that cannot be read clears the cell.
+    # Pods that cannot be read this time leave the last figure; a job gone clears it.
     client.resources.clear()
     await reader.read(client, jobs, shown.__setitem__)
-    assert shown["r0"] is None
+    assert shown["r0"] == "87%"
+    now[0] += REREAD_SECONDS
+    client.jobs = [j for j in client.jobs if j.name not in ("r2", "r3")]
+    await reader.read(client, jobs, shown.__setitem__)
+    assert shown["r2"] is None and shown["r3"] is None  # r2, r3: read longest ago
