@@ -112,3 +112,20 @@ async def test_diagnose_adds_a_pending_finding(make_fake, client_for) -> None:
     assert finding.severity == "warning" and finding.message == "not enough free memory on any node"
     assert finding.evidence == "FailedScheduling: 0/4 nodes are available: 4 Insufficient memory."
     assert report.exit_code == 0  # a warning: the job is fine, it waits
+
+
+async def test_diagnose_waiting_reads_describe_only(make_fake, client_for) -> None:
+    from runai_tui.knowledge.diagnose import diagnose_waiting
+
+    doc = {
+        "name": "j",
+        "phase": "Pending",
+        "pods": [{"name": "j-master-0", "phase": "Pending"}],
+        "events": [{"createdAt": "2026-11-24T10:00:00Z", "type": "Warning",
+                    "reason": EVENTS["pvc"][0], "message": EVENTS["pvc"][1]}],
+    }  # fmt: skip
+    fake = make_fake([rule("describe", "j", stdout=json.dumps(doc))])
+    report = await diagnose_waiting(client_for(fake), "j")
+    assert [(f.code, f.message) for f in report.findings] == [("pending", "a PVC is not bound")]
+    calls = fake.calls()
+    assert any("describe" in c for c in calls) and not any("logs" in c for c in calls)

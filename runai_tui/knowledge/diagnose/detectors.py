@@ -1,5 +1,5 @@
 """The detectors of the codes no single line shows: tcp-fallback (from the transport),
-data-starved and stalled (from the trainer's records), pending (from describe's events). Each takes the whole job (JobLogs)
+data-starved and stalled (from the trainer's records). Each takes the whole job (JobLogs)
 and returns its findings; report.DETECTORS runs them in order."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from runai_tui.knowledge.diagnose.codes import make_finding
 from runai_tui.knowledge.diagnose.joblogs import JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import TRANSPORT_IB, TRANSPORT_SOCKET
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.pending import why_pending
 
 DATA_STARVED_RATIO = 1 / 3  # data wait above this share of step time
 STALL_FACTOR = 20  # "stalled": no record for this many usual record intervals...
@@ -57,14 +56,6 @@ def stalled(job: JobLogs) -> Iterator[Finding]:
                 f" (no record for {duration(silent)}; usually one every {duration(usual)})"
             )
             yield finding
-
-
-def pending(job: JobLogs) -> Iterator[Finding]:
-    """A waiting job (or pod): one finding per reason its events give (knowledge/pending.py)."""
-    for reason in why_pending(job.detail) if job.detail is not None else ():
-        finding = make_finding("pending", reason.pod, 0, reason.evidence)
-        finding.message, finding.fix = reason.summary, reason.fix
-        yield finding
 
 
 def duration(seconds: float) -> str:

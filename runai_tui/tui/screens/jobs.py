@@ -11,7 +11,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
-from runai_tui.models import Job
+from runai_tui.models import Job, Phase
 from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
@@ -164,7 +164,7 @@ class JobsScreen(AppScreen):
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
-        from runai_tui.knowledge.diagnose import diagnose_job
+        from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
         from runai_tui.tui.health_view import BACKGROUND_TAIL
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
@@ -175,7 +175,10 @@ class JobsScreen(AppScreen):
                 if job is None:
                     break
                 try:
-                    report = await diagnose_job(self.tui.client, job.name, tail=BACKGROUND_TAIL)
+                    if job.phase is Phase.PENDING:  # no logs yet: describe says why it waits
+                        report = await diagnose_waiting(self.tui.client, job.name)
+                    else:
+                        report = await diagnose_job(self.tui.client, job.name, tail=BACKGROUND_TAIL)
                 except RunaiError:
                     report = None  # gone, or no logs: left unmarked
                 if report is not None:
