@@ -17,16 +17,13 @@ import math
 import os
 import re
 import sys
-from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from runai_tui import paths
 from runai_tui.errors import UsageError
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -37,27 +34,33 @@ ENV_REFRESH = "RUNAI_TUI_REFRESH"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-# Namedtuples, not dataclasses or typing.NamedTuples: importing `dataclasses` costs every
-# headless start ~7 ms, `typing` ~2 ms (issue 12; see runai_tui/profiles/schema.py).
+T = TypeVar("T")
 
 
-class Setting(namedtuple("Setting", ["name", "value", "source"])):
+@dataclass(frozen=True)
+class Setting(Generic[T]):
     """One setting's `name`, `value` and where it came from (`source`): `flag --backend`,
     `env RUNAI_TUI_PROJECT`, `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
 
-    __slots__ = ()
+    name: str
+    value: T
+    source: str
 
     @property
     def from_flag(self) -> bool:
         return self.source.startswith("flag ")
 
 
-class Settings(namedtuple("Settings", ["backend", "project", "refresh", "file"])):
+@dataclass(frozen=True)
+class Settings:
     """Each Setting, and the config `file` consulted (it may not exist)."""
 
-    __slots__ = ()
+    backend: Setting[str]
+    project: Setting[str | None]
+    refresh: Setting[float]
+    file: Path
 
-    def all(self) -> list[Setting]:
+    def all(self) -> list[Setting[Any]]:
         return [self.backend, self.project, self.refresh]
 
 
@@ -85,10 +88,15 @@ def _refresh(value: Any) -> float:
     return number
 
 
-class _Key(namedtuple("_Key", ["check", "env", "flag", "default", "example"])):
+@dataclass(frozen=True)
+class _Key:
     """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
 
-    __slots__ = ()
+    check: Callable[[Any], Any]
+    env: str
+    flag: str
+    default: Any
+    example: str
 
 
 KEYS: dict[str, _Key] = {
@@ -136,7 +144,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
     lines = {key: _line_of(text, key) for key in data}
     for key in data:
         if key not in KEYS:
-            import difflib  # lazy: only an unknown key needs it (start-up cost, issue 12)
+            import difflib  # lazy: only an unknown key needs it
 
             close = difflib.get_close_matches(key, KEYS, n=1)
             line = lines[key]
@@ -161,7 +169,7 @@ def load_settings(
     env = os.environ if environ is None else environ
     path = path or paths.config_file()
     data, lines = read_config_file(path)
-    resolved: dict[str, Setting] = {}
+    resolved: dict[str, Setting[Any]] = {}
     for name, key in KEYS.items():
         if flags.get(name) is not None:
             raw, source = flags[name], f"flag {key.flag}"

@@ -9,11 +9,13 @@ import os
 import resource
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from trainer.config import TrainConfig
 from trainer.data.transforms import to_model_input
@@ -113,7 +115,7 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     scaler: torch.amp.GradScaler | None,
-    loader: torch.utils.data.DataLoader,
+    loader: Iterable[tuple[list[Any], list[Any]]],
     progress: Progress,
     total_steps: int,
     metrics: MetricsLog,
@@ -145,8 +147,13 @@ def train_one_epoch(
         step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
         for k in range(cfg.grad_accum):
             last = k == cfg.grad_accum - 1
-            # Gradients all-reduce only on the last micro-batch.
-            sync = contextlib.nullcontext() if last or not ctx.distributed else model.no_sync()
+            # Gradients all-reduce only on the last micro-batch (DDP wraps the model when
+            # ctx.distributed).
+            sync = (
+                model.no_sync()
+                if isinstance(model, DistributedDataParallel) and not last
+                else contextlib.nullcontext()
+            )
             chunk = slice(k * micro, (k + 1) * micro)
             with sync:
                 with torch.autocast(ctx.device.type, dtype=dtype, enabled=dtype is not None):

@@ -37,7 +37,7 @@ class ScreenActions(Provider):
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         screen = self.screen
-        commands = []
+        commands: list[tuple[str, str, Callable[[], Any]]] = []
         for binding in getattr(screen, "BINDINGS", []):
             if not isinstance(binding, Binding) or not binding.description:
                 continue
@@ -129,7 +129,7 @@ class RunaiTuiApp(App[int]):
         self.push_screen(JobsScreen())
         # The backend check (two runai calls: version, whoami) waits for the first job list,
         # which is what the user waits for: run alongside it, they share the CPU and delay the
-        # first paint (issue 12, benchmarks/fig_tui_paint.py). The timer covers a slow list.
+        # first paint (benchmarks/fig_tui_paint.py). The timer covers a slow list.
         self._backend_checked = False
         self.set_timer(2.0, self.first_fetch_done)
 
