@@ -10,9 +10,10 @@ TTY, time-bounded), like preflight's. It prints one `@@rs KEY VALUE` line per fa
 - GPUs: `nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total` as CSV, or
   `gpu_tool none` when the pod has no nvidia-smi (not an error).
 
-The local cluster runs a pod as a process group, not a cgroup. Its exec exports
-`RUNAI_LOCAL_POD_PGID` (and `RUNAI_LOCAL_MEMORY_LIMIT`, the job's limit in bytes, if any); the probe then prints the /proc/PID/stat lines of that group instead of
-cgroup files, so the client's path (one exec per pod) and this parser stay the only ones.
+The local cluster runs a pod as processes, not a cgroup. Its exec exports
+`RUNAI_LOCAL_POD_PIDS` (the pod's processes, found by their marker) and
+`RUNAI_LOCAL_MEMORY_LIMIT` (the job's limit in bytes, if any); the probe then prints their
+/proc/PID/stat lines instead of cgroup files, so the client's path (one exec per pod) and this parser stay the only ones.
 `parse_probe` turns the output into a `PodResources`; `top_job` runs the probe in every running
 pod; `render_text` is the CLI's table.
 """
@@ -44,9 +45,10 @@ p() { printf '@@rs %s %s\n' "$1" "$2"; }
 cg=/sys/fs/cgroup
 sample() {
   if [ -r /proc/uptime ]; then read up _ < /proc/uptime; p "uptime$1" "$up"; fi
-  if [ -n "${RUNAI_LOCAL_POD_PGID:-}" ]; then
-    cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$RUNAI_LOCAL_POD_PGID" -v n="$1" \
-      '{ s = $0; sub(/^.*\) /, "", s); split(s, a, " "); if (a[3] == g) print "@@rs proc" n " " s }'
+  if [ -n "${RUNAI_LOCAL_POD_PIDS+set}" ]; then
+    for pid in $RUNAI_LOCAL_POD_PIDS; do
+      s="$(cat /proc/$pid/stat 2>/dev/null)" && p "proc$1" "${s##*) }"
+    done
   elif [ -r $cg/cpu.stat ] && grep -q '^usage_usec ' $cg/cpu.stat; then
     p "cpu_usec$1" "$(grep '^usage_usec ' $cg/cpu.stat | cut -d' ' -f2)"
   elif [ -r $cg/cpuacct/cpuacct.usage ]; then
@@ -55,8 +57,8 @@ sample() {
     p "cpu_nsec$1" "$(cat $cg/cpu,cpuacct/cpuacct.usage)"
   fi
 }
-if [ -n "${RUNAI_LOCAL_POD_PGID:-}" ]; then
-  p source "process-group $RUNAI_LOCAL_POD_PGID"
+if [ -n "${RUNAI_LOCAL_POD_PIDS+set}" ]; then
+  p source "processes $RUNAI_LOCAL_POD_PIDS"
   p clk_tck "$(getconf CLK_TCK 2>/dev/null)"
   p page_size "$(getconf PAGESIZE 2>/dev/null)"
   p mem_max "${RUNAI_LOCAL_MEMORY_LIMIT:-max}"
@@ -114,7 +116,7 @@ class PodResources:
 
     pod: str
     phase: str = "Running"
-    source: str = ""  # cgroup-v2 | cgroup-v1 | process-group
+    source: str = ""  # cgroup-v2 | cgroup-v1 | processes (the local cluster)
     cpu_cores: float | None = None  # cores busy on average over the interval
     memory_bytes: int | None = None  # the working set (usage minus inactive page cache)
     memory_limit_bytes: int | None = None  # None: no limit
@@ -234,8 +236,8 @@ def parse_probe(pod: str, output: str) -> PodResources:
     source = _one(facts, "source")
     res.source = source.split(" ")[0]
     elapsed = _elapsed(facts)
-    if res.source == "process-group":
-        _parse_process_group(res, facts, elapsed, source)
+    if res.source == "processes":
+        _parse_processes(res, facts, elapsed)
     elif res.source in ("cgroup-v2", "cgroup-v1"):
         _parse_cgroup(res, facts, elapsed)
     elif _one(facts, "end") == "ok":
@@ -271,14 +273,11 @@ def _parse_cgroup(res: PodResources, facts: dict[str, list[str]], elapsed: float
         res.hint = "the container runtime hides the cgroup; read usage with `kubectl top pod`"
 
 
-def _parse_process_group(
-    res: PodResources, facts: dict[str, list[str]], elapsed: float, source: str
-) -> None:
+def _parse_processes(res: PodResources, facts: dict[str, list[str]], elapsed: float) -> None:
     first = _proc_totals(facts.get("proc0", []))
     last = _proc_totals(facts.get("proc1", []))
-    group = source.partition(" ")[2]
     if first is None or last is None:
-        res.error = f"no process of the pod's process group {group} in /proc: the pod has ended"
+        res.error = "none of the pod's processes is left in /proc: the pod has ended"
         res.hint = "check the pod with `runai-tui describe JOB`"
         return
     tck = _int(_one(facts, "clk_tck")) or 100

@@ -393,12 +393,13 @@ _UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
 
 
 def _quantity_bytes(value: Any) -> int | None:
-    """A Kubernetes memory quantity (`4G`, `512Mi`, `1000000`) in bytes; None if unset/unknown."""
+    """A memory quantity with a unit (`4G`, `512Mi`) in bytes; None if unset, unknown or a bare
+    number (`8996`: bytes to Kubernetes, megabytes to some `runai` versions; not guessed)."""
     text = str(value or "").strip()
     number = text.rstrip("KMGTkmgtiIB")
     unit = text[len(number) :].lower().removesuffix("b")
     try:
-        return int(float(number) * _UNITS[unit]) if number else None
+        return int(float(number) * _UNITS[unit]) if number and unit else None
     except (KeyError, ValueError):
         return None
 
@@ -417,8 +418,11 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     if not command:
         command = ["bash"] if shutil.which("bash") else ["sh"]
     env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
-    # A pod here is a process group, not a cgroup: probes read its processes in /proc.
-    env["RUNAI_LOCAL_POD_PGID"] = str(_pod_status(view, pod["name"]).get("pid") or "")
+    # A pod here is processes, not a cgroup: probes read them in /proc. Found by the pod's
+    # marker (torchrun starts its workers in new sessions: the pod's group misses them), listed
+    # before the command starts, so the command itself is not among them.
+    pids = state.processes_of_job(jobdir, pod["name"])
+    env["RUNAI_LOCAL_POD_PIDS"] = " ".join(str(pid) for pid in sorted(pids))
     limit = _quantity_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
     if limit:  # reported against, not enforced, here
         env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)

@@ -50,10 +50,10 @@ V1 = """\
 @@rs gpu_tool none
 @@rs end ok
 """
-# The local cluster: /proc/PID/stat after "comm) ", for the two processes of group 19402.
+# The local cluster: /proc/PID/stat after "comm) ", for the pod's two processes, 19402 and 19410.
 STAT = "S 19401 19402 11189 0 -1 4194304 100 0 0 0 {u} {s} 0 0 20 0 1 0 715673 3133440 {rss} 1"
 PROC = f"""\
-@@rs source process-group 19402
+@@rs source processes 19402 19410
 @@rs clk_tck 100
 @@rs page_size 4096
 @@rs mem_max 1073741824
@@ -100,7 +100,7 @@ def test_cgroup_v1_without_limit_and_without_nvidia_smi() -> None:
     assert "1.7 GiB (no limit)" in render_text_of(res) and "no GPU tool" in render_text_of(res)
 
 
-def test_process_group_sums_its_processes() -> None:
+def test_local_pod_processes_are_summed() -> None:
     res = parse_probe("p-0", PROC)
     assert res.cpu_cores == pytest.approx(1.0)  # 100 ticks at 100/s over 1 s
     assert res.memory_bytes == 251000 * 4096 and res.memory_limit_bytes == 1073741824
@@ -110,8 +110,8 @@ def test_process_group_sums_its_processes() -> None:
 def test_what_could_not_be_read_is_an_error_never_a_number() -> None:
     none = parse_probe("p-0", "@@rs source none\n@@rs gpu_tool none\n@@rs end ok\n")
     assert none.error.startswith("no cgroup files in the pod") and none.cpu_cores is None
-    ended = parse_probe("p-0", "@@rs source process-group 77\n@@rs gpu_tool none\n@@rs end ok\n")
-    assert ended.error == "no process of the pod's process group 77 in /proc: the pod has ended"
+    ended = parse_probe("p-0", "@@rs source processes 77\n@@rs gpu_tool none\n@@rs end ok\n")
+    assert ended.error == "none of the pod's processes is left in /proc: the pod has ended"
     cut = parse_probe("p-0", V2.replace("@@rs end ok\n", ""))
     assert cut.error.startswith("the probe did not finish")
     failed = parse_probe("p-0", V1.replace("gpu_tool none", "gpu_error NVIDIA-SMI has failed"))

@@ -1,5 +1,6 @@
 """`runai-tui top` on real local-cluster pods: a python busy loop holding 256 MiB under a 280 Mi
-limit is read from its process group in /proc through the same exec probe as on a cluster."""
+limit, and torchrun's workers (in sessions of their own), are read from /proc through the same
+exec probe as on a cluster."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_top_reads_a_real_busy_pod_and_warns_near_its_memory_limit() -> None:
     res = tui("top", "hog", "--json")
     assert res.returncode == 0, res.stderr
     [pod] = json.loads(res.stdout)["pods"]
-    assert pod["pod"] == "hog-master-0" and pod["source"] == "process-group"
+    assert pod["pod"] == "hog-master-0" and pod["source"] == "processes"
     assert 256 * 1024**2 <= pod["memory_bytes"] <= pod["memory_limit_bytes"] * 1.1
     assert pod["memory_limit_bytes"] == 280 * 1024**2
     assert pod["memory_fraction"] >= 0.9 and pod["memory_warning"]
@@ -60,6 +61,25 @@ def test_top_reads_a_real_busy_pod_and_warns_near_its_memory_limit() -> None:
     assert res.returncode == 1 and res.stderr.startswith(
         "error: job 'hog' has no pod 'hog-worker-7'"
     )
+
+
+# As torchrun starts its workers: a busy child in a session (and process group) of its own.
+TORCHRUN_LIKE = """\
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_top_counts_workers_started_in_their_own_session() -> None:
+    submit("elastic", "--", "python3", "-c", TORCHRUN_LIKE)
+    wait_until(lambda: "ready" in run_local("training", "pytorch", "logs", "elastic").out, "ready")
+    res = tui("top", "elastic", "--json")
+    assert res.returncode == 0, res.stderr
+    [pod] = json.loads(res.stdout)["pods"]
+    assert pod["cpu_cores"] > 0.05  # the child's busy loop, though not in the pod's group
+    assert pod["memory_limit_bytes"] is None
 
 
 def test_top_refuses_ended_pods_and_unknown_jobs_in_one_line() -> None:
