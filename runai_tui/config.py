@@ -6,6 +6,7 @@ Precedence, highest first: the command-line flag, the environment variable, the 
     backend = "local"    # --backend        RUNAI_TUI_BACKEND   auto | runai | local (default auto)
     project = "team-a"   # -p/--project     RUNAI_TUI_PROJECT   (default: the CLI's own default)
     refresh = 5          # --refresh        RUNAI_TUI_REFRESH   seconds, 0 = off (default 2)
+    notify = false       #                  RUNAI_TUI_NOTIFY    ring the terminal when a job ends
 
 A bad value is a usage error (exit 2) naming the file and line (or the variable or flag), the
 key, the value and the fix.
@@ -31,6 +32,7 @@ BACKEND_CHOICES = ("auto", "runai", "local")
 ENV_BACKEND = "RUNAI_TUI_BACKEND"
 ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
+ENV_NOTIFY = "RUNAI_TUI_NOTIFY"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
@@ -59,9 +61,10 @@ class Settings:
     project: Setting[str | None]
     refresh: Setting[float]
     file: Path
+    notify: Setting[bool]
 
     def all(self) -> list[Setting[Any]]:
-        return [self.backend, self.project, self.refresh]
+        return [self.backend, self.project, self.refresh, self.notify]
 
 
 def _backend(value: Any) -> str:
@@ -88,13 +91,23 @@ def _refresh(value: Any) -> float:
     return number
 
 
+def _notify(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
 @dataclass(frozen=True)
 class _Key:
     """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
 
     check: Callable[[Any], Any]
     env: str
-    flag: str
+    flag: str | None  # None: no command-line flag (config file and environment only)
     default: Any
     example: str
 
@@ -103,6 +116,7 @@ KEYS: dict[str, _Key] = {
     "backend": _Key(_backend, ENV_BACKEND, "--backend", "auto", 'backend = "local"'),
     "project": _Key(_project, ENV_PROJECT, "--project", None, 'project = "team-a"'),
     "refresh": _Key(_refresh, ENV_REFRESH, "--refresh", 2.0, "refresh = 5"),
+    "notify": _Key(_notify, ENV_NOTIFY, None, True, "notify = false"),
 }
 
 
@@ -195,4 +209,6 @@ def load_settings(
         except ValueError as exc:
             raise UsageError(f"{where}: {exc}", fix) from None
         resolved[name] = Setting(name, value, source)
-    return Settings(resolved["backend"], resolved["project"], resolved["refresh"], path)
+    return Settings(
+        resolved["backend"], resolved["project"], resolved["refresh"], path, resolved["notify"]
+    )

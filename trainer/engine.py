@@ -9,6 +9,7 @@ import os
 import resource
 import signal
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,11 +20,50 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainer.config import TrainConfig
 from trainer.data.transforms import to_model_input
-from trainer.distributed import DistContext, all_reduce_sum
+from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
 from trainer.metrics import MetricsLog
 
 LOSS_TERMS = ("classification", "bbox_regression")
+# What each train record's "ranks" object lists, one value per global rank.
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
+
+
+class ForwardClock:
+    """Seconds this rank spends inside the model's own forward pass while training. Hooked on the
+    module DDP wraps, so DDP's buffer broadcast (a wait for the other ranks) is outside it and
+    nothing inside it waits for another rank: a rank that computes slower shows here, while
+    every rank's wall step time is the same (each step's collectives wait for the slowest)."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.total = 0.0
+        self._started = 0.0
+        module.register_forward_pre_hook(self._start)
+        module.register_forward_hook(self._stop)
+
+    def _start(self, module: nn.Module, _args: object) -> None:
+        if module.training:
+            self._started = time.perf_counter()
+
+    def _stop(self, module: nn.Module, _args: object, _out: object) -> None:
+        if module.training:
+            self.total += time.perf_counter() - self._started
+
+    def take(self) -> float:
+        """The seconds since the previous take."""
+        total, self.total = self.total, 0.0
+        return total
+
+
+_CLOCKS: weakref.WeakKeyDictionary[nn.Module, ForwardClock] = weakref.WeakKeyDictionary()
+
+
+def forward_clock(model: nn.Module) -> ForwardClock:
+    """The clock of `model`'s own module (inside DDP), hooked once per module."""
+    inner = model.module if isinstance(model, DistributedDataParallel) else model
+    if inner not in _CLOCKS:
+        _CLOCKS[inner] = ForwardClock(inner)
+    return _CLOCKS[inner]
 
 
 @dataclass
@@ -91,9 +131,11 @@ class Window:
     """Measurements between two metrics records."""
 
     steps: int = 0
-    images: int = 0
+    images: int = 0  # all ranks
+    local_images: int = 0  # this rank's
     data_time: float = 0.0
     input_bytes: float = 0.0
+    forward_time: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     losses: dict[str, float] = field(default_factory=dict)
 
@@ -131,6 +173,8 @@ def train_one_epoch(
     dtype = amp_dtype(cfg)
     micro = cfg.micro_batch_size
     window = Window()
+    clock = forward_clock(model)
+    clock.take()  # what evaluation or an earlier epoch left is not this window's
     fetch_start = time.perf_counter()
     for images, targets in loader:
         window.data_time += time.perf_counter() - fetch_start
@@ -206,6 +250,8 @@ def train_one_epoch(
 
         window.steps += 1
         window.images += len(images) * ctx.world_size
+        window.local_images += len(images)
+        window.forward_time += clock.take()
         for name, value in zip(
             ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
         ):
@@ -252,6 +298,15 @@ def _log(
     meter: InputMeter | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
+    # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
+    # logs at the same step), so rank 0's record shows a slow rank by name.
+    mine = [
+        elapsed / window.steps,
+        window.data_time / window.steps,
+        window.local_images / elapsed,
+        window.forward_time / window.steps,
+    ]
+    per_rank = all_gather_floats(ctx, mine)
     record = {
         "kind": "train",
         "step": progress.global_step,
@@ -268,6 +323,10 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    record["ranks"] = {
+        name: [round(row[i], 3 if name == "img_s" else 6) for row in per_rank]
+        for i, name in enumerate(RANK_FIGURES)
+    }
     if meter:
         # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
         # shard opens served from --cache-dir over the run so far (None without a cache).

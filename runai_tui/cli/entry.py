@@ -20,11 +20,19 @@ from runai_tui.cli import (
     job_commands,
     profile_commands,
     resource_commands,
+    watch_commands,
 )
 from runai_tui.cli.common import Parser, settings_for
 from runai_tui.errors import Failure, UsageError
 
-GROUPS = (profile_commands, job_commands, bulk_commands, health_commands, resource_commands)
+GROUPS = (
+    profile_commands,
+    job_commands,
+    bulk_commands,
+    health_commands,
+    watch_commands,
+    resource_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +82,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         project=settings.project.value,
         timeout=args.timeout,
         project_explicit=settings.project.from_flag,
+        notify=settings.notify.value,
     )
 
 
