@@ -19,12 +19,20 @@ from runai_tui.cli import (
     health_commands,
     job_commands,
     profile_commands,
+    resource_commands,
     watch_commands,
 )
 from runai_tui.cli.common import Parser, settings_for
 from runai_tui.errors import Failure, UsageError
 
-GROUPS = (profile_commands, job_commands, bulk_commands, health_commands, watch_commands)
+GROUPS = (
+    profile_commands,
+    job_commands,
+    bulk_commands,
+    health_commands,
+    watch_commands,
+    resource_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

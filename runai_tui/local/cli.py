@@ -49,6 +49,11 @@ def cmd_submit(p: Parsed, argv: list[str]) -> int:
     config = load_config()
     spec, mounts = jobspec.build_spec(p, config, argv, Path.cwd())
     for mount in mounts:
+        if mount.claim in config.pvcs and not mount.local.is_dir():
+            # A claim mapped to a directory that is not there is an unbound PVC: the job waits.
+            print(f"Warning: PVC {mount.claim}: {mount.local} does not exist; the workload "
+                  "stays Pending until it does", file=sys.stderr)  # fmt: skip
+            continue
         try:
             pvc.prepare(mount)
         except OSError as exc:
@@ -383,6 +388,22 @@ def _copy_new(path: Path, offset: int, inode: int, out: Any) -> tuple[int, int]:
     return offset + len(chunk), inode
 
 
+_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+          "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}  # fmt: skip
+
+
+def _quantity_bytes(value: Any) -> int | None:
+    """A memory quantity with a unit (`4G`, `512Mi`) in bytes; None if unset, unknown or a bare
+    number (`8996`: bytes to Kubernetes, megabytes to some `runai` versions; not guessed)."""
+    text = str(value or "").strip()
+    number = text.rstrip("KMGTkmgtiIB")
+    unit = text[len(number) :].lower().removesuffix("b")
+    try:
+        return int(float(number) * _UNITS[unit]) if number and unit else None
+    except (KeyError, ValueError):
+        return None
+
+
 def cmd_exec(p: Parsed, argv: list[str]) -> int:
     name = _one_name(p)
     jobdir = jobs.find(name, p["project"])
@@ -397,6 +418,14 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     if not command:
         command = ["bash"] if shutil.which("bash") else ["sh"]
     env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
+    # A pod here is processes, not a cgroup: probes read them in /proc. Found by the pod's
+    # marker (torchrun starts its workers in new sessions: the pod's group misses them), listed
+    # before the command starts, so the command itself is not among them.
+    pids = state.processes_of_job(jobdir, pod["name"])
+    env["RUNAI_LOCAL_POD_PIDS"] = " ".join(str(pid) for pid in sorted(pids))
+    limit = _quantity_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
+    if limit:  # reported against, not enforced, here
+        env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]
     try:

@@ -8,6 +8,8 @@ which win::
     pvcs: {project-001: /srv/data}  # one claim -> one directory (default <pvc_root>/<claim>)
     grace_seconds: 5              # RUNAI_LOCAL_GRACE_SECONDS (TERM -> KILL on stop/delete)
     project: local                # RUNAI_LOCAL_PROJECT (project of a submit without -p)
+    max_pods: 0                   # RUNAI_LOCAL_MAX_PODS: pods running at once (0: no limit);
+                                  # jobs beyond it wait Pending, with the reason as an event
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class LocalConfig:
     pvcs: dict[str, Path] = field(default_factory=dict)
     grace_seconds: float = 5.0
     project: str = "local"
+    max_pods: int = 0  # 0: no limit
 
 
 def config_path() -> Path:
@@ -63,13 +66,14 @@ def load_config() -> LocalConfig:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: expected a mapping of settings")
-        unknown = set(loaded) - {"gpus", "pvc_root", "pvcs", "grace_seconds", "project"}
+        unknown = set(loaded) - {"gpus", "pvc_root", "pvcs", "grace_seconds", "project", "max_pods"}
         if unknown:
             raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
         raw = loaded
     src = str(path)
     gpus = _number(src, "gpus", raw.get("gpus", 0), int)
     grace = _number(src, "grace_seconds", raw.get("grace_seconds", 5.0), float)
+    max_pods = _number(src, "max_pods", raw.get("max_pods", 0), int)
     env = os.environ
     if env.get("RUNAI_LOCAL_GPUS"):
         gpus = _number("environment", "RUNAI_LOCAL_GPUS", env["RUNAI_LOCAL_GPUS"], int)
@@ -77,6 +81,8 @@ def load_config() -> LocalConfig:
         grace = _number(
             "environment", "RUNAI_LOCAL_GRACE_SECONDS", env["RUNAI_LOCAL_GRACE_SECONDS"], float
         )
+    if env.get("RUNAI_LOCAL_MAX_PODS"):
+        max_pods = _number("environment", "RUNAI_LOCAL_MAX_PODS", env["RUNAI_LOCAL_MAX_PODS"], int)
     pvc_root = Path(os.path.expanduser(str(raw.get("pvc_root") or paths.local_pvc_root())))
     if env.get("RUNAI_LOCAL_PVC_ROOT"):
         pvc_root = Path(os.path.expanduser(env["RUNAI_LOCAL_PVC_ROOT"]))
@@ -86,5 +92,10 @@ def load_config() -> LocalConfig:
     pvcs = {str(k): Path(os.path.expanduser(str(v))) for k, v in pvcs_raw.items()}
     project = env.get("RUNAI_LOCAL_PROJECT") or str(raw.get("project") or "local")
     return LocalConfig(
-        gpus=gpus, pvc_root=pvc_root, pvcs=pvcs, grace_seconds=grace, project=project
+        gpus=gpus,
+        pvc_root=pvc_root,
+        pvcs=pvcs,
+        grace_seconds=grace,
+        project=project,
+        max_pods=max_pods,
     )

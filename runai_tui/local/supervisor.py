@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runai_tui.local import state
-from runai_tui.local.config import ConfigError, load_config
+from runai_tui.local.config import ConfigError, LocalConfig, load_config
 from runai_tui.local.jobspec import pod_environment
 from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
 
@@ -125,17 +125,21 @@ class Supervisor:
         self._watch()
 
     def _schedule(self) -> bool:
-        """Wait until this machine has the GPUs the job asks for; False if stopped meanwhile."""
+        """Wait until the job's PVC directories exist and this machine has the GPUs and pod
+        slots it asks for; False if stopped meanwhile. While it waits, each new reason is one
+        Unschedulable event, worded as the Kubernetes scheduler words it."""
         need = int(self.spec["resources"]["gpu"]["total"])
-        warned = False
+        pods = len(self.spec["pods"])
+        said = ""
         while not self._should_stop():
             try:
-                capacity = load_config().gpus
+                config = load_config()
             except ConfigError:
-                capacity = 0
+                config = LocalConfig()
             with locked(state.state_root() / "scheduler.lock"):
-                used = _gpus_in_use(exclude=self.jobdir)
-                if capacity - used >= need:
+                used, pods_used = _in_use(exclude=self.jobdir)
+                text = self._unschedulable(config, need - (config.gpus - used), pods + pods_used)
+                if not text:
 
                     def scheduled(st: dict[str, Any]) -> None:
                         st["phase"] = "Initializing"
@@ -147,14 +151,8 @@ class Supervisor:
 
                     self.update(scheduled)
                     return True
-            if not warned:
-                warned = True
-                free = max(capacity - used, 0)
-                text = (
-                    f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. The workload "
-                    f"requests {need} GPUs; this machine has {capacity} ({free} free). "
-                    f"Set RUNAI_LOCAL_GPUS to emulate more."
-                )
+            if text != said:
+                said = text
 
                 def unschedulable(st: dict[str, Any], text: str = text) -> None:
                     st["message"] = text
@@ -163,6 +161,33 @@ class Supervisor:
                 self.update(unschedulable)
             self._sleep(1.0)
         return False
+
+    def _unschedulable(self, config: LocalConfig, short: int, pods_wanted: int) -> str:
+        """Why the job cannot start now ("" if it can): `short` GPUs missing, `pods_wanted` pods
+        running if it started."""
+        for mount in self.spec.get("mounts") or []:
+            if not Path(mount["local"]).is_dir():
+                return (
+                    f"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+                    f"PVC {mount['claim']}: its directory {mount['local']} is missing "
+                    f"(pvcs in local.yaml); the workload starts once it exists."
+                )
+        need = int(self.spec["resources"]["gpu"]["total"])
+        if short > 0:
+            return (
+                f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. The workload "
+                f"requests {need} GPUs; this machine has {config.gpus} ({max(need - short, 0)} free). "
+                f"Set RUNAI_LOCAL_GPUS to emulate more."
+            )
+        if config.max_pods and pods_wanted > config.max_pods:
+            pods = len(self.spec["pods"])
+            return (
+                f"0/1 nodes are available: 1 Too many pods. The workload needs {pods} pods; "
+                f"this machine runs at most {config.max_pods} (max_pods in local.yaml), "
+                f"{max(config.max_pods - pods_wanted + pods, 0)} free; it starts when "
+                f"others end."
+            )
+        return ""
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -456,9 +481,9 @@ class Supervisor:
             self.paths.suspend_request.unlink()
 
 
-def _gpus_in_use(exclude: Path) -> int:
-    """GPUs held by other jobs whose supervisor is alive and past scheduling."""
-    used = 0
+def _in_use(exclude: Path) -> tuple[int, int]:
+    """GPUs and pods held by other jobs whose supervisor is alive and past scheduling."""
+    gpus = pods = 0
     for jobdir in state.iter_job_dirs():
         if jobdir == exclude:
             continue
@@ -470,8 +495,9 @@ def _gpus_in_use(exclude: Path) -> int:
         if st.get("phase") in ("Initializing", "Running") and state.process_alive(
             sup.get("pid"), sup.get("startTicks")
         ):
-            used += int(st.get("allocatedGPUs") or 0)
-    return used
+            gpus += int(st.get("allocatedGPUs") or 0)
+            pods += len(st.get("pods") or [])
+    return gpus, pods
 
 
 def main(argv: list[str] | None = None) -> int:

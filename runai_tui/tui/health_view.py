@@ -17,10 +17,11 @@ from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
 from runai_tui.models import Job, Phase
 from runai_tui.tui.text import literal
 
-# The jobs screen's background pass: Failed jobs only (the ones whose logs explain something),
-# one job at a time, the last lines of each pod only. Running jobs are diagnosed when described.
+# The jobs screen's background pass: Failed jobs (the ones whose logs explain something) and
+# Pending ones (their events say why they wait), one job at a time, the last lines of each pod
+# only. Running jobs are diagnosed when described.
 BACKGROUND_TAIL = 2000
-BACKGROUND_PHASES = (Phase.FAILED,)
+BACKGROUND_PHASES = (Phase.FAILED, Phase.PENDING)
 
 SEVERITY_STYLE = {ERROR: "bold red", WARNING: "bold yellow"}
 SEVERITY_MARK = {ERROR: "✗", WARNING: "!"}
@@ -32,6 +33,7 @@ STATUS_STYLE = {PASS: "green", FAIL: "bold red"}
 class _Entry:
     created: datetime | None
     diagnosis: Diagnosis
+    phase: Phase = Phase.UNKNOWN
 
 
 class HealthCache:
@@ -42,12 +44,14 @@ class HealthCache:
         self._skipped: set[tuple[str, datetime | None]] = set()  # could not be diagnosed
 
     def put(self, job: Job, diagnosis: Diagnosis) -> None:
-        self._entries[job.name] = _Entry(job.created, diagnosis)
+        self._entries[job.name] = _Entry(job.created, diagnosis, job.phase)
 
     def get(self, job: Job) -> Diagnosis | None:
         entry = self._entries.get(job.name)
         if entry is None or entry.created != job.created:
             return None
+        if entry.phase != job.phase and Phase.PENDING in (entry.phase, job.phase):
+            return None  # why it waited (or that it ran) no longer holds
         return entry.diagnosis
 
     def give_up(self, job: Job) -> None:
@@ -73,6 +77,9 @@ def health_cell(diagnosis: Diagnosis | None) -> Text:
     """The jobs table's HEALTH cell: the worst finding's code, `ok`, or empty (not diagnosed)."""
     if diagnosis is None:
         return _NOT_DIAGNOSED
+    waits = [f.message for f in diagnosis.findings if f.code == "pending"]
+    if waits and not diagnosis.has_errors:
+        return Text("⏸ pending: " + "; ".join(waits), style="bold yellow")
     for severity in (ERROR, WARNING):
         codes = diagnosis.codes(severity)
         if codes:

@@ -50,6 +50,7 @@ async def test_diagnose_job_reads_every_pods_whole_log(make_fake, client_for) ->
     ]
     assert [(f.code, f.pod, f.line) for f in report.findings] == [
         ("memlock", "job-a-worker-0", 2),
+        ("pending", "job-a-worker-1", 0),  # it waits, and its events say no reason
         ("log-unavailable", "job-a-worker-1", 0),
     ]
     assert report.exit_code == 1

@@ -40,6 +40,7 @@ class FakeClient:
     queues: dict[str, asyncio.Queue] = field(default_factory=dict)
     log_failures: int = 0  # the next N log streams fail as if the pod had not started
     probes: dict[str, str] = field(default_factory=dict)  # pod -> what a non-TTY exec prints
+    resources: dict[str, str] = field(default_factory=dict)  # pod -> what the `top` probe prints
 
     def job(self, name: str) -> Job:
         for job in self.jobs:
@@ -138,6 +139,13 @@ class FakeClient:
                 yield await queue.get()
 
     async def aexec_output(self, name, pod, command, timeout=None) -> str:
+        from runai_tui.knowledge.resources import COMMAND
+
+        if list(command) == COMMAND:  # the resources probe (describe's panel, GPU UTIL)
+            self.calls.append(("resources_output", name, pod))
+            if pod not in self.resources:
+                raise RunaiError(ErrorKind.OTHER, f"pod {pod} has no cgroup", "none")
+            return self.resources[pod]
         self.calls.append(("exec_output", name, pod))
         if pod not in self.probes:
             raise RunaiError(ErrorKind.OTHER, f"pod {pod} is not running", "wait for it")

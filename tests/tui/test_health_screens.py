@@ -27,8 +27,10 @@ def diagnosed(app) -> list[str]:
 
 async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
     failed = [make_job(f"f{i}", Phase.FAILED, age_s=100 + i) for i in range(7)]
+    running = make_job("run", Phase.RUNNING)
+    running.gpus = 0.0  # no GPU: the GPU UTIL pass (which describes too) leaves it alone
     client = FakeClient(
-        jobs=[make_job("run", Phase.RUNNING), *failed],
+        jobs=[running, *failed],
         logs={"f0-master-0": [OOM], "f1-master-0": ["all good"]},
     )
     app = make_app(client)

@@ -19,6 +19,8 @@ from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
+from runai_tui.tui.widgets.resources import ResourcesPanel
+from tests.core.test_resources import V1, V2
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
 from tests.tui.helpers import wait_for
 
@@ -101,6 +103,7 @@ def make_app(store: ProfileStore, readonly: bool = False) -> RunaiTuiApp:
             "broken-run-master-0": BROKEN_LOG,
         },
         probes={"retinanet-local-master-0": PROBE, "retinanet-local-worker-0": PROBE},
+        resources={"retinanet-local-master-0": V2, "retinanet-local-worker-0": V1},
     )
     return RunaiTuiApp(
         client,
@@ -118,6 +121,10 @@ async def jobs_loaded(pilot) -> None:
     # The background diagnosis of the Failed job has marked its row.
     table = pilot.app.screen.query_one(JobTable)
     await wait_for(pilot, lambda: str(table.get_cell("broken-run", "health")).startswith("✗"))
+    # ...and the Pending one's row says why it waits.
+    await wait_for(pilot, lambda: str(table.get_cell("retinanet-tcp", "health")).startswith("⏸"))
+    # ...and the running one's GPU UTIL (the GPU pass, through the fake probe) is in.
+    await wait_for(pilot, lambda: table.gpu_util.get("retinanet-local") == "87%")
 
 
 def test_jobs_screen(snap_compare, store) -> None:
@@ -140,6 +147,8 @@ def test_describe_screen_with_training_progress(snap_compare, store) -> None:
         await wait_for(pilot, lambda: panel.progress.step == 60)
         health = pilot.app.screen.query_one(HealthPanel)
         await wait_for(pilot, lambda: health.diagnosis is not None)
+        resources = pilot.app.screen.query_one(ResourcesPanel)
+        await wait_for(pilot, lambda: resources.report is not None)
 
     assert snap_compare(make_app(store), terminal_size=SIZE, run_before=run_before)
 

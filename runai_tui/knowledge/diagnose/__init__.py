@@ -9,9 +9,10 @@ Core (no Textual, no Rich). One concern per module:
 - pod.py        PodDiagnoser: one pod's log in, findings, counts and transport out
 - joblogs.py    JobLogs (what a detector sees) and the Detector type
 - detectors.py  the codes no single line shows (tcp-fallback, data-starved, stalled)
+- waiting.py    pending: why a waiting job waits (knowledge/pending.py reads the events)
 - report.py     Diagnosis, combine (pods + detectors into one report), DETECTORS
 - saved.py      saved logs (`--log FILE`), read in blocks
-- job.py        the async pass over a job's pods (diagnose_job)
+- job.py        the async pass over a job's pods (diagnose_job; diagnose_waiting: describe only)
 - render.py     the CLI's text report
 
 A new code:
@@ -32,7 +33,7 @@ A new code:
 """
 
 from runai_tui.knowledge.diagnose.codes import CODES, EVIDENCE_MAX, Code, cut, make_finding
-from runai_tui.knowledge.diagnose.job import LogSource, diagnose_job
+from runai_tui.knowledge.diagnose.job import LogSource, diagnose_job, diagnose_waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import (
     TRANSPORT_IB,
@@ -90,6 +91,7 @@ __all__ = [
     "cut",
     "diagnose_files",
     "diagnose_job",
+    "diagnose_waiting",
     "diagnose_lines",
     "make_finding",
     "read_log_file",

@@ -215,6 +215,13 @@ CODES: dict[str, Code] = {
             '{"kind": "train", "step": 880, "epoch": 1, "loss": 0.7, "time": 1795000000.0}',
         ),
         Code(
+            "pending",
+            WARNING,
+            "the job waits: the cluster cannot schedule or start a pod (the evidence says why)",
+            "follow the fix given with the reason",
+            "FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        ),
+        Code(
             "log-unavailable",
             INFO,
             "this pod's log could not be read",

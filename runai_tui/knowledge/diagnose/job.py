@@ -68,3 +68,9 @@ async def diagnose_job(
     await asyncio.gather(*(read(d) for d in diagnosers))
     running = detail.job.phase is Phase.RUNNING
     return combine(diagnosers, running=running, now=now, extra=unavailable, detail=detail)
+
+
+async def diagnose_waiting(client: LogSource, name: str) -> Diagnosis:
+    """A Pending job's report without reading logs (its pods have none yet): describe's
+    reasons only, as `pending` findings."""
+    return combine([], detail=await client.adescribe(name))

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runai_tui.knowledge.diagnose import detectors
+from runai_tui.knowledge.diagnose import detectors, waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
 from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding
@@ -18,6 +18,7 @@ DETECTORS: tuple[Detector, ...] = (
     detectors.data_starved,
     detectors.straggler,
     detectors.stalled,
+    waiting.pending,
 )
 
 

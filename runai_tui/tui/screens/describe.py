@@ -4,6 +4,7 @@ progress from the master pod's metric lines) and the raw describe output."""
 from __future__ import annotations
 
 import json
+import time
 
 from rich.console import Group
 from rich.table import Table
@@ -26,9 +27,11 @@ from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
+from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
+RESOURCES_EVERY = 5.0  # seconds between two reads of a running job's pods (one exec per pod)
 
 
 def summary_renderable(detail: JobDetail, now_text: str) -> Group:
@@ -74,19 +77,7 @@ def summary_renderable(detail: JobDetail, now_text: str) -> Group:
         for note in detail.notes:
             parts.append(Text(f"• {literal(note)}", style="yellow"))
 
-    events = Table(title="Events", title_justify="left", expand=True, show_edge=False)
-    for column in ("TIME", "TYPE", "REASON", "MESSAGE"):
-        events.add_column(column)
-    for event in detail.events:
-        style = "bold red" if event.type == "Warning" else ""
-        events.add_row(
-            Text(literal(event.time)),
-            Text(literal(event.type), style=style),
-            Text(literal(event.reason)),
-            Text(literal(event.message)),
-        )
-    parts.append(Text(""))
-    parts.append(events if detail.events else Text("Events: none", style="dim"))
+    parts += [Text(""), events_timeline(detail)]
     return Group(*parts)  # type: ignore[arg-type]
 
 
@@ -119,6 +110,7 @@ class DescribeScreen(AppScreen):
         self._timer: Timer | None = None
         self._metrics_pod: str | None = None
         self._diagnosed = False
+        self._resources_at = -RESOURCES_EVERY  # monotonic time of the last read
         self._ranks_stale = False  # records arrived since the curves were drawn
 
     def compose(self) -> ComposeResult:
@@ -128,6 +120,7 @@ class DescribeScreen(AppScreen):
         with TabbedContent(id="describe-tabs"):
             with TabPane("Summary", id="tab-summary"), VerticalScroll(id="summary-scroll"):
                 yield HealthPanel(id="describe-health")
+                yield ResourcesPanel(id="describe-resources")
                 yield Static("loading…", id="describe-summary")
             with TabPane("Ranks & curves", id="tab-ranks"), VerticalScroll(id="ranks-scroll"):
                 yield RanksPanel("no per-rank figures yet", id="describe-ranks")
@@ -179,7 +172,29 @@ class DescribeScreen(AppScreen):
         if not self._diagnosed:  # once per visit (h again): a whole log is not re-read every tick
             self._diagnosed = True
             self.diagnose_health(detail)
+        self._read_resources_when_due(detail)
         self.refresh_bindings()
+
+    def _read_resources_when_due(self, detail: JobDetail) -> None:
+        panel = self.query_one(ResourcesPanel)
+        panel.display = detail.job.phase.is_active
+        now = time.monotonic()
+        if panel.display and now - self._resources_at >= RESOURCES_EVERY:
+            self._resources_at = now
+            self.read_resources(detail)
+
+    @work(exclusive=True, group="describe-resources", exit_on_error=False)
+    async def read_resources(self, detail: JobDetail) -> None:
+        """Every running pod's CPU, memory and GPUs (the core's exec probe, about a second)."""
+        from runai_tui.knowledge.resources import top_job
+
+        panel = self.query_one(ResourcesPanel)
+        try:
+            report = await top_job(self.tui.client, detail.job.name, detail=detail)
+        except RunaiError as error:
+            panel.failed(error.message)
+            return
+        panel.show(report)
 
     @work(exclusive=True, group="describe-health", exit_on_error=False)
     async def diagnose_health(self, detail: JobDetail) -> None:

@@ -11,7 +11,8 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
-from runai_tui.models import Job
+from runai_tui.models import Job, Phase
+from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
@@ -54,6 +55,8 @@ class JobsScreen(AppScreen):
         self._again = False
         self.loaded = False  # at least one successful refresh
         self._diagnosing = False
+        self._reading_gpus = False
+        self.gpu_util = GpuUtilReader()
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -146,12 +149,23 @@ class JobsScreen(AppScreen):
             # After the rows are painted: its `runai` calls would share the CPU with the paint
             # and delay the first paint (benchmarks/fig_tui_paint.py).
             self.call_after_refresh(self._diagnose_in_background, jobs)
+        if not self._reading_gpus and self.gpu_util.due(jobs):
+            self._reading_gpus = True
+            self.call_after_refresh(self._read_gpus_in_background, jobs)
+
+    @work(group="jobs-gpu-util", exit_on_error=False)
+    async def _read_gpus_in_background(self, jobs: list[Job]) -> None:
+        """The GPU UTIL cells of a few running jobs (tui/gpu_util.py says which)."""
+        try:
+            await self.gpu_util.read(self.tui.client, jobs, self.table.set_gpu_util)
+        finally:
+            self._reading_gpus = False
 
     @work(group="jobs-health", exit_on_error=False)
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
-        from runai_tui.knowledge.diagnose import diagnose_job
+        from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
         from runai_tui.tui.health_view import BACKGROUND_TAIL
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
@@ -162,7 +176,10 @@ class JobsScreen(AppScreen):
                 if job is None:
                     break
                 try:
-                    report = await diagnose_job(self.tui.client, job.name, tail=BACKGROUND_TAIL)
+                    if job.phase is Phase.PENDING:  # no logs yet: describe says why it waits
+                        report = await diagnose_waiting(self.tui.client, job.name)
+                    else:
+                        report = await diagnose_job(self.tui.client, job.name, tail=BACKGROUND_TAIL)
                 except RunaiError:
                     report = None  # gone, or no logs: left unmarked
                 if report is not None:

@@ -1,0 +1,61 @@
+"""Resource commands: `top` (per pod CPU, memory against its limit, GPUs; runai_tui/knowledge/resources.py)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from runai_tui.cli.common import client_for, print_json
+from runai_tui.errors import UsageError
+
+
+def add_parsers(sub: Any) -> None:
+    tp = sub.add_parser(
+        "top", help="per pod: CPU use, memory against its limit, each GPU's use and memory"
+    )
+    tp.add_argument("job")
+    tp.add_argument("--pod", help="only this pod")
+    tp.add_argument(
+        "--json", action="store_true", help='{"job", "pods": [...]} (one per line with --watch)'
+    )
+    tp.add_argument("--watch", action="store_true", help="read again and again until Ctrl-C")
+    tp.add_argument(
+        "--every",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="with --watch: pause between readings (default 2; each reading takes ~1 s)",
+    )
+
+
+def cmd_top(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    import sys
+    import time
+
+    from runai_tui.knowledge import resources
+
+    if args.every <= 0:
+        raise UsageError(f"--every {args.every:g}: must be > 0", "e.g. --every 2")
+    client = client_for(args)
+    while True:
+        report = asyncio.run(resources.top_job(client, args.job, pod=args.pod))
+        if args.json and args.watch:
+            sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+        elif args.json:
+            print_json(report.to_dict())
+        else:
+            if args.watch:
+                print(time.strftime("%H:%M:%S"), args.job)
+            print(resources.render_text(report))
+        sys.stdout.flush()
+        if not args.watch:
+            return report.exit_code
+        time.sleep(args.every)
+        if not args.json:
+            print()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"top": cmd_top}
