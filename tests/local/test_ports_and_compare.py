@@ -81,7 +81,7 @@ def test_port_forward_carries_a_real_tcp_connection_to_the_pod(tmp_path: Path) -
         assert res.returncode == 1
         err = res.stderr.splitlines()
         assert err[0] == f"error: local port {used} is already in use on this machine"
-        assert err[1].startswith(f"hint: pick another local port: runai-tui port-forward echo ")
+        assert err[1].startswith("hint: pick another local port: runai-tui port-forward echo ")
         assert len(err) == 2
 
         # LOCAL == REMOTE: the pod's port already is the local address; said, not relayed.
