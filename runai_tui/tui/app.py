@@ -15,6 +15,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.text import literal
@@ -109,6 +110,7 @@ class RunaiTuiApp(App[int]):
         }
         self._last_error = ""
         self._last_internal = ""
+        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     # -- state shared by the screens -----------------------------------------------------------
 
@@ -132,6 +134,9 @@ class RunaiTuiApp(App[int]):
         # first paint (issue 12, benchmarks/fig_tui_paint.py). The timer covers a slow list.
         self._backend_checked = False
         self.set_timer(2.0, self.first_fetch_done)
+
+    async def on_unmount(self) -> None:
+        await self.forwards.stop_all()  # no port-forward outlives the app
 
     def first_fetch_done(self) -> None:
         """The first job list arrived (or failed, or is slow): check the backend once."""

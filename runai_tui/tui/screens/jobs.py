@@ -18,7 +18,7 @@ from runai_tui.tui.widgets.job_table import JobTable
 # Actions that change the cluster; --readonly hides them.
 MUTATING = {"shell", "delete", "new_job"}
 # Actions that need a selected job.
-NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight"}
+NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight", "forward_tensorboard"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
 HEALTH_JOBS_PER_PASS = 3
 
@@ -31,6 +31,8 @@ class JobsScreen(AppScreen):
         Binding("l", "logs", "Logs"),
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
+        Binding("F", "forward_tensorboard", "TensorBoard"),
+        Binding("equals_sign", "compare", "Compare", key_display="="),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("n", "new_job", "New job"),
         Binding("p", "profiles", "Profiles"),
@@ -50,6 +52,9 @@ class JobsScreen(AppScreen):
         self._again = False
         self.loaded = False  # at least one successful refresh
         self._diagnosing = False
+        # `=` without two marked rows compares the selected job with the one selected before.
+        self._highlighted: str | None = None
+        self.previous_job: str | None = None
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -190,6 +195,9 @@ class JobsScreen(AppScreen):
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:
+        job = self.table.selected_job
+        if job is not None and job.name != self._highlighted:
+            self.previous_job, self._highlighted = self._highlighted, job.name
         self.refresh_bindings()
 
     @on(DataTable.RowSelected)
@@ -246,6 +254,29 @@ class JobsScreen(AppScreen):
         job = self._selected()
         if job is not None:
             self.app.push_screen(PreflightScreen(job))
+
+    def action_forward_tensorboard(self) -> None:
+        job = self._selected()
+        if job is not None:
+            self.tui.forwards.tensorboard(job.name)
+
+    def action_compare(self) -> None:
+        from runai_tui.tui.screens.compare import CompareScreen
+
+        marked = self.table.marked() if hasattr(self.table, "marked") else []
+        if len(marked) == 2:
+            pair, how = list(marked), "the two marked jobs"
+        else:
+            job = self.table.selected_job
+            if job is None or not self.previous_job or self.previous_job == job.name:
+                self.notify(
+                    "Mark two jobs (space), or select one job, then another, and press =.",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            pair, how = [self.previous_job, job.name], "the previously selected job and this one"
+        self.app.push_screen(CompareScreen(pair[0], pair[1], how))
 
     def action_delete(self) -> None:
         job = self._selected()
