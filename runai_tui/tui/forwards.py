@@ -37,8 +37,10 @@ class Forwards:
                 profile = store.load(name)
             except (Failure, OSError):
                 continue
-            if profile.job_name == job and profile.tensorboard_port:
-                return int(profile.tensorboard_port)
+            # Profile's attributes are made from the field table, unknown to a type checker.
+            port = getattr(profile, "tensorboard_port", None)
+            if getattr(profile, "job_name", None) == job and isinstance(port, int):
+                return port
         return DEFAULT_TENSORBOARD_PORT
 
     def tensorboard(self, job: str) -> None:
