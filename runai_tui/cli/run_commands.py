@@ -26,7 +26,8 @@ def add_parsers(sub: Any) -> None:
     cp = sub.add_parser(
         "compare",
         help="two runs side by side: submission, run.json, metrics",
-        epilog="A or B may be a job or a saved run directory (the trainer's --output-dir).",
+        epilog="A or B may be a job or a saved run directory (the trainer's --output-dir), "
+        "written with a / (./run-a) or with --run-dir.",
     )
     cp.add_argument("a", metavar="JOB_A|DIR_A")
     cp.add_argument("b", metavar="JOB_B|DIR_B")
@@ -77,7 +78,9 @@ def cmd_port_forward(args: argparse.Namespace) -> int:
 
 
 def _is_dir(text: str, forced: bool) -> bool:
-    return forced or "/" in text or Path(text).is_dir()
+    """A path has a `/` (`./run-a`, `/mnt/pvc/runs/a`); a job name never does. A bare word is a
+    job even when a folder of that name is here (--run-dir says otherwise)."""
+    return forced or "/" in text or text in (".", "..")
 
 
 def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
