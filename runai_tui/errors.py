@@ -10,6 +10,7 @@ class ErrorKind(str, enum.Enum):
     NOT_LOGGED_IN = "not-logged-in"
     NOT_FOUND = "not-found"
     TIMEOUT = "timeout"
+    PORT_IN_USE = "port-in-use"
     OTHER = "other"
 
 

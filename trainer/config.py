@@ -314,6 +314,14 @@ class TrainConfig:
             "each rank appends its sample indices per step to OUTPUT_DIR/samples/", "output"
         ),
     )
+    tensorboard: bool = field(
+        default=False,
+        metadata=_opt(
+            "also write TensorBoard event files into OUTPUT_DIR (when the tensorboard package is "
+            "installed; otherwise a note and JSONL only)",
+            "output",
+        ),
+    )
     # runtime
     device: str = field(
         default="auto",

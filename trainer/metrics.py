@@ -1,4 +1,6 @@
-"""What the run reports: metrics.jsonl, the same JSON lines on stdout, and run.json.
+"""What the run reports: metrics.jsonl, the same JSON lines on stdout, run.json, and with
+--tensorboard TensorBoard event files next to metrics.jsonl (torch.utils.tensorboard, only when
+the tensorboard package is importable).
 
 Only rank 0 writes. Each record is one line, flushed at once, so `runai logs` and the TUI see
 progress as it happens.
@@ -18,10 +20,27 @@ METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
 
 
+# The record fields drawn in TensorBoard, by record kind (tag: `kind/field`).
+TENSORBOARD_FIELDS = {
+    "train": ("loss", "lr", "images_per_sec", "data_time", "step_time"),
+    "eval": ("map", "map50", "oid_map"),
+}
+
+
+def open_tensorboard(output_dir: str) -> tuple[Any, str]:
+    """A SummaryWriter on OUTPUT_DIR, or (None, why not) when tensorboard is not importable."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as exc:  # torch raises it when the tensorboard package is missing
+        return None, f"--tensorboard: no event files ({exc}); metrics.jsonl has every record"
+    return SummaryWriter(log_dir=output_dir), f"--tensorboard: event files in {output_dir}"
+
+
 class MetricsLog:
-    def __init__(self, output_dir: str, enabled: bool) -> None:
+    def __init__(self, output_dir: str, enabled: bool, writer: Any = None) -> None:
         self.path = os.path.join(output_dir, METRICS_FILE)
         self.enabled = enabled
+        self.writer = writer  # a SummaryWriter (rank 0 with --tensorboard), else None
 
     def truncate_after(self, step: int) -> None:
         """On resume, forget records past the checkpoint: those steps are about to run again."""
@@ -46,6 +65,18 @@ class MetricsLog:
             f.write(line + "\n")
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
+        if self.writer is not None:
+            kind = str(record.get("kind"))
+            for name in TENSORBOARD_FIELDS.get(kind, ()):
+                value = record.get(name)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self.writer.add_scalar(f"{kind}/{name}", value, record.get("step", 0))
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
 
 def write_run_json(output_dir: str, info: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from trainer.distributed import DistContext, all_gather_objects, broadcast_buffe
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
-from trainer.metrics import MetricsLog, write_run_json
+from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
 from trainer.model import build_model, parameter_groups
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
@@ -110,7 +110,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
     progress = Progress()
-    metrics = MetricsLog(cfg.output_dir, ctx.is_main)
+    writer = None
+    if cfg.tensorboard and ctx.is_main:
+        writer, note = open_tensorboard(cfg.output_dir)
+        log(note)
+    metrics = MetricsLog(cfg.output_dir, ctx.is_main, writer)
     found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
         # Their higher step numbers would win over this run's files in rotation and resume.
@@ -249,6 +253,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             metrics.write(
                 {"kind": "stopped", "step": progress.global_step, "epoch": progress.epoch}
             )
+            metrics.close()
             return PREEMPTED_EXIT_CODE
         if outcome == "epoch_end":
             epoch_done = progress.epoch
@@ -260,6 +265,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if val_set is not None and evaluated_at != progress.global_step:
         run_eval(val_set)
     metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
+    metrics.close()
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0
 

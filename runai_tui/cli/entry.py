@@ -20,6 +20,7 @@ from runai_tui.cli import (
     job_commands,
     profile_commands,
     resource_commands,
+    run_commands,
     watch_commands,
 )
 from runai_tui.cli.common import Parser, settings_for
@@ -32,6 +33,7 @@ GROUPS = (
     health_commands,
     watch_commands,
     resource_commands,
+    run_commands,
 )
 
 

@@ -1,6 +1,6 @@
 """`runai-local`: the embedded local cluster's command line, shaped like `runai` v2.
 
-    runai-local training pytorch submit|describe|logs|exec|delete|suspend|resume|list ...
+    runai-local training pytorch submit|describe|logs|exec|port-forward|delete|suspend|resume|list ...
     runai-local pytorch <verb> ...            (alias, as `runai pytorch`)
     runai-local training list | workload list|describe|logs|exec|delete ...
     runai-local project list [--json] | whoami | version
@@ -441,6 +441,15 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     return 0  # not reached
 
 
+def cmd_port_forward(p: Parsed, argv: list[str]) -> int:
+    from runai_tui.local import portforward
+
+    name = _one_name(p)
+    jobdir = jobs.find(name, p["project"])
+    pod = _pod_of(jobs.load(jobdir), p["pod"])
+    return portforward.forward(jobdir, pod["name"], p["address"], p["port"])
+
+
 def cmd_delete(p: Parsed, argv: list[str]) -> int:
     names = _names(p)
     if not names:
@@ -512,6 +521,11 @@ _PYTORCH: dict[str, Any] = {
     "describe": (cmd_describe, F.DESCRIBE_FLAGS, "Describe a PyTorch training workload"),
     "logs": (cmd_logs, F.LOGS_FLAGS, "Show the logs of a pod"),
     "exec": (cmd_exec, F.EXEC_FLAGS, "Run a command in a pod"),
+    "port-forward": (
+        cmd_port_forward,
+        F.PORT_FORWARD_FLAGS,
+        "Forward local ports to a pod (local pods: their ports are already local)",
+    ),
     "delete": (cmd_delete, F.ACTION_FLAGS, "Delete a workload and stop all its processes"),
     "suspend": (cmd_suspend, F.ACTION_FLAGS, "Suspend a workload (stop its pods)"),
     "resume": (cmd_resume, F.ACTION_FLAGS, "Resume a suspended workload"),
@@ -522,6 +536,7 @@ _STANDARD = {
         ("describe", F.DESCRIBE_FLAGS),
         ("logs", F.LOGS_FLAGS),
         ("exec", F.EXEC_FLAGS),
+        ("port-forward", F.PORT_FORWARD_FLAGS),
         ("delete", F.ACTION_FLAGS),
         ("suspend", F.ACTION_FLAGS),
         ("resume", F.ACTION_FLAGS),

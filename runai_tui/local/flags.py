@@ -349,6 +349,17 @@ EXEC_FLAGS = [
     Flag("framework", "string"),
 ]
 
+# `port-forward` ([D25] 2.6): --port LOCAL:REMOTE (repeatable), --address, --pod (default master).
+PORT_FORWARD_FLAGS = [
+    Flag("port", "array", help="LOCAL:REMOTE (repeatable)"),
+    Flag("address", "string", help='local address to listen on (default "localhost")'),
+    Flag("pod", "string", help="The pod ID (default: the master)"),
+    PROJECT,
+    _UUID,
+    Flag("type", "string"),
+    Flag("framework", "string"),
+]
+
 ACTION_FLAGS = [
     PROJECT,
     _UUID,

@@ -83,6 +83,9 @@ FIELDS: tuple[Field, ...] = (
           v.string, text=True, empty=""),
     Field("extends", "name of the profile this one inherits from", "retinanet-tcp", "value",
           v.nonempty, text=True),
+    # Not a runai flag (no `emit`): the TUI's `F` forwards this port of the master (TensorBoard).
+    Field("tensorboard_port", "the master's TensorBoard port, forwarded by the TUI's F key",
+          "6006", "value", v.int_range(1, 65535)),
     Field("job_name", "default job name (DNS-1123 label, at most 63)", "retinanet-tcp", "value",
           v.dns_label, emit="positional", text=True),
     Field("project", "Run:ai project (-p)", "team-a", "value", v.dns_label,

@@ -34,9 +34,11 @@ from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
     parse_describe,
+    parse_forwarding,
     parse_list_page,
     parse_project_list,
     parse_submitted_name,
+    says_port_in_use,
     strip_notices,
 )
 
@@ -52,6 +54,19 @@ _P = ParamSpec("_P")
 class SubmitResult:
     name: str
     output: str
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """A port forward that is listening: `host:local` on this machine reaches the pod's `remote`."""
+
+    host: str
+    local: int
+    remote: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.local}/"
 
 
 @dataclass
@@ -154,6 +169,14 @@ class RunaiClient:
         if previous:
             args.append("--previous")
         return args
+
+    def port_forward_args(
+        self, name: str, local: int, remote: int, pod: str | None = None
+    ) -> list[str]:
+        """`training pytorch port-forward NAME --port LOCAL:REMOTE [--pod POD]` (runai-cli.md
+        2.6; --address keeps its default, localhost)."""
+        args = [*self.verb_args("port-forward", name), "--port", f"{local}:{remote}"]
+        return [*args, "--pod", pod] if pod else args
 
     def submit_args(self, argv: Sequence[str]) -> list[str]:
         """`argv` from command.build_submit_argv without its leading "runai", with the client's
@@ -395,6 +418,43 @@ class RunaiClient:
         if error is not None:
             raise self._adapt(error, argv)
 
+    async def forward_port(
+        self, name: str, local: int, remote: int, pod: str | None = None
+    ) -> AsyncIterator[str | Forwarding]:
+        """Run `port-forward` until the caller stops (closing the generator or a cancel kills it)
+        or it ends. Yields each line it prints and, once it listens, a Forwarding. An end with a
+        failure raises RunaiError (kind PORT_IN_USE when the local port is taken)."""
+        args = self.port_forward_args(name, local, remote, pod)
+        argv = self._argv(args)
+        stream = runner.LineStream(argv, self._env())
+        recent: collections.deque[str] = collections.deque(maxlen=5)
+        try:
+            async with contextlib.aclosing(stream.lines()) as lines:
+                async for line in lines:
+                    recent.append(line)
+                    yield line
+                    found = parse_forwarding(line)
+                    if found is not None:
+                        yield Forwarding(*found)
+        except OSError as exc:
+            raise self._not_installed(argv, exc) from None
+        code = stream.returncode if stream.returncode is not None else 0
+        text = "\n".join([*recent, runner.decode(stream.stderr)])
+        if code and says_port_in_use(text):
+            raise RunaiError(
+                ErrorKind.PORT_IN_USE,
+                f"local port {local} is already in use on this machine",
+                f"pick another local port: runai-tui port-forward {name} OTHER:{remote} "
+                f"(0:{remote} takes any free port)",
+                argv=argv,
+                output=text,
+            )
+        error = classify_failure(
+            text, code, command=self._describe_cmd(args), names=[name], check_when_ok=False
+        )
+        if error is not None:
+            raise self._adapt(error, argv)
+
     # -- the sync twins (headless CLI) ----------------------------------------------------
 
     list_jobs = _sync_twin(alist_jobs)
@@ -406,6 +466,12 @@ class RunaiClient:
     whoami = _sync_twin(awhoami)
     version = _sync_twin(aversion)
     projects = _sync_twin(aprojects)
+
+    def port_forward(
+        self, name: str, local: int, remote: int, pod: str | None = None
+    ) -> Iterator[str | Forwarding]:
+        """Blocking twin of `forward_port`. Closing the iterator (or Ctrl-C) kills the forward."""
+        return runner.iterate_sync(self.forward_port(name, local, remote, pod))
 
     def logs(
         self,

@@ -502,6 +502,22 @@ def classify_failure(
     )
 
 
+# kubectl's words, which `runai ... port-forward` prints through client-go (the exact runai text is
+# UNCONFIRMED; runai-local prints the same): `Forwarding from 127.0.0.1:6006 -> 6006`.
+_FORWARDING_RE = r"Forwarding from (\[[0-9a-fA-F:]+\]|[\w.-]+):(\d+) -> (\d+)"
+_PORT_IN_USE_RE = r"address already in use|unable to listen on (?:any of the requested )?port"
+
+
+def parse_forwarding(line: str) -> tuple[str, int, int] | None:
+    """(local host, local port, remote port) from a `Forwarding from H:L -> R` line, else None."""
+    m = re.search(_FORWARDING_RE, line)
+    return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def says_port_in_use(output: str) -> bool:
+    return re.search(_PORT_IN_USE_RE, output, re.IGNORECASE) is not None
+
+
 def parse_version(text: str) -> str:
     """The version number in `version` output (`Version: 2.18.94`, `runai version v2.25.3`,
     `runai-local 0.1.0 (…)`), or the first meaningful line when there is none."""

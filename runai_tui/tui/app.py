@@ -15,6 +15,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
 from runai_tui.tui.terminal import InteractiveRunner
@@ -124,6 +125,7 @@ class RunaiTuiApp(App[int]):
         """The jobs screen's every list: word of each job that went from Running to an end."""
         for job in self.end_watcher.ends(jobs):
             announce(self, job, ring=self.ring_on_end)
+        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     # -- state shared by the screens -----------------------------------------------------------
 
@@ -147,6 +149,9 @@ class RunaiTuiApp(App[int]):
         # first paint (benchmarks/fig_tui_paint.py). The timer covers a slow list.
         self._backend_checked = False
         self.set_timer(2.0, self.first_fetch_done)
+
+    async def on_unmount(self) -> None:
+        await self.forwards.stop_all()  # no port-forward outlives the app
 
     def first_fetch_done(self) -> None:
         """The first job list arrived (or failed, or is slow): check the backend once."""

@@ -19,7 +19,7 @@ from runai_tui.tui.widgets.job_table import JobTable
 # Actions that change the cluster; --readonly hides them.
 MUTATING = {"shell", "delete", "suspend", "resume", "new_job"}
 # Actions that need a selected job.
-NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight"}
+NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight", "forward_tensorboard"}
 # Actions on the marked jobs (else the selected one).
 ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
@@ -34,6 +34,8 @@ class JobsScreen(AppScreen):
         Binding("l", "logs", "Logs"),
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
+        Binding("F", "forward_tensorboard", "TensorBoard", show=False),
+        Binding("equals_sign", "compare", "Compare", key_display="=", show=False),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("z", "suspend", "Suspend", show=False),
         Binding("u", "resume", "Resume", show=False),
@@ -57,6 +59,9 @@ class JobsScreen(AppScreen):
         self._diagnosing = False
         self._reading_gpus = False
         self.gpu_util = GpuUtilReader()
+        # `=` without two marked rows compares the selected job with the one selected before.
+        self._highlighted: str | None = None
+        self.previous_job: str | None = None
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -215,6 +220,9 @@ class JobsScreen(AppScreen):
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:
+        job = self.table.selected_job
+        if job is not None and job.name != self._highlighted:
+            self.previous_job, self._highlighted = self._highlighted, job.name
         self.refresh_bindings()
 
     @on(DataTable.RowSelected)
@@ -271,6 +279,29 @@ class JobsScreen(AppScreen):
         job = self._selected()
         if job is not None:
             self.app.push_screen(PreflightScreen(job))
+
+    def action_forward_tensorboard(self) -> None:
+        job = self._selected()
+        if job is not None:
+            self.tui.forwards.tensorboard(job.name)
+
+    def action_compare(self) -> None:
+        from runai_tui.tui.screens.compare import CompareScreen
+
+        marked = self.table.marked()
+        if len(marked) == 2:
+            pair, how = list(marked), "the two marked jobs"
+        else:
+            job = self.table.selected_job
+            if job is None or not self.previous_job or self.previous_job == job.name:
+                self.notify(
+                    "Mark two jobs (space), or select one job, then another, and press =.",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            pair, how = [self.previous_job, job.name], "the previously selected job and this one"
+        self.app.push_screen(CompareScreen(pair[0], pair[1], how))
 
     def action_delete(self) -> None:
         if self.table.marked():

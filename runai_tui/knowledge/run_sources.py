@@ -1,0 +1,153 @@
+"""Where a run's facts live, for `compare`: a job (through the client) or a saved run directory.
+
+- The submission: the local cluster records the submit argv in its jobspec (`spec.submitArgv` in
+  describe); a cluster's describe does not, so the master pod's command stands in when describe
+  shows one, else the side lacks it.
+- The trainer's records: the metric lines in the master's log (the trainer prints every record;
+  rank 0 runs in the master), or `metrics.jsonl` in a run directory.
+- run.json: in the trainer's --output-dir. Local pods run on this machine, so that directory is a
+  local path (the pod command's paths are already the PVC's local ones); on a cluster it is read
+  with `cat` in the running master; a finished cluster job's run.json is on the PVC, which only a
+  saved run directory reaches (`compare DIR_A DIR_B`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runai_tui.errors import RunaiError
+from runai_tui.knowledge.compare import RunSide
+from runai_tui.knowledge.progress import parse_metric_line
+
+if TYPE_CHECKING:
+    from runai_tui.models import JobDetail
+
+METRICS_FILE = "metrics.jsonl"
+RUN_FILE = "run.json"
+DEFAULT_OUTPUT_DIR = "runs/retinanet"  # the trainer's --output-dir default (trainer/config.py)
+
+
+def read_run_dir(path: Path) -> RunSide:
+    """A saved run directory (the trainer's --output-dir, e.g. copied from the PVC)."""
+    side = RunSide(label=str(path), argv_source="")
+    side.lacks.append(
+        "the submission (a run directory does not record it; run.json's config "
+        "says what the trainer was given)"
+    )
+    run_file = path / RUN_FILE
+    try:
+        side.run_info = _json_object(run_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        side.lacks.append(f"run.json ({run_file}: {exc.strerror or exc})")
+    except ValueError as exc:
+        side.lacks.append(f"run.json ({run_file}: not a JSON object: {exc})")
+    metrics_file = path / METRICS_FILE
+    side.records_source = str(metrics_file)
+    try:
+        with open(metrics_file, encoding="utf-8", errors="replace") as fh:
+            side.records = [r for line in fh if (r := parse_metric_line(line)) is not None]
+    except OSError as exc:
+        side.records_source = f"{metrics_file}: {exc.strerror or exc}"
+    return side
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("top level is not an object")
+    return data
+
+
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _spec(detail: JobDetail) -> dict[str, Any]:
+    spec = (detail.raw or {}).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def submitted_argv(detail: JobDetail) -> tuple[list[str] | None, str]:
+    """The submit argv and where it came from, from describe's raw document."""
+    raw = detail.raw or {}
+    spec = _spec(detail)
+    argv = _strings(spec.get("submitArgv"))
+    if argv:
+        return argv, "the submit argv the cluster recorded (describe spec.submitArgv)"
+    for pod in raw.get("pods") or []:
+        command = _strings(pod.get("command")) if isinstance(pod, dict) else None
+        if command:
+            return ["--", *command], "the master pod's command (describe; no submit argv kept)"
+    return None, ""
+
+
+def _pod_command(detail: JobDetail) -> list[str]:
+    for pod in (detail.raw or {}).get("pods") or []:
+        command = _strings(pod.get("command")) if isinstance(pod, dict) else None
+        if command:
+            return command
+    return []
+
+
+def output_dir(detail: JobDetail, argv: list[str] | None) -> str:
+    """The trainer's --output-dir from the master's command (else the argv), made absolute
+    against the working directory; the trainer's default when neither says."""
+    spec = _spec(detail)
+    for words in (_pod_command(detail), argv or []):
+        for i, word in enumerate(words):
+            if word.startswith("--output-dir="):
+                found = word.split("=", 1)[1]
+            elif word == "--output-dir" and i + 1 < len(words):
+                found = words[i + 1]
+            else:
+                continue
+            base = str(spec.get("workingDir") or "")
+            return os.path.join(base, found) if base and not os.path.isabs(found) else found
+    base = str(spec.get("workingDir") or "")
+    return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
+
+
+async def gather_job(client: Any, name: str) -> RunSide:
+    """A job's side: describe, the master's log, and run.json where it can be reached.
+    An unknown job raises RunaiError (not found)."""
+    detail = await client.adescribe(name)
+    side = RunSide(label=name)
+    side.argv, side.argv_source = submitted_argv(detail)
+    if side.argv is None:
+        side.lacks.append("the submission (describe shows neither a submit argv nor a command)")
+    side.records_source = "the master's log"
+    try:
+        async for line in client.stream_logs(name, follow=False):
+            record = parse_metric_line(line)
+            if record is not None:
+                side.records.append(record)
+    except RunaiError as error:
+        side.records_source = f"the master's log: {error.message}"
+    if not side.records and side.records_source == "the master's log":
+        side.records_source = "no metric lines in the master's log"
+    where = output_dir(detail, side.argv)
+    run_file = os.path.join(where, RUN_FILE)
+    if client.backend.is_local:  # local pods run here: their output dir is a local path
+        try:
+            side.run_info = _json_object(Path(run_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            side.lacks.append(f"run.json ({run_file}: {getattr(exc, 'strerror', None) or exc})")
+        return side
+    if detail.job.phase.is_active:
+        try:
+            text = await client.aexec_output(name, None, ["cat", run_file])
+            side.run_info = _json_object(text)
+        except (RunaiError, ValueError) as exc:
+            side.lacks.append(f"run.json (cat {shlex.quote(run_file)} in the master: {exc})")
+        return side
+    side.lacks.append(
+        f"run.json ({run_file} is on the cluster's PVC and the job has ended; compare the saved "
+        "run directories: runai-tui compare DIR_A DIR_B)"
+    )
+    return side

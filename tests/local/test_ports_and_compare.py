@@ -1,0 +1,198 @@
+"""`runai-tui port-forward` and `runai-tui compare` against real local-cluster jobs.
+
+The forward test runs a pod that serves TCP on an ephemeral port and talks to it through the
+relay; the compare test trains two real (tiny) RetinaNet runs with the trainer and the entry
+script, then compares them as jobs and as saved run directories on the local PVC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.local.conftest import wait_until
+from tests.local.test_through_runai_tui import RUNAI_TUI, tui
+
+ECHO = textwrap.dedent(
+    """
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    print("PORT", server.getsockname()[1], flush=True)
+    while True:
+        conn, _ = server.accept()
+        conn.sendall(b"echo:" + conn.recv(100))
+        conn.close()
+    """
+)
+
+
+def user_profile(name: str, text: str) -> None:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(text)
+
+
+def start_forward(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
+    return subprocess.Popen(
+        [*RUNAI_TUI, "port-forward", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_port_forward_carries_a_real_tcp_connection_to_the_pod(tmp_path: Path) -> None:
+    script = tmp_path / "echo.py"
+    script.write_text(ECHO)
+    user_profile("echo", f"job_name: echo\nimage: busybox:1\nworkers: 1\n"
+                 f"command: [{sys.executable}, {script}]\n")  # fmt: skip
+    assert tui("submit", "--profile", "echo").returncode == 0
+    forward = None
+    try:
+        line = wait_until(lambda: tui("logs", "echo").stdout.strip(), "the pod's port")
+        port = int(line.split()[1])
+        forward = start_forward("echo", f"0:{port}")
+        assert forward.stderr is not None and forward.stdout is not None
+        said = forward.stderr.readline()  # the URL, once the relay listens
+        assert said.startswith("http://127.0.0.1:") and f"-> echo (the master) port {port}" in said
+        local = int(said.split(":")[2].split("/")[0])
+        assert forward.stdout.readline() == f"Forwarding from 127.0.0.1:{local} -> {port}\n"
+        with socket.create_connection(("127.0.0.1", local), timeout=30) as conn:
+            conn.sendall(b"hello")
+            assert conn.recv(100) == b"echo:hello"
+
+        # The local port taken: one line, exit 1 (the machine's state, not the command, is wrong).
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            used = taken.getsockname()[1]
+            res = tui("port-forward", "echo", f"{used}:{port}")
+        assert res.returncode == 1
+        err = res.stderr.splitlines()
+        assert err[0] == f"error: local port {used} is already in use on this machine"
+        assert err[1].startswith("hint: pick another local port: runai-tui port-forward echo ")
+        assert len(err) == 2
+
+        # LOCAL == REMOTE: the pod's port already is the local address; said, not relayed.
+        same = start_forward("echo", str(port))
+        try:
+            assert same.stderr is not None and same.stdout is not None
+            assert same.stderr.readline().startswith(f"http://127.0.0.1:{port}/ -> echo")
+            assert same.stdout.readline() == f"Forwarding from 127.0.0.1:{port} -> {port}\n"
+            assert "is already local" in same.stdout.readline()
+        finally:
+            same.kill()
+            same.wait()
+    finally:
+        if forward is not None:
+            forward.kill()
+            forward.wait()
+        tui("delete", "echo", "--yes")
+
+
+def test_port_forward_bad_input_one_line_each() -> None:
+    res = tui("port-forward", "nosuchjob", "6006")
+    assert res.returncode == 1 and res.stderr.startswith("error: ")
+    assert "nosuchjob" in res.stderr.splitlines()[0] and len(res.stderr.splitlines()) == 2
+    res = tui("port-forward", "job", "80:http")
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[0] == "error: port '80:http': expected [LOCAL:]REMOTE numbers"
+
+
+RECORDS = "".join(
+    f'echo \'{{"kind": "train", "step": {step}, "loss": 1.0, "images_per_sec": 8.0}}\'\n'
+    for step in (1, 2)
+)
+
+
+def test_compare_names_the_side_without_records_and_an_unknown_job(tmp_path: Path) -> None:
+    script = tmp_path / "records.sh"
+    script.write_text(RECORDS + "exec sleep 300\n")
+    user_profile("records", f"job_name: records\nimage: busybox:1\nworkers: 1\n"
+                 f"command: [sh, {script}]\n")  # fmt: skip
+    user_profile("quiet", "job_name: quiet\nimage: busybox:1\nworkers: 1\n"
+                 "command: [sh, -c, 'echo no records here; exec sleep 300']\n")  # fmt: skip
+    assert tui("submit", "--profile", "records").returncode == 0
+    assert tui("submit", "--profile", "quiet").returncode == 0
+    try:
+        wait_until(lambda: tui("logs", "records").stdout.count("\n") == 2, "the records")
+        wait_until(lambda: tui("logs", "quiet").stdout, "the quiet job's line")
+        res = tui("compare", "records", "quiet")
+        assert res.returncode == 1
+        assert res.stderr.splitlines()[0] == (
+            "error: quiet has no trainer metric records (quiet: no metric lines in the master's log)"
+        )
+        res = tui("compare", "records", "nosuchjob")
+        assert res.returncode == 1 and "nosuchjob" in res.stderr.splitlines()[0]
+        res = tui("compare", "records", str(tmp_path / "missing"), "--run-dir")
+        assert res.returncode == 2 and res.stderr.startswith("error: records: no such run dir")
+    finally:
+        tui("delete", "quiet", "--yes")
+        tui("delete", "records", "--yes")
+
+
+def tiny_run(name: str, seed: int, extra: str = "") -> str:
+    return textwrap.dedent(
+        f"""\
+        extends: retinanet-local
+        job_name: {name}
+        args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
+               --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size,
+               "2", --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1",
+               --eval-every, "1", --seed, "{seed}", --output-dir, /data/runs/{name}{extra}]
+        """
+    )
+
+
+@pytest.mark.slow
+def test_compare_two_real_trainer_runs_as_jobs_and_as_run_directories() -> None:
+    user_profile("cmp-a", tiny_run("cmp-a", 0))
+    user_profile("cmp-b", tiny_run("cmp-b", 1, ", --tensorboard"))
+    for name in ("cmp-a", "cmp-b"):
+        assert tui("submit", "--profile", name).returncode == 0
+    try:
+        for name in ("cmp-a", "cmp-b"):
+            follow = tui("logs", name, "-f", timeout=600)
+            assert '{"kind": "done"' in follow.stdout, follow.stdout[-2000:]
+        res = tui("compare", "cmp-a", "cmp-b", "--json")
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        assert doc["a"]["lacks"] == [] and doc["b"]["lacks"] == []
+        assert "spec.submitArgv" in doc["a"]["argv_source"]
+        submission = {r["key"]: (r["a"], r["b"]) for r in doc["submission"]}
+        assert submission["name"] == ("cmp-a", "cmp-b")
+        assert submission["args --seed"] == ("0", "1")
+        assert submission["args --tensorboard"] == ("-", "(set)")
+        assert [r["same"] for r in doc["submission"]][:4] == [False] * 4  # differences first
+        run = {r["key"]: (r["a"], r["b"], r["same"]) for r in doc["run_json"]}
+        assert run["config.seed"] == ("0", "1", False)
+        assert run["data.topology.world_size"] == ("2", "2", True)
+        metrics = {r["key"]: (r["a"], r["b"]) for r in doc["metrics"]}
+        last = metrics["last step"][0]
+        assert last.isdigit() and metrics["last step"] == (last, last)
+        assert metrics["ended"] == ("done", "done")
+        assert metrics["world size"] == ("2", "2")
+        assert all(value != "-" for value in metrics["median img/s per rank"])
+        assert metrics["best mAP"][0].endswith(f"(step {last})")
+        # The same runs from their saved directories on the local PVC (no cluster needed).
+        pvc = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001/runs"
+        assert list((pvc / "cmp-b").glob("events.out.tfevents.*"))  # --tensorboard wrote them
+        res = tui("compare", str(pvc / "cmp-a"), str(pvc / "cmp-b"), "--differences")
+        assert res.returncode == 0, res.stderr
+        assert "A lacks the submission (a run directory does not record it" in res.stdout
+        assert any(line.startswith("≠ config.seed") for line in res.stdout.splitlines())
+        assert "config.model" not in res.stdout  # --differences: the same rows are left out
+    finally:
+        for name in ("cmp-a", "cmp-b"):
+            tui("delete", name, "--yes")
