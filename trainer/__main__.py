@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.distributed import init_distributed
         from trainer.train import train
 
-        ctx = init_distributed(cfg.device, cfg.dist_timeout)
+        ctx = init_distributed(cfg.device, cfg.dist_timeout, cfg.output_dir)
         return train(cfg, ctx)
     except TrainerError as exc:
         rank = f"[rank {ctx.rank}] " if ctx and ctx.distributed else ""
@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"trainer: error: {rank}{exc}", file=sys.stderr, flush=True)
         return exc.exit_code
+    except Exception:
+        if ctx is not None and ctx.distributed:  # a collective timed out or a peer went away
+            from trainer.flight_recorder import dump_if_in_collective
+
+            dump_if_in_collective("collective failed")
+        raise
     finally:
         if ctx is not None:
             from trainer.distributed import shutdown

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.forks import forked_map
+from runai_tui.knowledge import flight_recorder
 from runai_tui.knowledge.progress import parse_metric_line
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
@@ -236,6 +237,21 @@ CODES: dict[str, Code] = {
             "this pod's log could not be read",
             "wait for the pod to start, or check it with `runai-tui describe JOB`",
             "pod retinanet-tcp-worker-1 has not started yet",
+        ),
+        Code(
+            "hang-rank",
+            ERROR,
+            "the Flight Recorder dumps name the rank that never entered a collective the others "
+            "waited in (knowledge/flight_recorder.py)",
+            "look at that rank's pod and node first: its log's last lines, preflight on it",
+            "rank 0 group 0: entered 3, completed 2; rank 1 group 0: entered 2, completed 2",
+        ),
+        Code(
+            "flight-recorder-unreadable",
+            WARNING,
+            "the job's Flight Recorder dumps could not be judged",
+            "copy the dump directory and run `runai-tui diagnose --flight-recorder DIR`",
+            "/data/runs/x/flight-recorder/rank-1: truncated or not a Flight Recorder dump",
         ),
     )
 }
@@ -1123,6 +1139,7 @@ async def diagnose_job(
         )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
+    dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
 
     import asyncio  # lazy: `diagnose --log` needs no event loop
 
@@ -1134,6 +1151,7 @@ async def diagnose_job(
             try:
                 async for line in stream:
                     diagnoser.feed(line)
+                    dumps_at.feed(diagnoser.pod, line)
             except RunaiError as exc:
                 unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
             finally:
@@ -1141,6 +1159,9 @@ async def diagnose_job(
                     await stream.aclose()  # type: ignore[attr-defined]
 
     await asyncio.gather(*(read(d) for d in diagnosers))
+    for r in await flight_recorder.job_findings(client, name, pods, dumps_at):
+        unavailable.append(Finding(r.code, CODES[r.code].severity, r.pod, 0, cut(r.evidence),
+                                   r.message, r.fix))  # fmt: skip
     running = detail.job.phase is Phase.RUNNING
     return combine(diagnosers, running=running, now=now, extra=unavailable)
 
