@@ -1159,7 +1159,7 @@ async def diagnose_job(
                     await stream.aclose()  # type: ignore[attr-defined]
 
     await asyncio.gather(*(read(d) for d in diagnosers))
-    for r in await flight_recorder.job_findings(client, name, pods, dumps_at):
+    for r in await flight_recorder.job_findings(client, detail, dumps_at):
         unavailable.append(Finding(r.code, CODES[r.code].severity, r.pod, 0, cut(r.evidence),
                                    r.message, r.fix))  # fmt: skip
     running = detail.job.phase is Phase.RUNNING

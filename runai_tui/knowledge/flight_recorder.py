@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from runai_tui.models import JobDetail, Phase
+
 DIR_NAME = "flight-recorder"
 MAX_DUMP_BYTES = 256 << 20  # a dump larger than this is not read
 CLOCK_SLACK_NS = 120 * 10**9  # clocks of different nodes may differ by this much
@@ -459,22 +461,28 @@ def unreadable(problem: DumpProblem, pod: str) -> Reported:
     )
 
 
-async def job_findings(
-    client: object, job: str, pods: list[str], locator: DumpLocator
-) -> list[Reported]:
-    """`diagnose JOB`: the dumps the trainer said it wrote, read through the first pod (the
-    master; they are on the PVC every pod mounts). Nothing when no dump was announced."""
-    if locator.directory is None or not pods or not isinstance(client, PodFiles):
+async def job_findings(client: object, detail: JobDetail, locator: DumpLocator) -> list[Reported]:
+    """`diagnose JOB`: the dumps the trainer said it wrote, read through a running pod of the job
+    (they are on the PVC every pod mounts). Nothing when no dump was announced."""
+    if locator.directory is None or not isinstance(client, PodFiles):
         return []
+    running = [p.name for p in detail.pods if p.phase is Phase.RUNNING]
+    first = detail.pods[0].name if detail.pods else detail.job.name
+    if not running:
+        return [unreadable(DumpProblem(
+            f"the dumps are in {locator.directory} on the PVC, but no pod of the job is running "
+            "to read them through",
+            f"copy {locator.directory} from the PVC and run "
+            "`runai-tui diagnose --flight-recorder DIR`"), first)]  # fmt: skip
     try:
-        dumps = await read_through_pod(client, job, pods[0], locator.directory)
+        dumps = await read_through_pod(client, detail.job.name, running[0], locator.directory)
         return findings(judge(dumps), locator.pod_of_rank)
     except DumpProblem as problem:
-        return [unreadable(problem, pods[0])]
+        return [unreadable(problem, running[0])]
     except Exception as exc:  # noqa: BLE001 - the client's error (exec refused, pod gone)
         message = getattr(exc, "message", str(exc))
         return [unreadable(DumpProblem(f"{locator.directory}: {message}", "copy the directory "
-                "and run `runai-tui diagnose --flight-recorder DIR`"), pods[0])]  # fmt: skip
+                "and run `runai-tui diagnose --flight-recorder DIR`"), running[0])]  # fmt: skip
 
 
 def render_text(judgement: Judgement, reported: list[Reported]) -> str:
