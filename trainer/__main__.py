@@ -41,10 +41,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trainer: error: {rank}{exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except Exception:
-        if ctx is not None and ctx.distributed:  # a collective timed out or a peer went away
-            from trainer.flight_recorder import dump_if_in_collective
+        if ctx is not None and ctx.distributed:
+            # A collective that timed out or lost a peer, or a failure that leaves the others
+            # waiting in one: where every rank was is what names the culprit.
+            from trainer.flight_recorder import dump
 
-            dump_if_in_collective("collective failed")
+            dump("collective failed")
         raise
     finally:
         if ctx is not None:

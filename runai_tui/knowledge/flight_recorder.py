@@ -290,30 +290,33 @@ def _pg_order(pg: str) -> tuple[int, str]:
 
 
 def _judge_group(pg: str, dumps: list[RankDump], missing: list[int]) -> Hang | None:
-    # Without a status (older torch) every entry but the newest is taken as done.
-    last_completed = {d.rank: d.completed.get(pg, d.entered[pg] - 1) for d in dumps}
-    seq = min(last_completed.values()) + 1
-    entered = [d for d in dumps if d.entered[pg] >= seq]
-    never = [d.rank for d in dumps if d.entered[pg] < seq]
-    if not entered:
+    entered = {d.rank: d.entered[pg] for d in dumps}
+    low, high = min(entered.values()), max(entered.values())
+    never = [r for r, e in entered.items() if e == low] if high > low else []
+    seq = low + 1 if never else low  # all at the same place: the last one they entered
+    if seq < 1:
         return None
-    entries = [e for d in entered for e in d.entries if e.pg == pg and e.seq == seq]
+    # gloo counts a collective that failed on its timeout as completed; one that a rank never
+    # entered cannot have completed, so nothing at or past `seq` is taken as done.
+    last_completed = {d.rank: min(d.completed.get(pg, entered[d.rank] - 1), seq - 1) for d in dumps}
+    waited = [r for r, e in entered.items() if e >= seq]
+    entries = [
+        e for d in dumps if entered[d.rank] >= seq for e in d.entries if e.pg == pg and e.seq == seq
+    ]
     first = entries[0] if entries else None
     op, size = (first.op, first.size_text()) if first else ("", "")
     desc = first.pg_desc if first else ""
-    group_ranks = set()
+    group_ranks: set[int] = set()
     for d in dumps:
         group_ranks.update(d.groups.get(pg, []))
     absent = [r for r in missing if not group_ranks or r in group_ranks]
     if never:
-        return Hang(pg, desc, seq, op, size, never, [d.rank for d in entered], False,
-                    last_completed, absent)  # fmt: skip
-    if absent:  # every dump entered `seq` and none finished it: the silent ranks did not come
-        return Hang(pg, desc, seq, op, size, absent, [d.rank for d in entered], False,
-                    last_completed, absent)  # fmt: skip
-    late = _late_ranks(pg, seq, entered)
+        return Hang(pg, desc, seq, op, size, never, waited, False, last_completed, absent)
+    if absent:  # every dump is in `seq`: the ranks that wrote none did not come
+        return Hang(pg, desc, seq, op, size, absent, waited, False, last_completed, absent)
+    late = _late_ranks(pg, seq, dumps)
     if late:
-        waited = [d.rank for d in entered if d.rank not in late]
+        waited = [r for r in waited if r not in late]
         return Hang(pg, desc, seq, op, size, late, waited, True, last_completed, absent)
     return None
 

@@ -1,9 +1,13 @@
 """One rank of a real two-process gloo job that hangs on purpose (a test helper, not a trainer
-entry): both ranks complete two collectives, then rank 1 sleeps STALL seconds before the third,
-an all-reduce; rank 0 waits in it until the short timeout and dumps its Flight Recorder buffer
-through the trainer's own dump function, as the trainer does after a failed collective.
+entry). Both ranks complete an all-reduce and a broadcast in a group with a short timeout; then
+rank 1 stalls before the next all-reduce while rank 0 waits in it until the timeout and dumps
+its Flight Recorder buffer through the trainer's own dump function, as the trainer does after a
+failed collective.
 
-    python gloo_hang_worker.py RANK OUTPUT_DIR STALL_SECONDS TIMEOUT_SECONDS
+    python gloo_hang_worker.py RANK OUTPUT_DIR MODE
+    MODE late:  rank 1 sleeps past the timeout, then enters the all-reduce (fails, dumps too)
+    MODE never: rank 1 dumps its buffer (torch's recorder, in-process) before it stalls, and
+                leaves without entering the all-reduce
 """
 
 from __future__ import annotations
@@ -18,29 +22,35 @@ import torch.distributed as dist
 
 from trainer import flight_recorder
 
+TIMEOUT_SECONDS = 2.0
+STALL_SECONDS = 5.0
+
 
 def main() -> int:
-    rank, output_dir = int(sys.argv[1]), sys.argv[2]
-    stall, timeout = float(sys.argv[3]), float(sys.argv[4])
+    rank, output_dir, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     os.environ["RANK"] = str(rank)
     flight_recorder.prepare(output_dir)
+    # The rendezvous keeps a long timeout (the two interpreters start at different speeds under
+    # load); only the group the collectives run in has the short one.
     dist.init_process_group(
-        "gloo",
-        init_method=f"file://{output_dir}/store",
-        rank=rank,
-        world_size=2,
-        timeout=datetime.timedelta(seconds=timeout),
-    )
+        "gloo", init_method=f"file://{output_dir}/store", rank=rank, world_size=2,
+        timeout=datetime.timedelta(seconds=120),
+    )  # fmt: skip
+    group = dist.new_group(timeout=datetime.timedelta(seconds=TIMEOUT_SECONDS))
     flight_recorder.start(rank, "gloo")
     tensor = torch.ones(1000)
     try:
-        dist.all_reduce(tensor)
-        dist.broadcast(tensor, src=0)
+        dist.all_reduce(tensor, group=group)
+        dist.broadcast(tensor, src=0, group=group)
         if rank == 1:
-            time.sleep(stall)
-        dist.all_reduce(tensor)
+            if mode == "never":
+                flight_recorder.dump("before the stall")
+            time.sleep(STALL_SECONDS)
+            if mode == "never":
+                return 0
+        dist.all_reduce(tensor, group=group)
     except RuntimeError:
-        flight_recorder.dump_if_in_collective("collective failed")
+        flight_recorder.dump("collective failed")  # as trainer/__main__.py does
         return 1
     return 0
 
