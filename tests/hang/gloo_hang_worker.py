@@ -8,12 +8,16 @@ failed collective.
     MODE late:  rank 1 sleeps past the timeout, then enters the all-reduce (fails, dumps too)
     MODE never: rank 1 dumps its buffer (torch's recorder, in-process) before it stalls, and
                 leaves without entering the all-reduce
+    MODE sigterm: each rank gets SIGTERM through the trainer's stop handler: rank 0 while its
+                all-reduce is in flight (it dumps), rank 1 between collectives (it does not);
+                then the all-reduce completes
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import signal
 import sys
 import time
 
@@ -21,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from trainer import flight_recorder
+from trainer.engine import StopRequest
 
 TIMEOUT_SECONDS = 2.0
 STALL_SECONDS = 5.0
@@ -39,6 +44,18 @@ def main() -> int:
     group = dist.new_group(timeout=datetime.timedelta(seconds=TIMEOUT_SECONDS))
     flight_recorder.start(rank, "gloo")
     tensor = torch.ones(1000)
+    if mode == "sigterm":
+        StopRequest().install()
+        dist.all_reduce(tensor, group=group)
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # between collectives: no dump
+            time.sleep(0.5)
+        work = dist.all_reduce(tensor, group=group, async_op=True)
+        if rank == 0:
+            os.kill(os.getpid(), signal.SIGTERM)  # rank 1 is not there yet: in flight
+            time.sleep(0.1)  # the handler runs at the next bytecode
+        work.wait()
+        return 0
     try:
         dist.all_reduce(tensor, group=group)
         dist.broadcast(tensor, src=0, group=group)

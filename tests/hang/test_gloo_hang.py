@@ -48,6 +48,16 @@ def hangs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {mode: out / fr.DIR_NAME for mode, out in runs.items()}
 
 
+def test_sigterm_dumps_only_inside_a_collective(tmp_path: Path) -> None:
+    pair = run_pair(tmp_path, "sigterm")
+    outputs = [p.communicate(timeout=120)[0] for p in pair]
+    assert [p.returncode for p in pair] == [0, 0], outputs
+    assert "flight recorder dump (SIGTERM)" in outputs[0], outputs
+    assert sorted(p.name for p in (tmp_path / fr.DIR_NAME).iterdir()) == ["rank-0"]
+    (dump,) = fr.read_dir(tmp_path / fr.DIR_NAME)
+    assert dump.entered["1"] == 2 and dump.completed["1"] == 1  # caught in flight
+
+
 def diagnose(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*RUNAI_TUI, "diagnose", *args], capture_output=True, text=True, timeout=60
