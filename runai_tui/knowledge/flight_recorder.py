@@ -352,7 +352,9 @@ def _check_same_run(dumps: list[RankDump]) -> None:
             if b.rank <= a.rank:
                 continue
             for pg in set(a.completed) & set(b.completed):
-                done = min(a.completed[pg], b.completed[pg])
+                # Before the last collective either entered: gloo counts a timed-out one as
+                # completed, and a rank that stalled enters it arbitrarily late.
+                done = min(a.completed[pg], b.completed[pg], a.entered[pg] - 1, b.entered[pg] - 1)
                 ta = {e.seq: e for e in a.entries if e.pg == pg and e.seq <= done}
                 for e in b.entries:
                     other = ta.get(e.seq)
