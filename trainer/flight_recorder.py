@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import time
 from dataclasses import dataclass
 
 from trainer.files import atomic_open
@@ -113,5 +114,17 @@ def dump(reason: str) -> str | None:
     return _active.path
 
 
-def dump_if_in_collective(reason: str) -> str | None:
-    return dump(reason) if in_collective() else None
+SETTLE_SECONDS = 2.0
+
+
+def dump_if_in_collective(reason: str, settle: float = SETTLE_SECONDS) -> str | None:
+    """Dump if a collective is still in flight after `settle` seconds. On a preemption every
+    rank gets SIGTERM and what is in flight completes within milliseconds (and gloo marks a
+    finished collective completed a moment late): only a collective that stays open, one a rank
+    never joined, is worth a dump."""
+    deadline = time.monotonic() + settle
+    while in_collective():
+        if time.monotonic() >= deadline:
+            return dump(reason)
+        time.sleep(0.02)
+    return None

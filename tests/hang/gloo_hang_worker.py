@@ -41,7 +41,8 @@ def main() -> int:
         "gloo", init_method=f"file://{output_dir}/store", rank=rank, world_size=2,
         timeout=datetime.timedelta(seconds=120),
     )  # fmt: skip
-    group = dist.new_group(timeout=datetime.timedelta(seconds=TIMEOUT_SECONDS))
+    timeout = TIMEOUT_SECONDS if mode != "sigterm" else 60.0  # there nothing times out
+    group = dist.new_group(timeout=datetime.timedelta(seconds=timeout))
     flight_recorder.start(rank, "gloo")
     tensor = torch.ones(1000)
     if mode == "sigterm":
@@ -49,11 +50,12 @@ def main() -> int:
         dist.all_reduce(tensor, group=group)
         if rank == 1:
             os.kill(os.getpid(), signal.SIGTERM)  # between collectives: no dump
-            time.sleep(0.5)
+            # Away longer than the handler waits for an in-flight collective to settle.
+            time.sleep(flight_recorder.SETTLE_SECONDS + 1.0)
         work = dist.all_reduce(tensor, group=group, async_op=True)
         if rank == 0:
             os.kill(os.getpid(), signal.SIGTERM)  # rank 1 is not there yet: in flight
-            time.sleep(0.1)  # the handler runs at the next bytecode
+            time.sleep(0.1)  # the handler runs at the next bytecode (and waits to settle)
         work.wait()
         return 0
     try:
@@ -61,6 +63,8 @@ def main() -> int:
         dist.broadcast(tensor, src=0, group=group)
         if rank == 1:
             if mode == "never":
+                while flight_recorder.in_collective():  # gloo marks completion a moment late
+                    time.sleep(0.01)
                 flight_recorder.dump("before the stall")
             time.sleep(STALL_SECONDS)
             if mode == "never":
@@ -73,4 +77,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # Straight out: a gloo group left after a timed-out collective can abort the interpreter's
+    # teardown (SIGABRT), which would hide the exit code the tests read.
+    os._exit(code)

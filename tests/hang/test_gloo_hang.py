@@ -67,10 +67,11 @@ def diagnose(*args: str) -> subprocess.CompletedProcess[str]:
 def test_diagnose_names_the_rank_that_never_entered_the_all_reduce(hangs: dict[str, Path]) -> None:
     res = diagnose("--flight-recorder", str(hangs["never"]))
     assert res.returncode == 1, res.stderr
-    assert "ERROR hang-rank  rank 1" in res.stdout
-    assert "rank 1 never entered collective 3 of process group 1" in res.stdout
-    assert "all_reduce, 1000 Float (3.9 KiB)" in res.stdout
-    assert "Last completed collective: rank 0: 2, rank 1: 2" in res.stdout
+    said = res.stdout
+    assert "ERROR hang-rank  rank 1" in said, said
+    assert "rank 1 never entered collective 3 of process group 1" in said, said
+    assert "all_reduce, 1000 Float (3.9 KiB)" in said, said
+    assert "Last completed collective: rank 0: 2, rank 1: 2" in said, said
     assert "preflight" in res.stdout  # the fix: that rank's pod and node first
 
 
