@@ -1,6 +1,7 @@
-"""How fast `runai-tui diagnose` reads a log, and that its memory stays flat. Prints figures.
+"""How fast `runai-tui diagnose` reads a streamed log (`diagnose JOB`: lines as `runai logs`
+prints them), through each line screen, and that its memory stays flat. Prints figures.
 
-    python benchmarks/diagnose_throughput.py [MEGABYTES]   (default 200)
+    python benchmarks/diagnose_throughput.py [MEGABYTES]   (default 1024)
 
 Two generated logs, made line by line as they are read (never held): a clean NCCL_DEBUG=INFO-like
 training log (channel lines, trainer records every 20 lines, long progress lines), and the same
@@ -47,19 +48,21 @@ def lines(megabytes: int, noisy: bool) -> Iterator[str]:
 
 
 def main() -> None:
-    megabytes = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    for noisy in (False, True):
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        started = time.perf_counter()
-        pod = PodDiagnoser("bench").feed_all(lines(megabytes, noisy))
-        report = combine([pod])
-        elapsed = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(
-            f"{'noisy' if noisy else 'clean'} log: {megabytes} MB, {pod.lines} lines in "
-            f"{elapsed:.2f} s = {megabytes / elapsed:.0f} MB/s; peak RSS {before / 1024:.1f} -> "
-            f"{after / 1024:.1f} MB; findings kept {len(report.findings)}"
-        )
+    megabytes = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    for hyperscan in (True, False):
+        for noisy in (False, True):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            started = time.perf_counter()
+            pod = PodDiagnoser("bench", hyperscan=hyperscan).feed_all(lines(megabytes, noisy))
+            report = combine([pod])
+            elapsed = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            print(
+                f"{pod.screen.name} screen, {'noisy' if noisy else 'clean'} log: {megabytes} MB, "
+                f"{pod.lines} lines in {elapsed:.2f} s = {megabytes / elapsed:.0f} MB/s; peak RSS "
+                f"{before / 1024:.1f} -> {after / 1024:.1f} MB; findings kept "
+                f"{len(report.findings)}"
+            )
 
 
 if __name__ == "__main__":

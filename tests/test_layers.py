@@ -2,7 +2,8 @@
 torch; the trainer imports nothing from runai_tui; faces never spawn processes themselves; only
 runai/backend.py knows the local cluster's package; asyncio spawns happen only in the core's
 runner; the `runai` plumbing (runai_tui/runai/) and the operator's knowledge
-(runai_tui/knowledge/) never import each other."""
+(runai_tui/knowledge/) never import each other; nothing forks this process; lint and preflight
+share the findings module without importing diagnose; no module in runai_tui/ is over 700 lines."""
 
 from __future__ import annotations
 
@@ -151,3 +152,40 @@ def test_plumbing_and_knowledge_stay_apart() -> None:
         if m == other or m.startswith(other + ".")
     ]
     assert offenders == []
+
+
+def attributes_and_imports(path: Path) -> set[str]:
+    """Every attribute name used and every name imported in a module."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+            names.add(getattr(node, "module", None) or "")
+    return names
+
+
+def test_no_module_forks_this_process() -> None:
+    # Work runs in one process: no hand-made fork pools, no process pools.
+    forks = {"fork", "forkpty", "ProcessPoolExecutor", "multiprocessing"}
+    offenders = [
+        (str(p), name)
+        for p in python_files(REPO / "runai_tui")
+        for name in attributes_and_imports(p)
+        if name.split(".")[0] in forks
+    ]
+    assert offenders == []
+
+
+def test_lint_and_preflight_share_findings_without_importing_diagnose() -> None:
+    knowledge = REPO / "runai_tui" / "knowledge"
+    for name in ("checks.py", "preflight.py"):
+        modules = imported_modules(knowledge / name)
+        assert "runai_tui.knowledge.findings" in modules, name
+        assert not any(m.startswith("runai_tui.knowledge.diagnose") for m in modules), name
+
+
+def test_no_module_in_runai_tui_is_over_700_lines() -> None:
+    sizes = {str(p): len(p.read_text().splitlines()) for p in python_files(REPO / "runai_tui")}
+    assert {p: n for p, n in sizes.items() if n > 700} == {}

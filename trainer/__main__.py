@@ -20,6 +20,14 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.data.prepare import main as prepare_main
 
         return prepare_main(args[1:])
+    if args[:1] == ["oid-eval"]:  # score a saved predictions file (trainer/oid_eval.py)
+        from trainer.oid_eval import main as oid_eval_main
+
+        try:
+            return oid_eval_main(args[1:])
+        except TrainerError as exc:
+            print(f"trainer: error: {exc}", file=sys.stderr, flush=True)
+            return exc.exit_code
     if args[:1] == ["verify"]:  # re-read every shard of a manifest
         from trainer.data.prepare import verify_main
 

@@ -288,6 +288,15 @@ class TrainConfig:
             choices=("coco", "oid"),
         ),
     )
+    oid_expand_predictions: bool = field(
+        default=True,
+        metadata=_opt(
+            "with --eval-metric oid: count each detection for its class's ancestors too before "
+            "scoring (ours; the official evaluator scores predictions as written: "
+            "--no-oid-expand-predictions gives its figure)",
+            "output",
+        ),
+    )
     log_samples: bool = field(
         default=False,
         metadata=_opt(

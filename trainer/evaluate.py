@@ -22,7 +22,13 @@ from trainer.data.sampler import ShardSampler
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, broadcast_object, gather_objects
 from trainer.errors import ConfigError
-from trainer.oid_metric import ImageGroundTruth, OidAnnotations, oid_average_precisions, oid_map
+from trainer.oid_metric import (
+    ImageGroundTruth,
+    OidAnnotations,
+    expand_predictions,
+    oid_average_precisions,
+    oid_map,
+)
 
 Predictions = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # index -> boxes, scores, labels
 
@@ -104,9 +110,12 @@ def oid_metrics(
     predictions: Predictions,
     image_indices: list[int],
     annotations: OidAnnotations | None = None,
+    expand: bool = True,
 ) -> dict:
     """Open Images challenge mAP@0.5 over ``image_indices`` (see trainer/oid_metric.py):
-    ``oid_map`` and ``oid_classes``, the number of classes with ground truth (the mean's terms)."""
+    ``oid_map`` and ``oid_classes``, the number of classes with ground truth (the mean's terms).
+    ``expand``: the prediction step first (credit on parent classes); without it the figure is
+    the official evaluator's on these predictions."""
     labels = annotations.image_labels if annotations is not None else None
     ground, found = [], []
     empty = (np.zeros((0, 4)), np.zeros(0), np.zeros(0, np.int64))
@@ -123,12 +132,10 @@ def oid_metrics(
             )
         )
         found.append(predictions.get(i, empty))
-    aps, _ = oid_average_precisions(
-        ground,
-        found,
-        len(index.class_names),
-        annotations.hierarchy if annotations is not None else None,
-    )
+    hierarchy = annotations.hierarchy if annotations is not None else None
+    if expand and hierarchy is not None:
+        found = expand_predictions(found, hierarchy)
+    aps, _ = oid_average_precisions(ground, found, len(index.class_names), hierarchy)
     return {"oid_map": round(oid_map(aps), 6), "oid_classes": int((~np.isnan(aps)).sum())}
 
 
@@ -183,10 +190,13 @@ def evaluate(
     limit: int = 0,
     amp_dtype: torch.dtype | None = None,
     metric: str = "coco",
+    oid_expand_predictions: bool = True,
 ) -> dict:
     """Every rank predicts its shard; rank 0 scores the union; every rank gets the result.
 
-    ``metric="oid"`` adds the Open Images challenge metric's keys to COCO's."""
+    ``metric="oid"`` adds the Open Images challenge metric's keys to COCO's. The OID figure also
+    covers the images with only image-level labels that the validation index carries at its
+    end for it (``meta["label_only_start"]``); COCO's does not."""
     shard = predict_shard(ctx, model, dataset, batch_size, workers, limit, amp_dtype)
     gathered = gather_objects(ctx, shard)
     result = None
@@ -195,9 +205,15 @@ def evaluate(
         for part in gathered or []:
             merged.update(part)
         length = min(len(dataset), limit) if limit > 0 else len(dataset)
-        result = coco_map(dataset.index, merged, list(range(length)))
+        # Images with only image-level labels (appended for the OID metric) are not COCO's.
+        coco_length = min(length, dataset.index.meta.get("label_only_start", length))
+        result = coco_map(dataset.index, merged, list(range(coco_length)))
         if metric == "oid":
             result |= oid_metrics(
-                dataset.index, merged, list(range(length)), dataset.oid_annotations
+                dataset.index,
+                merged,
+                list(range(length)),
+                dataset.oid_annotations,
+                expand=oid_expand_predictions,
             )
     return broadcast_object(ctx, result)

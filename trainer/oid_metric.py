@@ -1,27 +1,40 @@
 """The Open Images challenge detection metric (OID mAP@0.5), numpy only.
 
-The protocol of the Open Images Challenge page and of the TF Object Detection API's
-``OpenImagesChallengeEvaluator`` (``per_image_evaluation.py`` with ``group_of_weight=1``):
+Two steps, kept apart so each can be checked against its reference:
+
+1. ``expand_predictions`` (ours, on by default in the trainer: ``--oid-expand-predictions``):
+   every detection also counts for each ancestor class of the hierarchy, as a challenge
+   participant expands a leaf-class detector's output before submitting (MMDetection's
+   ``get_supercategory``). The official evaluator does not do this; with the step off, the figure
+   equals the official one on the same predictions.
+2. ``oid_average_precisions`` (the official evaluator: the TF Object Detection API's
+   ``OpenImagesChallengeEvaluator`` with ``per_image_evaluation.py``, ``group_of_weight=1``, on
+   ground truth expanded as ``oid_hierarchical_labels_expansion.py`` does). It scores the
+   predictions as given:
 
 - Hierarchy: ground-truth boxes and verified-present image-level labels count for their class and
   every ancestor (``Subcategory`` links of ``bbox_labels_600_hierarchy.json``; ``Part`` links are
   not "is a" and are not followed); verified-absent labels count for the class and every
-  descendant. Detections are expanded to their ancestors too (MMDetection's ``get_supercategory``),
-  so a detector trained on leaf labels is scored on parent classes as well.
+  descendant.
+- Evaluated images: every image with a box or an image-level label, including images that have
+  only image-level labels (their verified-absent classes turn detections into false positives).
 - Image-level labels: on each image only the classes with a box or a verified label (present or
-  absent) are evaluated; detections of any other class are ignored. A detection of a verified
-  absent class is a false positive. Without image-level labels (COCO, synthetic: exhaustively
-  annotated) every class is evaluated on every image.
-- Matching, per image and class, detections in decreasing score order (ties keep their order):
-  a detection takes the non-group-of box with which its IoU is largest if that IoU >= 0.5 and the
-  box is still free (true positive), else it is a false positive, unless its intersection over the
-  *detection's* area (IoA) with a group-of box is >= 0.5: then it is absorbed by the group-of box
-  with the largest IoA. A group-of box that absorbed detections is one true positive with the
-  highest score among them; the absorbed detections are otherwise ignored. Every box, group-of or
-  not, counts once in the number of positives.
+  absent) are evaluated; detections of any other class are ignored. Without image-level labels
+  (COCO, synthetic: exhaustively annotated) every class is evaluated on every image.
+- Detections with a zero-area or inverted box (x1 >= x2 or y1 >= y2) are dropped before matching.
+- Matching, per image and class, detections in decreasing score order: a detection takes the
+  non-group-of box with which its IoU is largest if that IoU >= 0.5 and the box is still free
+  (true positive), else it is a false positive, unless its intersection over the *detection's*
+  area (IoA) with a group-of box is >= 0.5: then it is absorbed by the group-of box with the
+  largest IoA. A group-of box is one true positive at the highest score of the detections it
+  absorbed, and only when that score is above 0; absorbed detections are otherwise ignored. Every
+  box, group-of or not, counts once in the number of positives.
 - AP per class: precision made monotonically non-increasing from the right, summed over the
   recall steps (PASCAL VOC 2010+); classes with no ground truth have no AP (NaN) and stay out of
   the mean; a class with ground truth and no detection has AP 0.
+- Ties: equal scores keep their input order (a stable sort). The official code sorts with
+  numpy's default (unstable) sort, so its order among ties depends on the machine and the numpy
+  build; on tied scores the two may differ, on untied scores they agree.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,20 +157,13 @@ class ImageLabels:
     negative: list[np.ndarray]
 
 
-def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) -> ImageLabels:
-    """``ImageID,Source,LabelName,Confidence`` rows (1 present, 0 absent) for ``image_ids``.
-
-    Labels of classes outside ``mids`` and rows of other images are skipped.
-    """
+def image_label_rows(path: str) -> Iterator[tuple[int, str, str, str]]:
+    """(line, ImageID, LabelName, Confidence text) of each row of an image-level labels CSV."""
     if not os.path.isfile(path):
         raise ConfigError(
             f"{path}: image-level labels not found; --eval-metric oid needs Open Images' "
             f"{VAL_IMAGE_LABELS} in the data root (or use --eval-metric coco)"
         )
-    row_of = {image_id: i for i, image_id in enumerate(image_ids)}
-    label_of = {mid: k + 1 for k, mid in enumerate(mids)}
-    positive: list[list[int]] = [[] for _ in image_ids]
-    negative: list[list[int]] = [[] for _ in image_ids]
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = [h.strip().lstrip("\ufeff") for h in next(reader, [])]
@@ -177,18 +183,38 @@ def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) 
                     f"{path}:{reader.line_num}: malformed row {','.join(row)!r}; expected "
                     "ImageID,Source,LabelName,Confidence"
                 )
-            i = row_of.get(row[c_id])
-            label = label_of.get(row[c_label]) if i is not None else None
-            if label is None:
-                continue
-            try:
-                confidence = float(row[c_conf])
-            except (IndexError, ValueError):
-                raise ConfigError(
-                    f"{path}:{reader.line_num}: Confidence {row[c_conf : c_conf + 1]!r} is not a "
-                    "number (1 verified present, 0 verified absent)"
-                ) from None
-            (positive if confidence > 0 else negative)[i].append(label)
+            yield reader.line_num, row[c_id], row[c_label], row[c_conf]
+
+
+def labelled_image_ids(path: str, mids: Sequence[str]) -> list[str]:
+    """Images with an image-level label (present or absent) of one of ``mids``, in file order:
+    the official pipeline evaluates them even when they have no box."""
+    wanted = set(mids)
+    return list(dict.fromkeys(i for _, i, mid, _ in image_label_rows(path) if mid in wanted))
+
+
+def read_image_labels(path: str, image_ids: Sequence[str], mids: Sequence[str]) -> ImageLabels:
+    """``ImageID,Source,LabelName,Confidence`` rows (1 present, 0 absent) for ``image_ids``.
+
+    Labels of classes outside ``mids`` and rows of other images are skipped.
+    """
+    row_of = {image_id: i for i, image_id in enumerate(image_ids)}
+    label_of = {mid: k + 1 for k, mid in enumerate(mids)}
+    positive: list[list[int]] = [[] for _ in image_ids]
+    negative: list[list[int]] = [[] for _ in image_ids]
+    for line, image_id, mid, text in image_label_rows(path):
+        i = row_of.get(image_id)
+        label = label_of.get(mid) if i is not None else None
+        if i is None or label is None:
+            continue
+        try:
+            confidence = float(text)
+        except ValueError:
+            raise ConfigError(
+                f"{path}:{line}: Confidence {text!r} is not a number (1 verified present, "
+                "0 verified absent)"
+            ) from None
+        (positive if confidence > 0 else negative)[i].append(label)
     return ImageLabels(
         [np.unique(np.array(x, np.int64)) for x in positive],
         [np.unique(np.array(x, np.int64)) for x in negative],
@@ -253,11 +279,10 @@ def match_image_class(
         best = ioa.argmax(axis=1)
         inside = ~tp & (ioa[np.arange(n), best] >= iou_threshold)
         absorbed = inside
-        hit = np.zeros(len(group), bool)
-        top = np.full(len(group), -np.inf)
+        # As the official code: a group-of box's score starts at 0 and it counts only above 0.
+        top = np.zeros(len(group))
         np.maximum.at(top, best[inside], scores[inside])
-        hit[best[inside]] = True
-        group_scores = top[hit]
+        group_scores = top[top > 0]
     keep = ~absorbed
     return (
         np.concatenate([scores[keep], group_scores]),
@@ -298,7 +323,8 @@ def oid_average_precisions(
     iou_threshold: float = IOU_THRESHOLD,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(AP of labels 1..K, positives of labels 1..K); ``detections[i]`` = (boxes, scores, labels)
-    of image i. AP is NaN for a class without ground truth."""
+    of image i, scored as given (``expand_predictions`` first for credit on parent classes).
+    AP is NaN for a class without ground truth."""
     hierarchy = hierarchy or ClassHierarchy.flat(num_classes)
     scores: list[list[np.ndarray]] = [[] for _ in range(num_classes + 1)]
     hits: list[list[np.ndarray]] = [[] for _ in range(num_classes + 1)]
@@ -308,9 +334,11 @@ def oid_average_precisions(
         g_boxes = np.asarray(gt.boxes, np.float64).reshape(-1, 4)[g_rows]
         g_group = np.asarray(gt.group_of, bool)[g_rows]
         np.add.at(positives, g_labels, 1)
-        d_labels, d_rows = hierarchy.expand_up(d_labels)
-        d_boxes = np.asarray(d_boxes, np.float64).reshape(-1, 4)[d_rows]
-        d_scores = np.asarray(d_scores, np.float64)[d_rows]
+        d_boxes = np.asarray(d_boxes, np.float64).reshape(-1, 4)
+        d_scores = np.asarray(d_scores, np.float64).reshape(-1)
+        d_labels = np.asarray(d_labels, np.int64).reshape(-1)
+        proper = (d_boxes[:, 0] < d_boxes[:, 2]) & (d_boxes[:, 1] < d_boxes[:, 3])
+        d_boxes, d_scores, d_labels = d_boxes[proper], d_scores[proper], d_labels[proper]
         if gt.positive is not None or gt.negative is not None:
             verified = [g_labels]
             if gt.positive is not None:
@@ -338,6 +366,24 @@ def oid_average_precisions(
         t = np.concatenate(hits[c]) if hits[c] else np.zeros(0, bool)
         aps[c - 1] = average_precision(s, t, int(positives[c]))
     return aps, positives[1:]
+
+
+def expand_predictions(
+    detections: Sequence[tuple[Boxes, np.ndarray, np.ndarray]], hierarchy: ClassHierarchy
+) -> list[tuple[Boxes, np.ndarray, np.ndarray]]:
+    """Each detection repeated for its class and every ancestor of it, same box and score:
+    the prediction step that gives a leaf-class detector credit on parent classes."""
+    expanded = []
+    for boxes, scores, labels in detections:
+        up, rows = hierarchy.expand_up(np.asarray(labels, np.int64))
+        expanded.append(
+            (
+                np.asarray(boxes, np.float64).reshape(-1, 4)[rows],
+                np.asarray(scores, np.float64).reshape(-1)[rows],
+                up,
+            )
+        )
+    return expanded
 
 
 def oid_map(aps: np.ndarray) -> float:

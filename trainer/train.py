@@ -204,6 +204,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             cfg.eval_max_images,
             amp_dtype(cfg),
             cfg.eval_metric,
+            cfg.oid_expand_predictions,
         )
         metrics.write(
             {

@@ -12,7 +12,7 @@ from runai_tui.errors import RuntimeFailure, UsageError
 
 
 def add_parsers(sub: Any) -> None:
-    """`diagnose` and `preflight` (logic: runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py)."""
+    """`diagnose` and `preflight` (logic: runai_tui/knowledge/diagnose/, runai_tui/knowledge/preflight.py)."""
     dg = sub.add_parser("diagnose", help="read every pod's log: NCCL transport, failures, fixes")
     dg.add_argument("job", nargs="?", help="the job (or give --log FILE instead)")
     dg.add_argument("--pod", help="only this pod")

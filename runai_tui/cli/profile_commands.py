@@ -165,16 +165,16 @@ def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> t
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from runai_tui.knowledge.checks import exit_code, lint
+    from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
     from runai_tui.profiles import ProfileStore
 
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
     found = [(label, finding) for label, profile in loaded for finding in lint(profile)]
     if args.json:
-        print_json({"findings": [finding.to_dict(label) for label, finding in found]})
+        print_json({"findings": [finding_dict(label, finding) for label, finding in found]})
     else:
         for label, finding in found:
-            print(finding.line(label))
+            print(finding_line(label, finding))
         counts = {s: sum(1 for _, f in found if f.severity == s) for s in ("error", "warning")}
         infos = len(found) - sum(counts.values())
         print(

@@ -13,20 +13,14 @@ from collections import namedtuple
 from collections.abc import Callable, Iterable
 
 from runai_tui.errors import UsageError
+from runai_tui.knowledge import fixes
+from runai_tui.knowledge.findings import Finding, Severity, worst_first
 from runai_tui.knowledge.trainer_facts import (
     parse_trainer_args,
     trainer_args,
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Severity = Literal["error", "warning", "info"]
-
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
@@ -36,22 +30,24 @@ SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
 FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
-# Namedtuples, not dataclasses or typing.NamedTuples: `submit` runs these checks, and importing
-# `dataclasses` costs its start-up ~7 ms, `typing` ~2 ms (issue 12; see profiles/schema.py).
+def finding_dict(profile: str, finding: Finding) -> dict[str, str]:
+    """A lint finding as `lint --json` gives it."""
+    return {
+        "profile": profile,
+        "code": finding.code,
+        "severity": finding.severity,
+        "field": finding.field,
+        "message": finding.message,
+        "fix": finding.fix,
+    }
 
 
-class Finding(namedtuple("Finding", ["code", "severity", "field", "message", "fix"])):
-    """What lint reports: the rule's `code`, a `severity` ("error", "warning" or "info"), the
-    profile `field`, the `message` and the `fix`."""
-
-    __slots__ = ()
-
-    def to_dict(self, profile: str) -> dict[str, str]:
-        return {"profile": profile, **self._asdict()}
-
-    def line(self, profile: str) -> str:
-        """`PROFILE: severity: code: field: message (fix: ...)` (lint's text output)."""
-        return f"{profile}: {self.severity}: {self.code}: {self.field}: {self.message} (fix: {self.fix})"
+def finding_line(profile: str, finding: Finding) -> str:
+    """`PROFILE: severity: code: field: message (fix: ...)` (lint's text output)."""
+    return (
+        f"{profile}: {finding.severity}: {finding.code}: {finding.field}: {finding.message} "
+        f"(fix: {finding.fix})"
+    )
 
 
 class Hit(namedtuple("Hit", ["message", "fix", "severity", "field"], defaults=(None, None))):
@@ -141,12 +137,12 @@ def lint(profile: Profile) -> list[Finding]:
                 Finding(
                     spec.code,
                     hit.severity or spec.severity,
-                    hit.field or spec.field,
                     hit.message,
                     hit.fix,
+                    field=hit.field or spec.field,
                 )
             )
-    return sorted(found, key=lambda f: SEVERITIES.index(f.severity))
+    return worst_first(found)
 
 
 def exit_code(findings: Iterable[Finding]) -> int:
@@ -291,9 +287,7 @@ def _ib_ipc_lock(f: Facts) -> Iterable[Hit]:
     yield Hit(
         f"NCCL may use InfiniBand/RoCE ({why}) but the pod lacks the IPC_LOCK capability: "
         "registering memory for RDMA (ibv_reg_mr) fails and NCCL falls back to TCP",
-        "add capabilities: [IPC_LOCK], and give the nodes memlock unlimited (CRI-O "
-        'default_ulimits = ["memlock=-1:-1"] in /etc/crio/crio.conf.d/99-ulimits.conf); '
-        "or set NCCL_IB_DISABLE=1 for TCP on purpose",
+        fixes.MEMLOCK + "; or set NCCL_IB_DISABLE=1 for TCP on purpose",
     )
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge.diagnose import MAX_CONCURRENT_PODS
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, fixes
+from runai_tui.knowledge.findings import ERROR, INFO, Finding
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -82,28 +83,48 @@ p end ok
 COMMAND = ["sh", "-c", SCRIPT]
 
 
-@dataclass
-class Item:
-    check: str
-    status: str  # pass | fail | skip
-    reason: str
-    fix: str = ""
+def check_passed(check: str, reason: str) -> Finding:
+    """A check that passed: an info finding marked `ok`."""
+    return Finding(check, INFO, reason, ok=True)
 
-    def to_dict(self) -> dict[str, str]:
-        return {"check": self.check, "status": self.status, "reason": self.reason, "fix": self.fix}
+
+def check_failed(check: str, reason: str, fix: str = "") -> Finding:
+    """A check that failed: an error finding with its fix."""
+    return Finding(check, ERROR, reason, fix)
+
+
+def check_skipped(check: str, reason: str) -> Finding:
+    """A check that could not apply (IB off, no GPU asked for...): an info finding."""
+    return Finding(check, INFO, reason)
+
+
+def status(item: Finding) -> str:
+    """A checklist item's status: pass, fail or skip."""
+    if item.ok:
+        return PASS
+    return FAIL if item.severity == ERROR else SKIP
+
+
+def item_dict(item: Finding) -> dict[str, str]:
+    """A checklist item as `preflight --json` gives it."""
+    return {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
 
 
 @dataclass
 class PodChecklist:
     pod: str
-    items: list[Item] = field(default_factory=list)
+    items: list[Finding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for item in self.items:  # every item is about this pod
+            item.pod = self.pod
 
     @property
     def failed(self) -> bool:
-        return any(i.status == FAIL for i in self.items)
+        return any(status(i) == FAIL for i in self.items)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pod": self.pod, "items": [i.to_dict() for i in self.items]}
+        return {"pod": self.pod, "items": [item_dict(i) for i in self.items]}
 
 
 @dataclass
@@ -168,9 +189,8 @@ def checklist(pod: str, output: str) -> PodChecklist:
     ]
     if _one(facts, "end") != "ok":
         items.append(
-            Item(
+            check_failed(
                 "probe",
-                FAIL,
                 "the check did not finish in the pod (no end marker): its output was cut",
                 "run `runai-tui exec JOB -- sh` and look; raise --timeout if the pod is slow",
             )
@@ -178,32 +198,30 @@ def checklist(pod: str, output: str) -> PodChecklist:
     return PodChecklist(pod, items)
 
 
-def _memlock(value: str, ib_on: bool, ib_why: str) -> Item:
+def _memlock(value: str, ib_on: bool, ib_why: str) -> Finding:
     if not ib_on:
-        return Item("memlock", SKIP, f"{ib_why} (ulimit -l: {value or '?'})")
+        return check_skipped("memlock", f"{ib_why} (ulimit -l: {value or '?'})")
     if value == "unlimited":
-        return Item("memlock", PASS, "ulimit -l: unlimited")
-    return Item(
+        return check_passed("memlock", "ulimit -l: unlimited")
+    return check_failed(
         "memlock",
-        FAIL,
         f"ulimit -l is {value or 'unknown'} KiB with IB on: RDMA memory registration "
         "(ibv_reg_mr) will fail",
-        'set memlock unlimited on the nodes (CRI-O default_ulimits "memlock=-1:-1") and give '
-        "the pod IPC_LOCK (capabilities: [IPC_LOCK])",
+        fixes.MEMLOCK,
     )
 
 
-def _shm(value: str) -> Item:
-    fix = "profile large_shm: true (--large-shm), or fewer DataLoader --workers"
+def _shm(value: str) -> Finding:
+    fix = fixes.SHM
     if value == "missing":
-        return Item("shm", FAIL, "/dev/shm does not exist", fix)
+        return check_failed("shm", "/dev/shm does not exist", fix)
     if not value.isdigit():
-        return Item("shm", FAIL, f"could not read the size of /dev/shm ({value or 'no df'})", fix)
+        return check_failed("shm", f"could not read the size of /dev/shm ({value or 'no df'})", fix)
     size = int(value)
     shown = f"/dev/shm is {_size(size)}"
     if size < SHM_MIN_KB:
-        return Item("shm", FAIL, f"{shown}: DataLoader workers will hit bus errors", fix)
-    return Item("shm", PASS, shown)
+        return check_failed("shm", f"{shown}: DataLoader workers will hit bus errors", fix)
+    return check_passed("shm", shown)
 
 
 def _size(kib: int) -> str:
@@ -212,14 +230,14 @@ def _size(kib: int) -> str:
     return f"{kib / 1024:.0f} MiB"
 
 
-def _gpus(requested: str, visible: str, cuda_visible: str) -> Item:
+def _gpus(requested: str, visible: str, cuda_visible: str) -> Finding:
     count_text, _, how = visible.partition(" ")
     try:
         wanted = float(requested) if requested else 0.0
     except ValueError:
-        return Item("gpus", SKIP, f"RUNAI_NUM_OF_GPUS={requested!r} is not a number")
+        return check_skipped("gpus", f"RUNAI_NUM_OF_GPUS={requested!r} is not a number")
     if wanted <= 0:
-        return Item("gpus", SKIP, "no GPUs requested (RUNAI_NUM_OF_GPUS is 0 or unset)")
+        return check_skipped("gpus", "no GPUs requested (RUNAI_NUM_OF_GPUS is 0 or unset)")
     count = int(count_text) if count_text.isdigit() else 0
     if cuda_visible not in ("(unset)", ""):
         listed = [d for d in cuda_visible.split(",") if d.strip()]
@@ -230,106 +248,100 @@ def _gpus(requested: str, visible: str, cuda_visible: str) -> Item:
     need = max(1, int(wanted)) if wanted == int(wanted) else 1
     reason = f"{count} GPU(s) visible ({how}), {requested} requested"
     if count >= need:
-        return Item("gpus", PASS, reason)
-    return Item(
+        return check_passed("gpus", reason)
+    return check_failed(
         "gpus",
-        FAIL,
         reason,
         "check the node's GPU device plugin, and that CUDA_VISIBLE_DEVICES (profile env) does "
         "not hide the GPUs Run:ai assigned",
     )
 
 
-def _rdma(devices: list[str], ib_on: bool, hca: str, ib_why: str) -> Item:
+def _rdma(devices: list[str], ib_on: bool, hca: str, ib_why: str) -> Finding:
     if not ib_on:
-        return Item("rdma", SKIP, ib_why)
+        return check_skipped("rdma", ib_why)
     if not devices:
-        return Item(
+        return check_failed(
             "rdma",
-            FAIL,
             f"NCCL_IB_HCA={hca} but /sys/class/infiniband has no device",
             "request the RDMA resource (extended_resources openshift.io/mlxrdma: 1) and the "
             "SR-IOV network annotation, or set NCCL_IB_DISABLE=1 to use TCP on purpose",
         )
     wanted = [h.strip().lstrip("^=") for h in hca.split(",") if h.strip()]
     if hca.startswith("^") or not wanted:
-        return Item("rdma", PASS, f"RDMA devices: {' '.join(devices)}")
+        return check_passed("rdma", f"RDMA devices: {' '.join(devices)}")
     if any(d.startswith(w.split(":")[0]) for d in devices for w in wanted):
-        return Item("rdma", PASS, f"RDMA devices: {' '.join(devices)} (NCCL_IB_HCA={hca})")
-    return Item(
+        return check_passed("rdma", f"RDMA devices: {' '.join(devices)} (NCCL_IB_HCA={hca})")
+    return check_failed(
         "rdma",
-        FAIL,
         f"NCCL_IB_HCA={hca} matches none of the RDMA devices: {' '.join(devices)}",
         "set NCCL_IB_HCA to a device prefix listed in /sys/class/infiniband (e.g. mlx5)",
     )
 
 
-def _socket_ifname(value: str | None, netifs: list[str]) -> Item:
+def _socket_ifname(value: str | None, netifs: list[str]) -> Finding:
     if value is None:
-        return Item("socket-ifname", SKIP, "NCCL_SOCKET_IFNAME is not set: NCCL picks one")
+        return check_skipped("socket-ifname", "NCCL_SOCKET_IFNAME is not set: NCCL picks one")
     if value.startswith("^"):
-        return Item("socket-ifname", SKIP, f"NCCL_SOCKET_IFNAME={value} only excludes names")
+        return check_skipped("socket-ifname", f"NCCL_SOCKET_IFNAME={value} only excludes names")
     shown = " ".join(netifs) or "none"
     for entry in (e.strip() for e in value.split(",") if e.strip()):
         exact = entry.startswith("=")
         name = entry.lstrip("=")
         if any(n == name or (not exact and n.startswith(name)) for n in netifs):
-            return Item("socket-ifname", PASS, f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
-    return Item(
+            return check_passed("socket-ifname", f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
+    return check_failed(
         "socket-ifname",
-        FAIL,
         f"NCCL_SOCKET_IFNAME={value} names no interface of the pod (interfaces: {shown})",
         "check the Multus network annotation (k8s.v1.cni.cncf.io/networks) that adds the "
         "interface, or set NCCL_SOCKET_IFNAME to one listed",
     )
 
 
-def _nccl_env(env: dict[str, str]) -> Item:
+def _nccl_env(env: dict[str, str]) -> Finding:
     if not env:
-        return Item("nccl-env", SKIP, "no NCCL_* variables in the pod")
-    return Item("nccl-env", PASS, " ".join(f"{k}={v}" for k, v in sorted(env.items())))
+        return check_skipped("nccl-env", "no NCCL_* variables in the pod")
+    return check_passed("nccl-env", " ".join(f"{k}={v}" for k, v in sorted(env.items())))
 
 
-def _master(addr: str, port: str, facts: dict[str, list[str]]) -> Item:
+def _master(addr: str, port: str, facts: dict[str, list[str]]) -> Finding:
     if not addr or not port:
-        return Item("master", SKIP, "MASTER_ADDR/MASTER_PORT are not set (a single pod?)")
+        return check_skipped("master", "MASTER_ADDR/MASTER_PORT are not set (a single pod?)")
     if _one(facts, "python") in ("", "none"):
-        return Item("master", SKIP, f"{addr}:{port}: no python in the pod to test the port")
+        return check_skipped("master", f"{addr}:{port}: no python in the pod to test the port")
     answer = _one(facts, "master")
     state, _, rest = answer.partition(" ")
     where = f"{addr}:{port}"
     if state == "open":
-        return Item("master", PASS, f"{where} resolves to {rest} and answers")
+        return check_passed("master", f"{where} resolves to {rest} and answers")
     if state == "unresolved":
-        return Item(
+        return check_failed(
             "master",
-            FAIL,
             f"{addr} does not resolve: {rest}",
             "check the master pod exists and its service/DNS name (a headless service per job)",
         )
-    return Item(
+    return check_failed(
         "master",
-        FAIL,
         f"{where} ({rest or answer or 'no answer'}) does not answer",
         "the master pod's rendezvous listens once torchrun started there: check it is Running "
         "and that no NetworkPolicy blocks the port",
     )
 
 
-def _versions(facts: dict[str, list[str]]) -> list[Item]:
+def _versions(facts: dict[str, list[str]]) -> list[Finding]:
     python = _one(facts, "python")
     if python in ("", "none"):
         fix = "use an image with python3 (e.g. nvcr.io/nvidia/pytorch)"
         return [
-            Item("python", FAIL, "no python3 or python in the pod", fix),
-            Item("torch", SKIP, "no python"),
+            check_failed("python", "no python3 or python in the pod", fix),
+            check_skipped("torch", "no python"),
         ]
     torch = _one(facts, "torch")
-    items = [Item("python", PASS, f"Python {python}")]
+    items = [check_passed("python", f"Python {python}")]
     if torch in ("", "none"):
-        items.append(Item("torch", FAIL, "torch is not installed", "use a PyTorch image"))
+        items.append(check_failed("torch", "torch is not installed", "use a PyTorch image"))
     else:
-        items.append(Item("torch", PASS, f"torch {torch}"))
+        items.append(check_passed("torch", f"torch {torch}"))
     return items
 
 
@@ -364,13 +376,13 @@ async def preflight_job(
     async def run(p_name: str, phase: Phase) -> PodChecklist:
         if phase is not Phase.RUNNING:
             return PodChecklist(
-                p_name, [Item("pod", SKIP, f"the pod is {phase.value}: nothing runs there yet")]
+                p_name, [check_skipped("pod", f"the pod is {phase.value}: nothing runs there yet")]
             )
         async with slots:
             try:
                 output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
             except RunaiError as exc:
-                return PodChecklist(p_name, [Item("probe", FAIL, exc.message, exc.hint)])
+                return PodChecklist(p_name, [check_failed("probe", exc.message, exc.hint)])
         return checklist(p_name, output)
 
     lists = await asyncio.gather(*(run(p.name, p.phase) for p in pods))
@@ -384,11 +396,10 @@ def render_text(report: Preflight) -> str:
     for pod in report.pods:
         out.append(literal(pod.pod))
         for item in pod.items:
-            out.append(f"  {marks.get(item.status, item.status):<4}  {item.check:<13} "
-                       f"{literal(item.reason)}")  # fmt: skip
-            if item.status == FAIL and item.fix:
+            out.append(f"  {marks[status(item)]:<4}  {item.code:<13} {literal(item.message)}")
+            if status(item) == FAIL and item.fix:
                 out.append(f"        {'':<13} fix: {item.fix}")
         out.append("")
-    failed = sum(1 for p in report.pods for i in p.items if i.status == FAIL)
+    failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")
     return "\n".join(out)

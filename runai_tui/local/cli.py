@@ -138,7 +138,21 @@ def _table(header: list[str], rows: list[list[str]], headers: bool = True) -> No
         _out(fmt.format(*row).rstrip())
 
 
-def describe_doc(view: jobs.JobView) -> dict[str, Any]:
+# `runai training pytorch describe` lists at most this many pods and events unless asked for more
+# with --pod-limit / --event-limit (-1: no limit); the local cluster keeps the same defaults, so a
+# caller that forgets the flags loses pods here as it would on a cluster.
+DEFAULT_POD_LIMIT = 10
+DEFAULT_EVENT_LIMIT = 50
+
+
+def _limited(items: list[Any], limit: int | None, default: int) -> list[Any]:
+    limit = default if limit is None else limit
+    return items if limit < 0 else items[:limit]
+
+
+def describe_doc(
+    view: jobs.JobView, pod_limit: int | None = None, event_limit: int | None = None
+) -> dict[str, Any]:
     doc = view.workload()
     pods_spec = {p["name"]: p for p in view.spec.get("pods") or []}
     doc["pods"] = [
@@ -153,9 +167,9 @@ def describe_doc(view: jobs.JobView) -> dict[str, Any]:
             "gpus": pod.get("gpus", 0),
             "command": pods_spec.get(pod.get("name"), {}).get("argv", []),
         }
-        for pod in view.status.get("pods") or []
+        for pod in _limited(view.status.get("pods") or [], pod_limit, DEFAULT_POD_LIMIT)
     ]
-    doc["events"] = view.status.get("events") or []
+    doc["events"] = _limited(view.status.get("events") or [], event_limit, DEFAULT_EVENT_LIMIT)
     doc["resources"] = view.spec.get("resources") or {}
     doc["notes"] = list(view.spec.get("notes") or [])
     if view.problem:
@@ -185,7 +199,7 @@ def describe_doc(view: jobs.JobView) -> dict[str, Any]:
 def cmd_describe(p: Parsed, argv: list[str]) -> int:
     name = _one_name(p)
     view = jobs.load(jobs.find(name, p["project"]))
-    doc = describe_doc(view)
+    doc = describe_doc(view, p["pod-limit"], p["event-limit"])
     if p["output"] in ("json", "yaml"):  # yaml: JSON is valid YAML
         _out(json.dumps(doc, indent=2))
         return 0

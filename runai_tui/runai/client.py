@@ -22,6 +22,7 @@ from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
 from runai_tui.runai.command import with_project
+from runai_tui.runai.generations import NO_DESCRIBE_LIMITS, adetect, describe_limits
 from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
@@ -110,8 +111,15 @@ class RunaiClient:
         args = ["training", "list", "--json", *self._project_args()]
         return [*args, "--next-token", next_token] if next_token else args
 
-    def describe_args(self, name: str) -> list[str]:
-        return ["training", "pytorch", "describe", name, "-o", "json", *self._project_args()]
+    def describe_args(self, name: str, unlimited: bool = True) -> list[str]:
+        """Without `unlimited`, describe lists at most 10 pods and 50 events (the CLI's
+        defaults): a 16-pod job would lose six ranks."""
+        limits = NO_DESCRIBE_LIMITS if unlimited else []
+        return [
+            *["training", "pytorch", "describe", name, "-o", "json"],
+            *limits,
+            *self._project_args(),
+        ]
 
     def verb_args(self, verb: str, name: str) -> list[str]:
         return ["training", "pytorch", verb, name, *self._project_args()]
@@ -260,8 +268,25 @@ class RunaiClient:
         return jobs
 
     async def adescribe(self, name: str) -> JobDetail:
-        done = await self._run(self.describe_args(name), names=[name])
-        return self._parse_or_classify(done, lambda: parse_describe(done.stdout), [name])
+        """Every pod and every event: --pod-limit -1 --event-limit -1 where the CLI generation
+        has them; where it has not, a note says so when the job has more pods than listed."""
+        generation = (await adetect(self)).cli
+        unlimited = describe_limits(generation.generation)
+        try:
+            done = await self._run(self.describe_args(name, unlimited is not False), names=[name])
+        except RunaiError as exc:
+            if unlimited is not None or not _refused_limit_flag(exc):
+                raise
+            unlimited = False  # an unreadable `version`, and a CLI without the flags
+            done = await self._run(self.describe_args(name, False), names=[name])
+        detail = self._parse_or_classify(done, lambda: parse_describe(done.stdout), [name])
+        wanted = detail.job.requested_pods
+        if unlimited is False and wanted is not None and wanted > len(detail.pods):
+            detail.notes.append(
+                f"{generation.label} has no describe --pod-limit: it listed "
+                f"{len(detail.pods)} of the job's {wanted} pods (update the runai CLI)"
+            )
+        return detail
 
     async def asubmit(self, argv: Sequence[str]) -> SubmitResult:
         """Submit `argv` from command.build_submit_argv (it starts with "runai")."""
@@ -363,3 +388,9 @@ class RunaiClient:
         """Blocking twin of `stream_logs` (default: no --follow). Closing the iterator kills
         `logs`."""
         return runner.iterate_sync(self.stream_logs(name, pod, follow, tail))
+
+
+def _refused_limit_flag(error: RunaiError) -> bool:
+    """`runai` (cobra) refusing --pod-limit/--event-limit as an unknown flag."""
+    said = f"{error.message}\n{error.output or ''}".lower()
+    return "unknown flag" in said and "-limit" in said

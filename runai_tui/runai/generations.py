@@ -61,6 +61,11 @@ FIRST_LATE = (2, 21)
 # The flag table runai-local parses is CLI v2.25's (runai_tui/local/flags.py).
 LOCAL_EMULATES = V2_LATE
 
+# `describe --pod-limit N --event-limit N` (-1: no limit; defaults 10 pods and 50 events) are in
+# the 2.25 reference ([D25]); the 2.18-2.20 docs ([D20]) and CLI v1 do not have them.
+DESCRIBE_LIMITS = V2_LATE_ONLY
+NO_DESCRIBE_LIMITS = ["--pod-limit", "-1", "--event-limit", "-1"]
+
 CACHE_NAME = "cli-version.json"
 # Patterns as text: `re` compiles them at the first `classify`, not at every start (issue 12).
 _LOCAL = r"^runai-local\s+(\S+).*\(embedded local cluster\)"
@@ -205,6 +210,14 @@ async def adetect(client: _AsyncVersionClient) -> Detection:
     except RunaiError as error:
         return _finish(executable, "", error)
     return _finish(executable, line, None)
+
+
+def describe_limits(generation: str | None) -> bool | None:
+    """Whether `describe` of this generation takes --pod-limit/--event-limit: True, False, or
+    None when the generation is unknown (try them, and describe again without on refusal)."""
+    if generation is None:
+        return None
+    return generation in DESCRIBE_LIMITS
 
 
 # --- the check ------------------------------------------------------------------------------

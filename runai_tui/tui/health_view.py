@@ -1,6 +1,6 @@
 """Job health in the TUI: what was diagnosed (a cache the jobs table reads) and how findings,
 transports and preflight checklists are drawn. The knowledge itself is in the core
-(runai_tui/knowledge/diagnose.py, runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
+(runai_tui/knowledge/diagnose/, runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from runai_tui.knowledge.diagnose import ERROR, TRANSPORT_IB, TRANSPORT_SOCKET, WARNING, Diagnosis
-from runai_tui.knowledge.preflight import FAIL, PASS, Preflight
+from runai_tui.knowledge.diagnose import TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
+from runai_tui.knowledge.findings import ERROR, WARNING
+from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
 from runai_tui.models import Job, Phase
 from runai_tui.tui.text import literal
 
@@ -126,14 +127,13 @@ def checklist_renderable(report: Preflight) -> Group:
         table.add_column("STATUS", no_wrap=True)
         table.add_column("REASON / FIX", ratio=1)
         for item in pod.items:
-            detail = Text(literal(item.reason))
-            if item.status == FAIL and item.fix:
+            state = status(item)
+            detail = Text(literal(item.message))
+            if state == FAIL and item.fix:
                 detail.append(f"\nfix: {item.fix}", style="cyan")
-            table.add_row(
-                item.check, Text(item.status, style=STATUS_STYLE.get(item.status, "dim")), detail
-            )
+            table.add_row(item.code, Text(state, style=STATUS_STYLE.get(state, "dim")), detail)
         parts += [table, Text("")]
-    failed = sum(1 for p in report.pods for i in p.items if i.status == FAIL)
+    failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     style = "bold red" if failed else "green"
     parts.append(Text(f"{failed} failed check(s) in {len(report.pods)} pod(s)", style=style))
     return Group(*parts)  # type: ignore[arg-type]

@@ -127,11 +127,91 @@ DESCRIBE_REST = {
 
 @pytest.mark.parametrize("doc", [DESCRIBE_LOCAL, DESCRIBE_REST], ids=["local", "rest"])
 def test_describe_shapes(make_fake: MakeFake, client_for: ClientFor, doc: dict) -> None:
-    fake = make_fake([rule("describe", "job-a", stdout=NOTICE + json.dumps(doc))])
+    fake = make_fake(
+        [
+            rule("version", stdout="2.25.3\n"),
+            rule("describe", "job-a", stdout=NOTICE + json.dumps(doc)),
+        ]
+    )
     detail = client_for(fake, project="p").describe("job-a")
     assert detail.job.name == "job-a"
     assert len(detail.pods) == 1 and detail.pods[0].name.startswith("job-a-")
-    assert fake.calls() == [["training", "pytorch", "describe", "job-a", "-o", "json", "-p", "p"]]
+    assert fake.calls() == [
+        ["version"],
+        ["training", "pytorch", "describe", "job-a", "-o", "json", *UNLIMITED, "-p", "p"],
+    ]
+
+
+UNLIMITED = ["--pod-limit", "-1", "--event-limit", "-1"]
+
+
+def rest_describe(listed: int, requested: int) -> str:
+    pods = [{"podName": f"big-worker-{i}", "k8sPhase": "Running"} for i in range(listed)]
+    general = {"workloadName": "big", "actualPhase": "Running", "requestedPods": requested}
+    return json.dumps({"general": general, "pods": {"items": pods}})
+
+
+def test_describe_of_a_16_pod_job_lists_all_16_on_cli_2_25(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    # The real CLI's defaults: 10 pods unless --pod-limit says otherwise.
+    fake = make_fake(
+        [
+            rule("version", stdout="2.25.3\n"),
+            rule("describe", "--pod-limit", "-1", stdout=rest_describe(16, 16)),
+            rule("describe", stdout=rest_describe(10, 16)),
+        ]
+    )
+    detail = client_for(fake).describe("big")
+    assert len(detail.pods) == 16 and detail.notes == []
+    assert fake.calls()[-1][-4:] == UNLIMITED
+
+
+def test_a_cli_without_the_limit_flags_says_it_listed_fewer_pods(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    # 2.20 has no --pod-limit: describe as it is, and say what is missing.
+    fake = make_fake(
+        [rule("version", stdout="2.20.1\n"), rule("describe", stdout=rest_describe(10, 16))]
+    )
+    detail = client_for(fake).describe("big")
+    assert fake.calls()[-1] == ["training", "pytorch", "describe", "big", "-o", "json"]
+    assert len(detail.pods) == 10
+    assert detail.notes == [
+        "runai 2.20.1 (CLI v2 ≤ 2.20) has no describe --pod-limit: it listed 10 of the job's "
+        "16 pods (update the runai CLI)"
+    ]
+
+
+def test_an_unknown_cli_that_refuses_the_limit_flags_is_asked_again_without(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    refused = "Error: unknown flag: --pod-limit\nUsage:\n  runai training pytorch describe ...\n"
+    fake = make_fake(
+        [
+            rule("version", stdout="something new\n"),
+            rule("describe", "--pod-limit", stderr=refused, exit=1),
+            rule("describe", stdout=rest_describe(3, 3)),
+        ]
+    )
+    detail = client_for(fake).describe("big")
+    assert len(detail.pods) == 3 and detail.notes == []  # all pods listed: nothing to say
+    assert [c[-1] for c in fake.calls()[1:]] == ["-1", "json"]
+
+
+def test_an_unknown_cli_error_other_than_the_flags_is_not_retried(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    fake = make_fake(
+        [
+            rule("version", stdout="something new\n"),
+            rule("describe", stderr='workload "big" does not exist\n', exit=1),
+        ]
+    )
+    with pytest.raises(RunaiError) as caught:
+        client_for(fake).describe("big")
+    assert caught.value.kind is ErrorKind.NOT_FOUND
+    assert len(fake.calls()) == 2
 
 
 async def test_async_describe(make_fake: MakeFake, client_for: ClientFor) -> None:

@@ -1,4 +1,4 @@
-"""The block reader behind `diagnose --log` (issue 12): a saved log is read in big byte blocks
+"""The block reader behind `diagnose --log`: a saved log is read in big byte blocks
 and only candidate lines are decoded. Whatever the block size and wherever a block cuts a line,
 it must say exactly what a line-at-a-time reading says (the line numbers included)."""
 
@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from runai_tui.knowledge import diagnose
-from runai_tui.knowledge.diagnose import PodDiagnoser, combine, diagnose_files, read_log_file
+from runai_tui.knowledge.diagnose import (
+    DEFAULT_LIMITS,
+    Limits,
+    PodDiagnoser,
+    combine,
+    diagnose_files,
+    read_log_file,
+)
+from runai_tui.knowledge.diagnose.screen import hyperscan_installed
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 NOW = 1795000020.0 + 3600
@@ -24,44 +32,34 @@ def summary(report: diagnose.Diagnosis) -> tuple:
     )
 
 
-def line_by_line(path: Path, monkeypatch: pytest.MonkeyPatch, running: bool = False):
+def line_by_line(path: Path, running: bool = False, limits: Limits = DEFAULT_LIMITS):
     """The reference: every line examined on its own (a block per line)."""
-    with monkeypatch.context() as m:
-        m.setattr(diagnose, "LINE_BATCH_CHARS", 1)
-        pod = PodDiagnoser(path.stem).feed_all(diagnose.read_log_lines(path))
+    one = Limits(batch_chars=1, max_line=limits.max_line, records_kept=limits.records_kept)
+    pod = PodDiagnoser(path.stem, limits=one).feed_all(diagnose.read_log_lines(path))
     return combine([pod], running=running, now=NOW)
 
 
-def in_blocks(path: Path, size: int, monkeypatch: pytest.MonkeyPatch, running: bool = False):
-    with monkeypatch.context() as m:
-        m.setattr(diagnose, "BLOCK_BYTES", size)
-        return combine([read_log_file(path)], running=running, now=NOW)
+def in_blocks(path: Path, size: int, running: bool = False, limits: Limits = DEFAULT_LIMITS):
+    return combine([read_log_file(path, block_bytes=size, limits=limits)], running=running, now=NOW)
 
 
 @pytest.mark.parametrize("size", [1, 7, 64, 1000, 1 << 20])
-def test_every_fixture_log_reads_the_same_in_blocks_of_any_size(
-    size: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_fixture_log_reads_the_same_in_blocks_of_any_size(size: int) -> None:
     for path in sorted(LOGS.glob("*.log")):
-        expected = summary(line_by_line(path, monkeypatch, running=True))
-        assert summary(in_blocks(path, size, monkeypatch, running=True)) == expected, path.name
+        expected = summary(line_by_line(path, running=True))
+        assert summary(in_blocks(path, size, running=True)) == expected, path.name
 
 
 @pytest.mark.parametrize("size", [7, 64, 1000])
-def test_the_newest_records_read_again_at_the_end_are_those_a_stream_keeps(
-    size: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_newest_records_read_again_at_the_end_are_those_a_stream_keeps(size: int) -> None:
     """A saved log's records are numbered once, from the blocks that hold the newest ones
     (`reread_records`); a stream keeps them block by block. Few kept: most blocks are dropped."""
-    monkeypatch.setattr(diagnose, "RECORDS_KEPT", 3)
     for path in sorted(LOGS.glob("*.log")):
-        with monkeypatch.context() as m:
-            m.setattr(diagnose, "LINE_BATCH_CHARS", 1)
-            stream = PodDiagnoser(path.stem).feed_all(diagnose.read_log_lines(path))
-        monkeypatch.setattr(diagnose, "BLOCK_BYTES", size)
-        saved = read_log_file(path)
-        assert list(saved._records) == list(stream._records), path.name
-        assert saved._records_dropped == stream._records_dropped, path.name
+        one_line = Limits(batch_chars=1, records_kept=3)
+        stream = PodDiagnoser(path.stem, limits=one_line).feed_all(diagnose.read_log_lines(path))
+        saved = read_log_file(path, block_bytes=size, limits=Limits(records_kept=3))
+        assert saved.record_lines() == stream.record_lines(), path.name
+        assert saved.records_dropped == stream.records_dropped, path.name
         assert summary(combine([saved], running=True, now=NOW)) == summary(
             combine([stream], running=True, now=NOW)
         )
@@ -81,13 +79,11 @@ OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 FILLER = b"host:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via NET/Socket/0"
 
 
-def test_a_line_cut_by_a_block_and_hits_at_the_very_start_and_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_line_cut_by_a_block_and_hits_at_the_very_start_and_end(tmp_path: Path) -> None:
     body = [TIMEOUT] + [FILLER] * 5 + [OOM] + [FILLER] * 5 + [TIMEOUT]
     path = write(tmp_path, "edges.log", b"\n".join(body))  # no newline after the last hit
     for size in (len(TIMEOUT) // 2, len(FILLER) + 3, 4096):  # the hits straddle blocks
-        report = in_blocks(path, size, monkeypatch)
+        report = in_blocks(path, size)
         assert [(f.code, f.line) for f in report.findings] == [
             ("nccl-timeout", 1),
             ("cuda-oom", 7),
@@ -119,12 +115,10 @@ def test_an_empty_file_a_file_without_newline_and_crlf(tmp_path: Path) -> None:
     assert ("tcp-fallback", 2, "x NCCL INFO NET/Socket : Using [0]net1:10.0.0.2<0>") in found
 
 
-def test_a_line_longer_than_a_block_is_taken_in_pieces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_line_longer_than_a_block_is_taken_in_pieces(tmp_path: Path) -> None:
     path = write(tmp_path, "huge.log", b"y" * 5000 + b"\n" + OOM + b"\n")
-    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 1024)
-    report = in_blocks(path, 1024, monkeypatch)  # memory holds about a block, not the line
+    # memory holds about a block, not the line
+    report = in_blocks(path, 1024, limits=Limits(max_line=1024))
     assert report.codes() == ["cuda-oom"]
     assert report.pods[0].lines == 1 + 5000 // 1024 + 1
 
@@ -133,9 +127,7 @@ def channel(transport: str) -> bytes:
     return b"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/" + transport + b"/0"
 
 
-def test_the_transport_follows_every_change_between_channel_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_transport_follows_every_change_between_channel_lines(tmp_path: Path) -> None:
     """Only channel lines naming another transport than the current one are looked at: the
     final transport and its line must still be those of the last change, across blocks."""
     lines = [
@@ -149,16 +141,16 @@ def test_the_transport_follows_every_change_between_channel_lines(
     ]
     path = write(tmp_path, "switch.log", b"\n".join(lines) + b"\n")
     for size in (50, 333, 1 << 20):
-        report = in_blocks(path, size, monkeypatch)
+        report = in_blocks(path, size)
         assert report.pods[0].to_dict() == {
             "pod": "switch",
             "transport": "Socket",
             "device": "net1",
         }
         assert [(f.code, f.line) for f in report.findings] == [("tcp-fallback", 33)]
-        assert summary(report) == summary(line_by_line(path, monkeypatch))
+        assert summary(report) == summary(line_by_line(path))
     back = write(tmp_path, "back.log", b"\n".join([*lines, channel(b"IBext_v8")]) + b"\n")
-    report = in_blocks(back, 333, monkeypatch)
+    report = in_blocks(back, 333)
     assert (report.pods[0].transport, report.findings) == ("IB", [])
 
 
@@ -175,9 +167,7 @@ def record(step: int, data: float, step_time: float = 1.0, loss: float = 1.0) ->
     ).encode()
 
 
-def test_data_starved_reads_the_newest_records_and_nan_loss_every_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_data_starved_reads_the_newest_records_and_nan_loss_every_record(tmp_path: Path) -> None:
     kept = diagnose.RECORDS_KEPT
     starved_then_fine = [record(i, 0.9) for i in range(kept)] + [
         record(kept + i, 0.1) for i in range(kept)
@@ -186,15 +176,15 @@ def test_data_starved_reads_the_newest_records_and_nan_loss_every_record(
     starved_then_fine[5] = record(5, 0.9, loss=float("nan"))
     path = write(tmp_path, "recs.log", b"\n".join(starved_then_fine) + b"\n")
     for size in (4096, 1 << 20):
-        report = in_blocks(path, size, monkeypatch)
+        report = in_blocks(path, size)
         assert [(f.code, f.line) for f in report.findings] == [("nan-loss", 6)]
     fine_then_starved = [record(i, 0.1) for i in range(kept)] + [
         record(kept + i, 0.9) for i in range(kept)
     ]
     path = write(tmp_path, "recs2.log", b"\n".join(fine_then_starved) + b"\n")
-    report = in_blocks(path, 4096, monkeypatch)
+    report = in_blocks(path, 4096)
     assert [(f.code, f.line) for f in report.findings] == [("data-starved", kept + 1)]
-    assert summary(report) == summary(line_by_line(path, monkeypatch))
+    assert summary(report) == summary(line_by_line(path))
 
 
 # One line per alternative of every code's pattern: the coarse needles must let each through,
@@ -244,37 +234,28 @@ ALTERNATIVES = {
 # -- the two block screens: Hyperscan (C) and bytes.find passes (Python) ---------------------
 
 needs_hyperscan = pytest.mark.skipif(
-    diagnose._c_screen() is None, reason="the hyperscan package is not installed here"
+    not hyperscan_installed(), reason="the hyperscan package is not installed here"
 )
 
 
-def python_screen(m: pytest.MonkeyPatch) -> None:
-    m.setattr(diagnose, "_c_screen", lambda: None)
-
-
-@pytest.mark.parametrize("screen", ["default", "python"])
+@pytest.mark.parametrize("hyperscan", [True, False])
 @pytest.mark.parametrize("code", sorted(ALTERNATIVES))
 def test_every_pattern_alternative_passes_the_needles_in_any_case(
-    code: str, screen: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    code: str, hyperscan: bool, tmp_path: Path
 ) -> None:
-    if screen == "python":
-        python_screen(monkeypatch)
     for line in ALTERNATIVES[code]:
         for variant in (line, line.upper(), line.lower()):
             path = write(tmp_path, "alt.log", b"filler\n" + variant.encode() + b"\nfiller\n")
-            report = diagnose_files([path])
+            report = combine([read_log_file(path, hyperscan=hyperscan)])
             assert code in report.codes(), variant
             assert [f.line for f in report.findings if f.code == code] == [2]
 
 
-def both_screens(path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+def both_screens(path: Path, block: int, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple, tuple]:
     """(python screen, hyperscan screen) summaries of one saved log, read in blocks of `block`."""
-    with monkeypatch.context() as m:
-        m.setattr(diagnose, "BLOCK_BYTES", block)
-        fast = read_log_file(path)
-        python_screen(m)
-        python = read_log_file(path)
-    assert (python.screen, fast.screen) == ("python", "hyperscan"), path.name
+    fast = read_log_file(path, block_bytes=block, limits=limits)
+    python = read_log_file(path, block_bytes=block, limits=limits, hyperscan=False)
+    assert (python.screen.name, fast.screen.name) == ("python", "hyperscan"), path.name
     return tuple(
         summary(combine([d], running=True, now=NOW)) + (d.ib_wanted, d.finished)
         for d in (python, fast)
@@ -283,17 +264,15 @@ def both_screens(path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tup
 
 @needs_hyperscan
 @pytest.mark.parametrize("block", [64, 1 << 20])
-def test_every_fixture_log_gives_the_same_through_hyperscan_and_python(
-    block: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_fixture_log_gives_the_same_through_hyperscan_and_python(block: int) -> None:
     for path in sorted(LOGS.glob("*.log")):
-        python, fast = both_screens(path, block, monkeypatch)
+        python, fast = both_screens(path, block)
         assert fast == python, path.name
 
 
 @needs_hyperscan
 def test_the_screens_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_newline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Mixed case (the patterns ignore it), non-finite JSON numbers next to `retinanet`-like
     words, settings, CRLF, a line in pieces, and a last line without its newline."""
@@ -312,9 +291,8 @@ def test_the_screens_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_
         b"E api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: x",
     ]
     path = write(tmp_path, "mixed.log", b"\n".join(lines))  # no newline at the end
-    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 1024)
     for block in (7, 1024, 1 << 20):
-        python, fast = both_screens(path, block, monkeypatch)
+        python, fast = both_screens(path, block, Limits(max_line=1024))
         assert fast == python
     codes = {f[0] for f in python[1]}
     assert {"nccl-timeout", "nan-loss", "cuda-oom", "trainer-error", "tcp-fallback"} <= codes
@@ -331,87 +309,3 @@ def test_an_error_storm_counts_every_line_and_keeps_the_first_findings(tmp_path:
                     ("nccl-timeout", 7), ("cuda-oom", 8)]  # fmt: skip
     assert pod.lines == 6001 and pod.transport is not None
     assert (pod.transport.transport, pod.transport.line) == ("IB", 6001)
-
-
-# -- a big log read in ranges, one per core ------------------------------------------------------
-
-
-def cut_at(path: Path, cut: int) -> PodDiagnoser:
-    """The log read as two ranges cut at byte `cut` (a line's start), joined by `extend`."""
-    first = diagnose._read_range(path, path.stem, (0, cut))
-    first.extend(diagnose._read_range(path, path.stem, (cut, None)))
-    return first
-
-
-def test_every_fixture_log_cut_at_every_line_reads_the_same(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """`extend` joins two ranges into exactly what one reader finds, wherever the cut: counts,
-    the first findings, the transport and its device, NCCL_IB_* settings, the newest records."""
-    monkeypatch.setattr(diagnose, "RECORDS_KEPT", 3)  # the fixtures' records overflow it
-    for path in sorted(LOGS.glob("*.log")):
-        data = path.read_bytes()
-        whole = read_log_file(path)
-        expected = summary(combine([whole], running=True, now=NOW)) + (whole.ib_wanted,)
-        starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]
-        for cut in starts:
-            pod = cut_at(path, cut)
-            got = summary(combine([pod], running=True, now=NOW)) + (pod.ib_wanted,)
-            assert got == expected, (path.name, cut)
-
-
-def test_extend_follows_transport_changes_and_settings_across_the_cut(tmp_path: Path) -> None:
-    lines = [
-        b"x NCCL INFO NCCL_IB_DISABLE set by environment to 1",
-        channel(b"Socket"),
-        b"x NCCL INFO NET/Socket : Using [0]net1:10.0.0.2<0>",
-        channel(b"Socket"),  # line 4 | a cut here: the next range starts on Socket again
-        channel(b"Socket"),
-        b"x NCCL INFO NCCL_IB_DISABLE set by environment to 0",
-        b"x NCCL INFO NET/IB : Using [0]mlx5_2:1/RoCE",
-        channel(b"IB"),  # line 8: the change to IB
-        channel(b"Socket"),  # line 9: and back
-        channel(b"Socket"),
-    ]
-    path = write(tmp_path, "cuts.log", b"\n".join(lines) + b"\n")
-    whole = read_log_file(path)
-    assert (whole.transport.transport, whole.transport.line, whole.ib_wanted) == ("Socket", 9, True)
-    data = path.read_bytes()
-    for cut in [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]:
-        pod = cut_at(path, cut)
-        net = pod.transport
-        assert (net.transport, net.line, net.device, pod.ib_wanted) == ("Socket", 9, "net1", True)
-        assert pod.lines == len(lines)
-
-
-def test_a_big_log_is_read_in_forked_ranges_to_the_same_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SPLIT_BYTES made tiny: every fixture is cut into up to 8 ranges read by forked children."""
-    monkeypatch.setattr(diagnose, "SPLIT_BYTES", 64)
-    monkeypatch.setattr(diagnose, "MAX_SPLITS", 8)
-    monkeypatch.setattr(diagnose.os, "sched_getaffinity", lambda _pid: set(range(8)))
-    for path in sorted(LOGS.glob("*.log")):
-        assert len(diagnose._ranges(path)) > 1 or path.stat().st_size < 128, path.name
-        split = combine([read_log_file(path)], running=True, now=NOW)
-        with monkeypatch.context() as m:
-            m.setattr(diagnose, "SPLIT_BYTES", 1 << 40)
-            assert len(diagnose._ranges(path)) == 1
-            whole = combine([read_log_file(path)], running=True, now=NOW)
-        assert summary(split) == summary(whole), path.name
-
-
-def test_ranges_start_at_line_starts_and_a_huge_line_is_not_cut(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(diagnose, "SPLIT_BYTES", 100)
-    monkeypatch.setattr(diagnose.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
-    path = write(tmp_path, "r.log", b"".join(b"line %03d\n" % i for i in range(100)))
-    ranges = diagnose._ranges(path)
-    assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] is None
-    data = path.read_bytes()
-    for start, _ in ranges:
-        assert start == 0 or data[start - 1 : start] == b"\n"
-    monkeypatch.setattr(diagnose, "MAX_LINE_READ", 64)
-    huge = write(tmp_path, "huge.log", b"a\n" + b"y" * 1000 + b"\nb\n")
-    assert diagnose._ranges(huge) == [(0, None)]  # no newline near any cut

@@ -10,7 +10,7 @@ import pytest
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
-from runai_tui.knowledge.preflight import COMMAND, SCRIPT, preflight_job
+from runai_tui.knowledge.preflight import COMMAND, SCRIPT, preflight_job, status
 from tests.fakes import rule
 
 DESCRIBE = json.dumps(
@@ -79,7 +79,7 @@ async def test_preflight_runs_the_probe_without_a_tty_in_running_pods(
         ["training", "pytorch", "exec", "job-a", "--pod", f"job-a-{pod}", "--", "sh", "-c", SCRIPT]
         for pod in ("master-0", "worker-0")
     ]  # never --tty/--stdin; the Pending pod is not asked
-    by_pod = {p.pod: {i.check: i.status for i in p.items} for p in report.pods}
+    by_pod = {p.pod: {i.code: status(i) for i in p.items} for p in report.pods}
     assert by_pod["job-a-master-0"]["shm"] == "pass"
     assert by_pod["job-a-master-0"]["python"] == "pass"
     assert by_pod["job-a-worker-0"] == {"probe": "fail"}

@@ -18,6 +18,7 @@ from runai_tui.knowledge.preflight import (
     checklist,
     parse_facts,
     render_text,
+    status,
 )
 
 
@@ -41,7 +42,7 @@ def probe(env: dict[str, str]) -> str:
 
 
 def statuses(output: str) -> dict[str, tuple[str, str]]:
-    return {i.check: (i.status, i.reason) for i in checklist("p", output).items}
+    return {i.code: (status(i), i.message) for i in checklist("p", output).items}
 
 
 def test_probe_in_a_real_shell_with_ib_asked_for_on_a_machine_without_it() -> None:
@@ -129,9 +130,9 @@ def test_a_healthy_rdma_pod_passes_every_check() -> None:
 )
 def test_each_broken_fact_fails_its_check_with_a_fix(change, check, reason) -> None:
     result = checklist("p", facts(**{**RDMA_POD, **change}))
-    failed = [i for i in result.items if i.status == FAIL]
-    assert [i.check for i in failed] == [check]
-    assert reason in failed[0].reason and failed[0].fix
+    failed = [i for i in result.items if status(i) == FAIL]
+    assert [i.code for i in failed] == [check]
+    assert reason in failed[0].message and failed[0].fix
     assert result.failed
 
 

@@ -64,7 +64,7 @@ def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys
 def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> None:
     """The metrics contract: runai-tui's readers (the progress parser, the diagnosis) understand
     the lines a real run printed, so the trainer and the TUI can never drift apart."""
-    from runai_tui.knowledge.diagnose import PodDiagnoser
+    from runai_tui.knowledge.diagnose import PodDiagnoser, combine
     from runai_tui.knowledge.progress import TrainingProgress
 
     progress = TrainingProgress()
@@ -80,7 +80,7 @@ def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> 
     assert progress.summary().startswith(f"step {last_train['step']}/{total_steps} · epoch ")
     assert {"data_time", "step_time", "time"} <= set(last_train)  # diagnosis reads these
     pod = PodDiagnoser("rank0").feed_all(lines)
-    assert pod.finished and pod.finish(running=True) == []  # a clean run: no finding
+    assert pod.finished and combine([pod], running=True).findings == []  # a clean run
 
 
 def test_readme_documents_every_flag():

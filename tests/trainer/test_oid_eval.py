@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from oid_fixtures import write_oid_eval_files
-from trainer_fixtures import MIDS, write_openimages
+from trainer_fixtures import MIDS, image_id, write_jpeg, write_openimages
 
 from trainer import __main__ as entry
 from trainer.config import parse_config
@@ -66,6 +66,30 @@ def test_validation_set_carries_hierarchy_and_image_labels(tmp_path):
         np.concatenate([labels, [2]]),
     )
     assert oid_metrics(val.index, perfect, list(range(len(val))), annotations)["oid_map"] < 1.0
+
+
+def test_images_with_only_image_level_labels_are_evaluated(tmp_path):
+    # Validation: 3 images with boxes, plus one with no box whose Car is verified absent.
+    root = tmp_path / "oid"
+    write_openimages(root, train_images=4, val_images=3)
+    write_oid_eval_files(root)
+    label_only = image_id(900)
+    write_jpeg(root / "validation" / f"{label_only}.jpg", 80, 64, 900)
+    with open(root / "validation-annotations-human-imagelabels-boxable.csv", "a") as f:
+        f.write(f"{label_only},verification,{list(MIDS)[1]},0\n")
+        f.write(f"{image_id(901)},verification,{list(MIDS)[1]},0\n")  # listed, but no image file
+    _, val = build_datasets(config(root, tmp_path / "out"), CPU, lambda _m: None)
+    index = val.index
+    assert index.meta["label_only_start"] == 3 and len(index) == 4  # the missing file is skipped
+    assert index.file_name(3) == f"{label_only}.jpg" and index.box_counts()[3] == 0
+    assert val.oid_annotations.image_labels.negative[3].tolist() == [2]
+    # The ground truth fed back scores 1; a Car detection on the label-only image is an FP
+    # ranked first for Car (.99): Car's AP falls to 1/2 at its first TP... below 1 in the mean.
+    perfect = ground_truth_as_predictions(index)
+    everything = list(range(len(index)))
+    assert oid_metrics(index, perfect, everything, val.oid_annotations)["oid_map"] == 1.0
+    perfect[3] = (np.array([[0.0, 0.0, 8.0, 8.0]]), np.array([0.99]), np.array([2]))
+    assert oid_metrics(index, perfect, everything, val.oid_annotations)["oid_map"] < 1.0
 
 
 def test_missing_metric_files_are_named(tmp_path, monkeypatch, capsys):

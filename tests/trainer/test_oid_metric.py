@@ -16,6 +16,7 @@ from trainer.errors import ConfigError
 from trainer.oid_metric import (
     ImageGroundTruth,
     average_precision,
+    expand_predictions,
     oid_average_precisions,
     oid_map,
     read_hierarchy,
@@ -135,9 +136,10 @@ def test_hierarchy_file_subcategories_only(hierarchy):
     assert [d.tolist() for d in hierarchy.descendants[1:]] == [[1, 2, 3], [2], [3], [4]]
 
 
-def test_hierarchy_expands_boxes_and_detections(hierarchy):
+def test_hierarchy_expands_boxes_and_the_prediction_step_expands_detections(hierarchy):
     # Boxes: Car on A, Bus on B -> expanded: Car {A}, Bus {B}, Vehicle {A, B}.
-    # Detections: Car on A (0.9), Car on B (0.8) -> also Vehicle on A (0.9), Vehicle on B (0.8).
+    # Detections: Car on A (0.9), Car on B (0.8); expand_predictions adds Vehicle on A (0.9),
+    # Vehicle on B (0.8).
     #   Car:     TP .9, FP .8 (B is a Bus), 1 positive -> precision 1, 1/2; AP 1
     #   Bus:     1 positive, no detection -> AP 0
     #   Vehicle: TP .9, TP .8, 2 positives -> AP 1
@@ -145,11 +147,19 @@ def test_hierarchy_expands_boxes_and_detections(hierarchy):
     # mAP = (1 + 0 + 1) / 3 = 2/3.
     ground = [gt([0, 0, 10, 10, 20, 20, 30, 30], [2, 3])]
     found = [det([0, 0, 10, 10, 20, 20, 30, 30], [0.9, 0.8], [2, 2])]
-    aps, positives = oid_average_precisions(ground, found, num_classes=4, hierarchy=hierarchy)
+    expanded = expand_predictions(found, hierarchy)
+    assert expanded[0][2].tolist() == [1, 2, 1, 2]  # Vehicle and Car for each detection
+    aps, positives = oid_average_precisions(ground, expanded, num_classes=4, hierarchy=hierarchy)
     assert positives.tolist() == [2, 1, 1, 0]
     assert aps[:3].tolist() == pytest.approx([1.0, 1.0, 0.0])
     assert np.isnan(aps[3])
     assert oid_map(aps) == pytest.approx(2 / 3)
+    # Scored as written (the official evaluator): no Vehicle detection at all.
+    #   Vehicle: 2 positives, no detection -> AP 0; Car 1, Bus 0 as above.
+    # mAP = (0 + 1 + 0) / 3 = 1/3.
+    aps, _ = oid_average_precisions(ground, found, num_classes=4, hierarchy=hierarchy)
+    assert aps[:3].tolist() == pytest.approx([0.0, 1.0, 0.0])
+    assert oid_map(aps) == pytest.approx(1 / 3)
 
 
 def test_negative_and_unverified_image_labels():
@@ -185,7 +195,9 @@ def test_verified_absent_parent_makes_child_detections_false_positives(hierarchy
     # Image 2: a Car box; Car detection .8 on it -> TP for Car and Vehicle.
     # Car and Vehicle: FP .9, TP .8, 1 positive each -> AP 1/2 each; Bus, Wheel: no positives.
     ground = [gt([], [], negative=[1]), gt([0, 0, 10, 10], [2], positive=[2])]
-    found = [det([0, 0, 10, 10], [0.9], [2]), det([0, 0, 10, 10], [0.8], [2])]
+    found = expand_predictions(
+        [det([0, 0, 10, 10], [0.9], [2]), det([0, 0, 10, 10], [0.8], [2])], hierarchy
+    )
     aps, _ = oid_average_precisions(ground, found, num_classes=4, hierarchy=hierarchy)
     assert aps[:2].tolist() == pytest.approx([0.5, 0.5])
     assert oid_map(aps) == pytest.approx(0.5)
@@ -216,7 +228,7 @@ def test_image_label_file(tmp_path):
     assert [p.tolist() for p in labels.positive] == [[2], []]
     assert [n.tolist() for n in labels.negative] == [[3], [1]]
     path.write_text("ImageID,Source,LabelName,Confidence\naaaa,v,/m/0k4j,yes\n")
-    with pytest.raises(ConfigError, match=r":2: Confidence \['yes'\] is not a number"):
+    with pytest.raises(ConfigError, match=":2: Confidence 'yes' is not a number"):
         read_image_labels(str(path), ["aaaa"], MIDS)
     path.write_text("ImageID,Source,LabelName,Confidence\naaaa,v,/m/0k4j,1\naaaa,v\n")
     with pytest.raises(ConfigError, match=r":3: malformed row 'aaaa,v'"):
@@ -230,3 +242,53 @@ def test_bad_hierarchy_file(tmp_path):
     path.write_text('{"LabelName": "/m/0bl9f", "Subcategory": [{"Name": "x"}]}')
     with pytest.raises(ConfigError, match=r"root.Subcategory\[0\]: expected an object with a"):
         read_hierarchy(str(path), MIDS)
+
+
+def test_group_of_box_absorbing_only_score_zero_detections_is_no_true_positive():
+    # A group-of Car box G=[0,0,20,20] and one Car detection [2,2,8,8] at score 0.0.
+    # IoA = 36/36 = 1 >= 0.5: absorbed. The official code starts G's score at 0 and keeps it only
+    # above 0: no entry at all. Ranked list empty, 1 positive -> AP 0 (it used to be 1.0).
+    ground = [gt([0, 0, 20, 20], [1], group_of=[True])]
+    aps, positives = oid_average_precisions(ground, [det([2, 2, 8, 8], [0.0], [1])], 1)
+    assert positives.tolist() == [1] and aps.tolist() == [0.0]
+    # At any score above 0 it is one true positive: AP 1.
+    aps, _ = oid_average_precisions(ground, [det([2, 2, 8, 8], [0.01], [1])], 1)
+    assert aps.tolist() == [1.0]
+
+
+def test_zero_area_and_inverted_detection_boxes_are_dropped_before_matching():
+    # A Car box A=[0,0,10,10]; a detection on A at 0.9 (TP) and [5,5,5,9] at 0.95 (zero width).
+    # Counted, the zero-width box would be an FP ranked first: precision 0, 1/2 -> AP 1/2.
+    # Dropped, as the official code does: the list is the TP alone -> AP 1.0.
+    ground = [gt([0, 0, 10, 10], [1])]
+    found = [det([0, 0, 10, 10, 5, 5, 5, 9], [0.9, 0.95], [1, 1])]
+    aps, _ = oid_average_precisions(ground, found, 1)
+    assert aps.tolist() == [1.0]
+    # Inverted (x1 > x2, or y1 > y2) likewise.
+    found = [det([0, 0, 10, 10, 8, 0, 2, 10, 0, 8, 10, 2], [0.9, 0.95, 0.97], [1, 1, 1])]
+    aps, _ = oid_average_precisions(ground, found, 1)
+    assert aps.tolist() == [1.0]
+
+
+def test_an_image_with_only_image_level_labels_is_evaluated():
+    # Image 1: no boxes, Car (1) verified absent. Image 2: a Car box A, detected at 0.8.
+    # Car detection at 0.9 on image 1 -> FP (verified absent): list FP .9, TP .8 with 1 positive
+    # -> precision 0, 1/2 -> AP 1/2. Leaving image 1 out (as the trainer once did) gave AP 1.
+    ground = [gt([], [], negative=[1]), gt([0, 0, 10, 10], [1], positive=[1])]
+    found = [det([0, 0, 10, 10], [0.9], [1]), det([0, 0, 10, 10], [0.8], [1])]
+    aps, _ = oid_average_precisions(ground, found, 1)
+    assert aps.tolist() == [0.5]
+    # A verified-present label with no box adds no positive; a detection of it is an FP too.
+    ground[0] = gt([], [], positive=[1])
+    aps, positives = oid_average_precisions(ground, found, 1)
+    assert positives.tolist() == [1] and aps.tolist() == [0.5]
+
+
+def test_ties_keep_their_input_order():
+    # Two detections at the same score, the FP first in the input: FP, TP -> AP 1/2; the TP
+    # first -> AP 1. (The official unstable sort may put either first.)
+    ground = [gt([0, 0, 10, 10], [1])]
+    fp_first = [det([50, 50, 60, 60, 0, 0, 10, 10], [0.5, 0.5], [1, 1])]
+    tp_first = [det([0, 0, 10, 10, 50, 50, 60, 60], [0.5, 0.5], [1, 1])]
+    assert oid_average_precisions(ground, fp_first, 1)[0].tolist() == [0.5]
+    assert oid_average_precisions(ground, tp_first, 1)[0].tolist() == [1.0]

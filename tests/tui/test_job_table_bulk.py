@@ -1,16 +1,16 @@
-"""JobTable's bulk refresh (many rows gone, changed and new at once, issue 12): the rows, their
-order, cells, the selection and the column widths are what a row-by-row update gave."""
+"""JobTable's refresh (many rows gone, changed and new at once): the rows, their order, cells,
+the selection and the column widths are what a fresh table shows, and it draws the same."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from rich.cells import cell_len
+from rich.style import Style
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
 
 from runai_tui.knowledge.diagnose import Diagnosis
-from runai_tui.models import Phase
+from runai_tui.models import Job, Phase
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, make_job
@@ -34,7 +34,7 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert table.selected_name == "job-051"
 
         long_name = "a-much-longer-job-name-than-the-others-" + "x" * 20
-        gone = {f"job-{i:03d}" for i in range(0, 100, 10)}  # 10 rows gone: the bulk path
+        gone = {f"job-{i:03d}" for i in range(0, 100, 10)}  # 10 rows gone
         later = [
             make_job(job.name, Phase.FAILED if job.name.endswith("5") else Phase.RUNNING)
             for job in jobs
@@ -46,7 +46,7 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         expected = sorted(job.name for job in later)
         assert table.visible_names() == expected
         assert [str(key.value) for key in table.rows] and table.row_count == len(expected)
-        assert [table.get_row_at(i)[0] for i in range(table.row_count)] == expected
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == expected
         assert table.selected_name == "job-051"
         assert str(table.get_cell("job-015", "status")) == "Failed"
         assert str(table.get_cell("job-100", "status")) == "Pending"
@@ -54,7 +54,7 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         name_column = table.columns[next(k for k in table.columns if k.value == "name")]
         assert name_column.content_width == cell_len(long_name)
 
-        # The long name goes, with enough others for the bulk path.
+        # The long name goes: its column shrinks back.
         table.update_jobs(
             [j for j in later if j.name not in (long_name, "job-001", "job-002")], NOW
         )
@@ -62,6 +62,30 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert long_name not in table.visible_names()
         assert table.row_count == len(expected) - 3
         assert table.selected_name == "job-051"
+        assert name_column.content_width == cell_len("job-051")
+
+
+async def test_most_rows_gone_at_once() -> None:
+    """Hundreds of rows gone in one refresh (the table is rebuilt rather than emptied row by
+    row): the rows left, their cells, the selection, the column widths and the view."""
+    app = TableApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(JobTable)
+        jobs = [make_job(f"job-{i:03d}", age_s=60 * i) for i in range(400)]
+        jobs.append(make_job("a-much-longer-job-name-than-the-others"))
+        table.update_jobs(jobs, NOW)
+        await pilot.pause()
+        table.select_name("job-351")
+        await pilot.pause()
+        kept = [make_job(f"job-{i:03d}", Phase.FAILED) for i in range(345, 360)]
+        table.update_jobs(kept, NOW)
+        await pilot.pause()
+        assert table.visible_names() == [job.name for job in kept]
+        assert table.selected_name == "job-351"
+        assert str(table.get_cell("job-351", "status")) == "Failed"
+        name_column = table.columns[next(k for k in table.columns if k.value == "name")]
+        assert name_column.content_width == cell_len("job-351")
+        assert "job-351" in screen_text(app)
 
 
 async def test_a_changed_cell_alone_is_repainted() -> None:
@@ -84,43 +108,38 @@ def with_health(app: TableApp) -> tuple[JobTable, HealthCache]:
     return table, table.health
 
 
-async def test_cells_render_as_datatable_renders_them() -> None:
-    """JobTable reuses the rendering of equal cells (`_render_cell`): every cell, in every
-    state drawn here (cursor, hover, zebra rows, styled cells, after rows moved), must come out
-    segment for segment, style and mouse meta included, as DataTable's own rendering."""
-    app = TableApp()
-    async with app.run_test(size=(120, 16)) as pilot:
-        table, health = with_health(app)
-        phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
-        jobs = [make_job(f"job-{i:02d}", phases[i % 4], age_s=50 * i) for i in range(20)]
-        health.put(jobs[5], Diagnosis())  # a styled HEALTH cell
-        table.update_jobs(jobs, NOW)
-        await pilot.pause()
-        table.update_jobs(jobs[1:] + [make_job("job-new", Phase.FAILED)], NOW)  # rows move
-        table.move_cursor(row=3)
-        await pilot.pause()
-        compared = 0
-        for row in range(table.row_count):
-            base = table._get_row_style(row, table.rich_style)
-            for column_index, column in enumerate(table.ordered_columns):
-                width = column.get_render_width(table)
-                for cursor, hover in ((row == 3, False), (False, True), (False, False)):
-                    table._cell_render_cache.clear()
-                    ours = table._render_cell(row, column_index, base, width, cursor, hover)
-                    table._cell_render_cache.clear()
-                    theirs = DataTable._render_cell(
-                        table, row, column_index, base, width, cursor, hover
-                    )
-                    assert [
-                        [(s.text, s.style, s.style and s.style.meta, s.control) for s in line]
-                        for line in ours
-                    ] == [
-                        [(s.text, s.style, s.style and s.style.meta, s.control) for s in line]
-                        for line in theirs
-                    ], (row, column.key.value, cursor, hover)
-                    compared += 1
-        assert compared == table.row_count * len(table.ordered_columns) * 3
-        assert "? no logs" in screen_text(app)
+def drawn(table: JobTable) -> list[list[tuple[str, Style | None]]]:
+    """The table as drawn: every line's segments, text and style (mouse meta included)."""
+    return [
+        [(segment.text, segment.style) for segment in table.render_line(y)]
+        for y in range(table.size.height)
+    ]
+
+
+async def test_a_refreshed_table_draws_what_a_fresh_table_draws() -> None:
+    """After refreshes that change, move, add and remove rows, every line of the table (cursor
+    row, zebra rows, styled cells, header, column widths) is drawn, segment for segment and
+    style for style, as a table given the last jobs in one refresh."""
+    phases = [Phase.RUNNING, Phase.FAILED, Phase.PENDING, Phase.COMPLETED]
+    jobs = [make_job(f"job-{i:02d}", phases[i % 4], age_s=50 * i) for i in range(20)]
+    jobs.append(make_job("a-long-name-that-goes-away", Phase.FAILED))  # NAME then shrinks
+    final = jobs[1:-4] + [make_job("job-new-and-wider", Phase.FAILED)]
+    final[6] = make_job(final[6].name, Phase.DEGRADED, age_s=50 * 7)
+
+    async def draw(refreshes: list[list[Job]]) -> list[list[tuple[str, Style | None]]]:
+        app = TableApp()
+        async with app.run_test(size=(120, 16)) as pilot:
+            table, health = with_health(app)
+            health.put(jobs[5], Diagnosis())  # a styled HEALTH cell
+            for step in refreshes:
+                table.update_jobs(step, NOW)
+                await pilot.pause()
+            table.select_name("job-04")
+            await pilot.pause()
+            assert "? no logs" in screen_text(app)
+            return drawn(table)
+
+    assert await draw([jobs, final]) == await draw([final])
 
 
 async def test_refreshes_show_what_a_fresh_table_shows() -> None:

@@ -24,6 +24,7 @@ from trainer.oid_metric import (
     HIERARCHY_FILE,
     VAL_IMAGE_LABELS,
     OidAnnotations,
+    labelled_image_ids,
     read_hierarchy,
     read_image_labels,
 )
@@ -85,14 +86,22 @@ def build_datasets(
         _require_files([classes, train_csv] + ([val_csv] if want_val else []))
         cache_dir = cfg.index_cache or os.path.join(cfg.output_dir, "cache")
 
-        def split(csv_path: str, images_dir: str, name: str) -> DetectionIndex:
-            key = cache_key(csv_path, classes, images_dir, cfg.classes, cfg.group_of, name)
+        def split(
+            csv_path: str, images_dir: str, name: str, label_only: str | None = None
+        ) -> DetectionIndex:
+            key = cache_key(
+                csv_path, classes, images_dir, cfg.classes, cfg.group_of, name, label_only or ""
+            )
             cache_path = os.path.join(cache_dir, f"openimages-{name}-{key}.index")
 
             def build() -> DetectionIndex:
                 log(f"openimages {name}: parsing {csv_path} (cached afterwards in {cache_dir})")
+                extra: list[str] = []
+                if label_only:  # the OID metric evaluates images with only image-level labels
+                    mids = read_classes(classes, cfg.classes).mids
+                    extra = labelled_image_ids(label_only, mids)
                 index, stats = build_openimages_index(
-                    csv_path, classes, images_dir, cfg.classes, cfg.group_of, cfg.strict
+                    csv_path, classes, images_dir, cfg.classes, cfg.group_of, cfg.strict, extra
                 )
                 index.meta["parse_stats"] = asdict(stats)
                 return index
@@ -113,14 +122,19 @@ def build_datasets(
         )
         val = None
         if want_val:
-            val_index = split(val_csv, val_dir, "validation")
+            if cfg.eval_metric != "oid":
+                val_index = split(val_csv, val_dir, "validation")
+                return train, DetectionDataset(val_index, val_dir, train=False, **common)
+            root = cfg.data_root or os.path.dirname(os.path.abspath(val_csv))
+            mids = read_classes(classes, cfg.classes).mids
+            hierarchy = read_hierarchy(os.path.join(root, HIERARCHY_FILE), mids)
+            labels = os.path.join(root, VAL_IMAGE_LABELS)
+            val_index = split(val_csv, val_dir, "validation", labels)
             val = DetectionDataset(val_index, val_dir, train=False, **common)
-            if cfg.eval_metric == "oid":
-                val.oid_annotations = _oid_annotations(
-                    cfg.data_root or os.path.dirname(os.path.abspath(val_csv)),
-                    read_classes(classes, cfg.classes).mids,
-                    val_index,
-                )
+            image_ids = [name.decode().rsplit(".", 1)[0] for name in val_index.file_names.tolist()]
+            val.oid_annotations = OidAnnotations(
+                hierarchy, read_image_labels(labels, image_ids, mids)
+            )
         return train, val
 
     raise ConfigError(f"--dataset {cfg.dataset!r}: expected one of openimages, coco, synthetic")
@@ -132,15 +146,6 @@ def _require_files(paths: list[str]) -> None:
             raise ConfigError(
                 f"{path}: annotation file not found (see trainer/README.md for the layout)"
             )
-
-
-def _oid_annotations(root: str, mids: list[str], index: DetectionIndex) -> OidAnnotations:
-    """The class hierarchy and the validation image-level labels, from the data root."""
-    image_ids = [name.decode().rsplit(".", 1)[0] for name in index.file_names.tolist()]
-    return OidAnnotations(
-        read_hierarchy(os.path.join(root, HIERARCHY_FILE), mids),
-        read_image_labels(os.path.join(root, VAL_IMAGE_LABELS), image_ids, mids),
-    )
 
 
 def _describe(index: DetectionIndex) -> str:

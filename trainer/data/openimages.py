@@ -15,6 +15,7 @@ import csv
 import io
 import os
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -352,10 +353,14 @@ def build_openimages_index(
     keep_classes: str | None,
     group_of: str,
     strict: bool,
+    label_only_ids: Sequence[str] = (),
 ) -> tuple[DetectionIndex, ParseStats]:
     """Parse one split. Images are read for their header only (size), never decoded.
 
     ``images_dir=None`` skips the header scan: sizes stay 0 (unknown) and no image is checked.
+    ``label_only_ids``: images to add without boxes unless they have some (the OID metric
+    evaluates images that have only image-level labels); they go last, from
+    ``meta["label_only_start"]`` on.
     """
     if images_dir is not None and not os.path.isdir(images_dir):
         raise ConfigError(
@@ -367,8 +372,16 @@ def build_openimages_index(
     image_ids, img_of_box, boxes, labels, groups = parse_boxes(
         boxes_csv, classes, set(all_classes.mids), group_of, stats
     )
+    boxed = set(image_ids.tolist())
+    extra = [i.encode() for i in dict.fromkeys(label_only_ids) if i.encode() not in boxed]
+    if extra:
+        image_ids = np.concatenate([image_ids, np.array(extra, image_ids.dtype)])
     file_names = np.char.add(image_ids, b".jpg") if len(image_ids) else image_ids
     index = build_from_rows(img_of_box, file_names, boxes, labels, groups, classes.names)
+    first_extra = np.zeros(len(image_ids), bool)
+    first_extra[len(image_ids) - len(extra) :] = True
+    if label_only_ids:
+        index.meta["label_only_start"] = len(image_ids) - len(extra)
     if images_dir is None:
         return index, stats
     heights, widths = read_image_sizes(images_dir, index.file_names)
@@ -383,4 +396,6 @@ def build_openimages_index(
             )
         stats.missing_images = int(unreadable.sum())
         index = index.select(~unreadable)
+        if label_only_ids:
+            index.meta["label_only_start"] = int((~first_extra & ~unreadable).sum())
     return index, stats

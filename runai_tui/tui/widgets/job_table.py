@@ -1,26 +1,29 @@
-"""JobTable: the jobs list, updated in place by job name so the selection survives refreshes."""
+"""JobTable: the jobs list, updated in place by job name so the selection and the marks survive
+refreshes. Built on DataTable's public API only: a refresh is a keyed diff (`remove_row`,
+`add_row`, `update_cell`, `sort`), and only the columns whose widest cell changed are re-fitted."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any
 
 from rich.cells import cell_len
-from rich.padding import Padding
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
-from textual._two_way_dict import TwoWayDict
-from textual.cache import LRUCache
-from textual.renderables.styled import Styled
+from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, Row, RowDoesNotExist, RowKey
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Job, Phase
 from runai_tui.tui.health_view import HealthCache, health_cell
+from runai_tui.tui.text import literal
 
+Cell = str | Text
+
+# (key, label). HEALTH comes from the diagnoses already made (tui/health_view.py), never
+# fetched here.
 COLUMNS: list[tuple[str, str]] = [
     ("name", "NAME"),
     ("status", "STATUS"),
@@ -28,11 +31,13 @@ COLUMNS: list[tuple[str, str]] = [
     ("gpus", "GPUS"),
     ("project", "PROJECT"),
     ("age", "AGE"),
-    (
-        "health",
-        "HEALTH",
-    ),  # from the diagnoses already made (tui/health_view.py), never fetched here
+    ("health", "HEALTH"),
 ]
+# Shown after GPUS from the first `set_gpu_util` on: no column while there is nothing to show.
+GPU_UTIL_COLUMN = ("gpu_util", "GPU UTIL")
+
+MARK = "✓ "  # before the name of a marked row
+MARK_STYLE = "bold magenta"
 
 PHASE_STYLES: dict[Phase, str] = {
     Phase.RUNNING: "bold green",
@@ -51,34 +56,30 @@ PHASE_STYLES: dict[Phase, str] = {
     Phase.TERMINATING: "magenta",
 }
 
+# Removing a row is linear in the table's rows (DataTable renumbers the rows), and so is a
+# rebuild (clear, add every row, measure them): past about this many rows gone in one refresh,
+# whatever the table's size, rebuilding costs less (benchmarks/fig_job_table.py sizes).
+REBUILD_AFTER_REMOVALS = 150
 
 _AGE_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
-def _aware(created: datetime) -> datetime:
-    return created.replace(tzinfo=timezone.utc) if created.tzinfo is None else created
-
-
 def age_seconds(created: datetime, now: datetime) -> int:
     """Whole seconds from `created` to `now`, never negative (a naive `created` is UTC)."""
-    return max(0, int((now - _aware(created)).total_seconds()))
-
-
-def age_text(seconds: int) -> tuple[str, int, int]:
-    """k9s-style age of `seconds` (42s, 7m, 3h, 5d) and the seconds [lo, hi) showing that text:
-    a refresh re-renders an age only when `now` has left its range."""
-    for unit, size in _AGE_UNITS:
-        if seconds >= size or size == 1:
-            count = seconds // size
-            return f"{count}{unit}", count * size, (count + 1) * size
-    raise AssertionError("unreachable: the last unit is one second")
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    return max(0, int((now - created).total_seconds()))
 
 
 def format_age(created: datetime | None, now: datetime) -> str:
     """k9s-style age: 42s, 7m, 3h, 5d."""
     if created is None:
         return "-"
-    return age_text(age_seconds(created, now))[0]
+    seconds = age_seconds(created, now)
+    for unit, size in _AGE_UNITS:
+        if seconds >= size or size == 1:
+            return f"{seconds // size}{unit}"
+    raise AssertionError("unreachable: the last unit is one second")
 
 
 def format_pods(job: Job) -> str:
@@ -93,34 +94,46 @@ def format_gpus(job: Job) -> str:
     return f"{job.gpus:g}"
 
 
-@functools.cache
 def status_text(phase: Phase) -> Text:
-    """One (never mutated) Text per phase: a refresh of thousands of rows makes no new ones."""
     return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
 
 
-def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> dict[str, str | Text]:
-    """A row's cells. What they are drawn from, the age aside, is `_source` (a refresh skips a
-    row whose source is unchanged): a new cell's inputs go there too."""
+def data_text(value: str, style: str = "") -> Text:
+    """A cell from cluster data: never read as markup (DataTable reads a str cell as markup)."""
+    return Text(literal(value), style=style, end="", no_wrap=True)
+
+
+def name_cell(name: str, marked: bool = False) -> Text:
+    return data_text(MARK + name, MARK_STYLE) if marked else data_text(name)
+
+
+def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> dict[str, Cell]:
+    """A row's cells, by column key (the columns of COLUMNS)."""
     return {
-        "name": job.name,
+        "name": name_cell(job.name),
         "status": status_text(job.phase),
         "pods": format_pods(job),
         "gpus": format_gpus(job),
-        "project": job.project or "-",
+        "project": data_text(job.project or "-"),
         "age": format_age(job.created, now),
         "health": health_cell(diagnosis),
     }
 
 
-def _cell_width(value: str | Text) -> int:
+def same_cell(a: Cell, b: Cell) -> bool:
+    """Whether two cells draw the same (Text's own `==` ignores the style)."""
+    if isinstance(a, Text) and isinstance(b, Text):
+        return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+    return type(a) is type(b) and a == b
+
+
+def cell_width(value: Cell) -> int:
     return cell_len(value.plain if isinstance(value, Text) else value)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_EPOCH_MIN = datetime.min.replace(tzinfo=timezone.utc)  # "0s" holds however early `now` is
 
-SORTS: dict[str, Callable[[Job], object]] = {
+SORTS: dict[str, Callable[[Job], Any]] = {
     "name": lambda job: job.name,
     "status": lambda job: (job.phase.value, job.name),
     # Newest first reads naturally for "age"; ties broken by name for a stable order.
@@ -128,35 +141,59 @@ SORTS: dict[str, Callable[[Job], object]] = {
 }
 
 
-class _Shown:
-    """A shown row: its key, what it was drawn from, the times its age text holds, its cells."""
+class ShownRows:
+    """What the table shows, in plain Python: each row's cells by job name, the rows' order,
+    and per column how many cells have each width (so a column's widest cell is known without
+    measuring the column again)."""
 
-    __slots__ = ("key", "meta", "offset", "source", "age_from", "age_until", "cells")
+    def __init__(self, columns: Sequence[tuple[str, str]]) -> None:
+        self.labels = {key: cell_len(label) for key, label in columns}
+        self.cells: dict[str, dict[str, Cell]] = {}
+        self.order: list[str] = []  # top to bottom
+        self.widths: dict[str, Counter[int]] = {key: Counter() for key in self.labels}
 
-    def __init__(self, key: RowKey, source: tuple[object, ...], cells: dict[str, str | Text]):
-        self.key = key
-        self.meta = Row(key, 1)  # DataTable's record of the row: one line high, no label
-        self.offset = (key, 0)  # its one entry in DataTable's line index
-        self.source = source
-        self.age_from = self.age_until = _EPOCH  # `now` in [age_from, age_until): same age text
-        self.cells = cells
+    def add(self, name: str, cells: dict[str, Cell]) -> None:
+        self.cells[name] = cells
+        self.order.append(name)
+        for column, value in cells.items():
+            self.widths[column][cell_width(value)] += 1
+
+    def remove(self, names: Iterable[str]) -> None:
+        gone = set(names)
+        for name in gone:
+            for column, value in self.cells.pop(name).items():
+                self.widths[column][cell_width(value)] -= 1
+        self.order = [name for name in self.order if name not in gone]
+
+    def change(self, name: str, column: str, value: Cell) -> None:
+        cells = self.cells[name]
+        self.widths[column][cell_width(cells[column])] -= 1
+        self.widths[column][cell_width(value)] += 1
+        cells[column] = value
+
+    def width(self, column: str) -> int:
+        """The column's content width: its widest cell or its label."""
+        cells = max((w for w, count in self.widths[column].items() if count > 0), default=0)
+        return max(cells, self.labels[column])
+
+    def widest_row(self, column: str) -> str | None:
+        """A row holding the column's widest cell (None when there are no rows)."""
+        return max(self.cells, key=lambda name: cell_width(self.cells[name][column]), default=None)
 
 
-def _source(job: Job, diagnosis: Diagnosis | None) -> tuple[object, ...]:
-    """Everything a row shows except its age: equal sources and age texts, equal cells."""
-    return (
-        job.phase,
-        job.running_pods,
-        job.requested_pods,
-        job.gpus,
-        job.project,
-        job.created,
-        diagnosis,
-    )
+class JobTable(DataTable[Cell]):
+    """DataTable of jobs keyed by job name.
 
+    Public API (other screens build on it):
+    - `update_jobs(jobs, now)`: show `jobs` (keyed by name), keeping the selection and marks;
+    - `selected_name` / `selected_job`, `select_name(name)`, `visible_names()`;
+    - `set_sort(column)`, `filter_text`, `health` (set by the jobs screen);
+    - `toggle_mark(name)`, `is_marked(name)`, `marked()`, `clear_marks()`; space toggles the
+      selected row's mark;
+    - `set_gpu_util(name, text)`: the GPU UTIL cell of a job, filled asynchronously.
+    """
 
-class JobTable(DataTable):
-    """DataTable of jobs keyed by name; `update_jobs` diffs rows instead of rebuilding."""
+    BINDINGS = [Binding("space", "toggle_mark", "Mark", show=False)]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -164,22 +201,28 @@ class JobTable(DataTable):
         self.sort_by = "name"
         self.sort_reverse = False
         self.filter_text = ""
-        self._order: list[str] = []  # the shown rows, top to bottom
         self.health: HealthCache | None = None  # set by the screen: the app's diagnoses
-        self._shown: dict[str, _Shown] = {}
-        self._column_keys: dict[str, ColumnKey] = {}
-        # Per column: how many shown cells have each width, so a column is re-fitted without
-        # measuring all its cells again.
-        self._widths: dict[str, dict[int, int]] = {key: {} for key, _ in COLUMNS}
-        # Rendered cells by what they show and how (see `_render_cell`), across refreshes.
-        self._cell_renders: LRUCache[tuple[object, ...], list[list[Segment]]] = LRUCache(4096)
+        self.marks: set[str] = set()  # job names, kept across refreshes while the job exists
+        self.gpu_util: dict[str, str] = {}  # job name -> text, kept while the job exists
+        self.gpu_util_shown = False  # the GPU UTIL column, from the first value on
+        self.shown = ShownRows(self.column_specs())
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self._column_keys[key] = self.add_column(label, key=key)
+        for key, label in self.column_specs():
+            self.add_column(label, key=key)
+
+    def column_specs(self) -> list[tuple[str, str]]:
+        """The columns shown now: COLUMNS, with GPU UTIL after GPUS once it has a value."""
+        if not self.gpu_util_shown:
+            return list(COLUMNS)
+        at = [key for key, _ in COLUMNS].index("gpus") + 1
+        return [*COLUMNS[:at], GPU_UTIL_COLUMN, *COLUMNS[at:]]
+
+    # -- selection ---------------------------------------------------------------------------
 
     @property
     def selected_name(self) -> str | None:
+        """The job name of the row under the cursor (None when the table is empty)."""
         if not self.row_count:
             return None
         try:
@@ -194,7 +237,8 @@ class JobTable(DataTable):
         return self.jobs.get(name) if name else None
 
     def visible_names(self) -> list[str]:
-        return list(self._order)
+        """The job names shown, top to bottom."""
+        return list(self.shown.order)
 
     def select_name(self, name: str) -> bool:
         """Move the cursor to the job `name`; False when it is not shown."""
@@ -211,239 +255,176 @@ class JobTable(DataTable):
             self.sort_reverse = not self.sort_reverse
         else:
             self.sort_by, self.sort_reverse = column, False
-        self._apply_sort(self.selected_name)
+        with self.app.batch_update():
+            self.place_rows(self.selected_name)
+
+    # -- marks ---------------------------------------------------------------------------------
+
+    def toggle_mark(self, name: str) -> bool:
+        """Mark the job `name`, or unmark it if marked; True when it is now marked. A job not in
+        the table is not marked."""
+        if name not in self.jobs:
+            return False
+        marked = name not in self.marks
+        if marked:
+            self.marks.add(name)
+        else:
+            self.marks.discard(name)
+        if name in self.shown.cells:
+            self.set_cells(name, {"name": name_cell(name, marked)})
+        return marked
+
+    def is_marked(self, name: str) -> bool:
+        return name in self.marks
+
+    def marked(self) -> list[str]:
+        """The marked jobs shown, top to bottom (a marked job the filter hides stays marked but
+        is not listed: bulk actions act on what the user sees)."""
+        return [name for name in self.shown.order if name in self.marks]
+
+    def clear_marks(self) -> None:
+        for name in list(self.marks):
+            self.toggle_mark(name)
+
+    def action_toggle_mark(self) -> None:
+        name = self.selected_name
+        if name is not None:
+            self.toggle_mark(name)
+
+    # -- GPU utilisation -----------------------------------------------------------------------
+
+    def set_gpu_util(self, name: str, text: str | None) -> None:
+        """Show `text` (literally) in the GPU UTIL cell of the job `name`; None clears it. The
+        column appears with the first value; the value shows while the job is active (a
+        stopped job's last figure would mislead) and is forgotten when the job disappears."""
+        if text is None:
+            self.gpu_util.pop(name, None)
+        elif name in self.jobs:
+            self.gpu_util[name] = text
+        else:
+            return
+        if not self.gpu_util_shown:
+            if self.gpu_util:
+                self.gpu_util_shown = True
+                self.rebuild(self.shown.cells, self.selected_name)
+            return
+        if name in self.shown.cells:
+            self.set_cells(name, {"gpu_util": self.gpu_util_cell(self.jobs[name])})
+
+    def gpu_util_cell(self, job: Job) -> Text:
+        text = self.gpu_util.get(job.name)
+        return data_text(text) if text is not None and job.phase.is_active else data_text("")
+
+    # -- refresh -------------------------------------------------------------------------------
+
+    def row_cells(self, job: Job, now: datetime) -> dict[str, Cell]:
+        diagnosis = self.health.get(job) if self.health is not None else None
+        cells = job_cells(job, now, diagnosis)
+        if job.name in self.marks:
+            cells["name"] = name_cell(job.name, marked=True)
+        if self.gpu_util_shown:
+            cells["gpu_util"] = self.gpu_util_cell(job)
+        return cells
 
     def update_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
-        """Show `jobs`: remove gone rows, update changed cells, add new rows, keep the selection.
-
-        Linear in the number of jobs, and cheap per unchanged row (5,000 jobs refresh in well
-        under 0.1 s; issue 12, benchmarks/fig_job_table.py): a row is compared by what it is
-        drawn from and the range of seconds its age text holds, so only changed rows build
-        cells. DataTable's own `remove_row`, `add_row`, `sort` and `update_cell(...,
-        update_width=True)` each rescan or re-measure the whole table (seconds per refresh);
-        here rows are removed, added and placed in one pass each, and a column is re-fitted
-        from a count of its cells' widths."""
+        """Show `jobs`, keyed by name: remove the rows gone, update the cells that changed, add
+        the new rows, re-fit the columns whose width changed, sort, keep the selection. Marks
+        and GPU values of jobs no longer listed are dropped."""
         selected = self.selected_name
-        health = self.health
         self.jobs = {job.name: job for job in jobs}
-        if self.filter_text:
-            wanted = {job.name: job for job in jobs if self._matches(job)}
-        else:
-            wanted = self.jobs
-        shown = self._shown
-        was_empty = not shown
+        self.marks &= self.jobs.keys()
+        self.gpu_util = {name: v for name, v in self.gpu_util.items() if name in self.jobs}
+        wanted = {
+            job.name: self.row_cells(job, now)
+            for job in jobs
+            if not self.filter_text or self.matches(job)
+        }
+        shown = self.shown
+        gone = [name for name in shown.order if name not in wanted]
+        if len(gone) > REBUILD_AFTER_REMOVALS or (gone and len(gone) == len(shown.order)):
+            self.rebuild(wanted, selected)
+            return
+        before = {column: shown.width(column) for column in shown.labels}
         with self.app.batch_update():
-            gone = [name for name in self._order if name not in wanted]
-            if gone:
-                self._remove_rows(gone)
-            added: list[_Shown] = []
-            changed: set[str] = set()  # columns with a changed cell
-            for name, job in wanted.items():
-                diagnosis = health.get(job) if health is not None else None
-                source = _source(job, diagnosis)
-                created = job.created
-                row = shown.get(name)
-                if row is not None:
-                    if row.source == source and (
-                        created is None or row.age_from <= now < row.age_until
-                    ):
-                        continue  # the same cells as shown
-                    cells = job_cells(job, now, diagnosis)
-                    data = self._data[row.key]
-                    for column, value in cells.items():
-                        old = row.cells[column]
-                        if old != value:
-                            data[self._column_keys[column]] = value
-                            self._count_width(column, old, -1)
-                            self._count_width(column, value, 1)
-                            changed.add(column)
-                    row.source, row.cells = source, cells
-                else:
-                    row = _Shown(RowKey(name), source, job_cells(job, now, diagnosis))
-                    shown[name] = row
-                    added.append(row)
-                if created is not None:
-                    created = _aware(created)
-                    _, lo, hi = age_text(age_seconds(created, now))
-                    row.age_from = created + timedelta(seconds=lo) if lo else _EPOCH_MIN
-                    row.age_until = created + timedelta(seconds=hi)
-            if added:
-                self._add_rows(added)
-            if changed:
-                self._update_count += 1  # invalidates DataTable's render caches
-                self.refresh()
-                self._fit_columns(changed)
-            self._apply_sort(selected, rows_changed=bool(added or gone))
-            if was_empty and added and self.show_cursor and self.cursor_type != "none":
-                self._highlight_cursor()  # as add_row does for a table's first row
+            for name in gone:
+                self.remove_row(name)
+            shown.remove(gone)
+            for name, cells in wanted.items():
+                old = shown.cells.get(name)
+                if old is None:
+                    self.add_row(*(cells[column] for column in shown.labels), key=name)
+                    shown.add(name, cells)
+                    continue
+                for column, value in cells.items():
+                    if not same_cell(old[column], value):
+                        self.update_cell(name, column, value)
+                        shown.change(name, column, value)
+            self.fit_columns(before)
+            self.place_rows(selected)
 
-    def _count_width(self, column: str, value: str | Text, step: int) -> None:
-        counts = self._widths[column]
-        width = _cell_width(value)
-        count = counts.get(width, 0) + step
-        if count:
-            counts[width] = count
-        else:
-            del counts[width]
+    def set_cells(self, name: str, cells: dict[str, Cell]) -> None:
+        """Change some cells of the shown row `name`, re-fitting their columns if needed."""
+        shown = self.shown
+        before = {column: shown.width(column) for column in cells}
+        for column, value in cells.items():
+            if not same_cell(shown.cells[name][column], value):
+                self.update_cell(name, column, value)
+                shown.change(name, column, value)
+        self.fit_columns(before)
 
-    def _remove_rows(self, names: list[str]) -> None:
-        """Remove rows in one pass; `_apply_sort`, which follows, places the rows left.
-        (`remove_row` rebuilds the row index for each row removed: quadratic on a big refresh.)"""
-        gone: set[RowKey] = set()
-        for name in names:
-            row = self._shown.pop(name)
-            for column, value in row.cells.items():
-                self._count_width(column, value, -1)
-            del self.rows[row.key]
-            del self._data[row.key]
-            gone.add(row.key)
-        if self._updated_cells:
-            self._updated_cells = {c for c in self._updated_cells if c.row_key not in gone}
-        self._require_update_dimensions = True
-        self.check_idle()
-        self._update_count += 1
-        self.refresh(layout=True)
-
-    def _add_rows(self, rows: list[_Shown]) -> None:
-        """`add_row` for many rows at once: data and metadata in, column widths grown to the new
-        cells (as DataTable's own measuring would); `_apply_sort`, which follows, places them."""
-        ordered = [(key, self._column_keys[key]) for key, _ in COLUMNS]
-        for row in rows:
-            cells = row.cells
-            self._data[row.key] = {column_key: cells[key] for key, column_key in ordered}
-            self.rows[row.key] = row.meta
-            for key, value in cells.items():
-                self._count_width(key, value, 1)
-        for column in self.columns.values():
-            key = str(column.key.value)
-            widest = max(_cell_width(row.cells[key]) for row in rows)
-            if widest > column.content_width:
-                column.content_width = widest
-        self._require_update_dimensions = True
-        self._update_count += 1
-        self.check_idle()
-        self.refresh(layout=True)
-
-    def _fit_columns(self, keys: set[str]) -> None:
-        """Columns `keys` as wide as their widest cell or label, from the plain text (cells are
-        one line): DataTable would render and measure every cell of a column per changed cell."""
-        for column in self.columns.values():
-            key = str(column.key.value)
-            if key not in keys:
+    def fit_columns(self, before: dict[str, int]) -> None:
+        """Re-fit each column whose width is no longer `before`: DataTable measures the widest
+        cell given (enough when a column grows) or, when the column shrinks, its cells again."""
+        shown = self.shown
+        for column, width in before.items():
+            if shown.width(column) == width:
                 continue
-            width = max(max(self._widths[key], default=0), cell_len(column.label.plain))
-            if width != column.content_width:
-                column.content_width = width
-                self._require_update_dimensions = True
-                self.refresh(layout=True)
+            name = shown.widest_row(column)
+            if name is not None:
+                self.update_cell(name, column, shown.cells[name][column], update_width=True)
 
-    def _apply_sort(self, selected: str | None, rows_changed: bool = True) -> None:
+    def place_rows(self, selected: str | None) -> None:
+        """Sort the rows (only if their order changed) and put the cursor back on `selected`."""
+        shown = self.shown
+        order = self.sorted_names(shown.cells)
+        if order != shown.order:
+            # DataTable sorts by cell values: each row's name cell, by identity, gives its place.
+            place = {id(shown.cells[name]["name"]): i for i, name in enumerate(order)}
+            self.sort("name", key=lambda cell: place[id(cell)])
+            shown.order = order
+        if selected is not None:
+            self.select_name(selected)
+
+    def sorted_names(self, names: Iterable[str]) -> list[str]:
+        """`names` in the order of the current sort."""
         rank = SORTS.get(self.sort_by, SORTS["name"])
-        if rank is SORTS["name"]:
-            names = sorted(self._shown, reverse=self.sort_reverse)
-        else:
-            jobs = self.jobs
-            names = sorted(self._shown, key=lambda n: rank(jobs[n]), reverse=self.sort_reverse)
-        if rows_changed or names != self._order:  # else the rows already stand in this order
-            # What DataTable.sort does, from the order already known; and the two lists
-            # DataTable would rebuild from it a row at a time on the next paint (every row is
-            # one line high), so a 5,000-row refresh does not pay for them again.
-            shown = self._shown
-            placed = [shown[name] for name in names]
-            keys = [row.key for row in placed]
-            self._row_locations = TwoWayDict(dict(zip(keys, range(len(keys)), strict=True)))
-            self._update_count += 1
-            self._ordered_row_cache[(len(keys), self._update_count)] = [r.meta for r in placed]
-            self._offset_cache[self._update_count] = [row.offset for row in placed]
-            self.refresh()
-            self.hover_coordinate = self.hover_coordinate  # kept inside the table
-        self._order = names
-        if selected is None or not self.select_name(selected):
-            self.move_cursor(row=min(self.cursor_row, max(0, self.row_count - 1)), animate=False)
+        jobs = self.jobs
+        return sorted(names, key=lambda name: rank(jobs[name]), reverse=self.sort_reverse)
 
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        """DataTable's `_render_cell`, reusing the rendering of an equal cell drawn before.
+    def rebuild(self, wanted: dict[str, dict[str, Cell]], selected: str | None) -> None:
+        """Clear the table and add `wanted` in order: one linear pass, for a refresh that
+        removes many rows or a change of the columns shown."""
+        scroll_y, cursor_row = self.scroll_y, self.cursor_row
+        specs = self.column_specs()
+        self.shown = shown = ShownRows(specs)
+        with self.app.batch_update():
+            self.clear(columns=True)
+            for key, label in specs:
+                self.add_column(label, key=key)
+            for name, cells in wanted.items():
+                if self.gpu_util_shown and "gpu_util" not in cells:
+                    cells = {**cells, "gpu_util": self.gpu_util_cell(self.jobs[name])}
+                shown.cells[name] = cells
+            for name in self.sorted_names(shown.cells):
+                cells = shown.cells.pop(name)
+                self.add_row(*(cells[column] for column in shown.labels), key=name)
+                shown.add(name, cells)
+            self.scroll_to(y=scroll_y, animate=False, immediate=True)  # the view stays put
+            if selected is None or not self.select_name(selected):
+                self.move_cursor(row=min(cursor_row, max(0, self.row_count - 1)), animate=False)
 
-        Any change to a row clears DataTable's render caches for every row, so a refresh that
-        moves the rows re-renders every visible cell through Rich (most of a 5,000-job refresh's
-        repaint). A cell's lines depend on its text, width and styles, plus the row/column meta
-        that DataTable adds to its style (for the mouse): so the lines are kept by the former,
-        and the meta is added to their styles afterwards (it sets no colour or attribute, so the
-        styles come out equal to DataTable's own; tests/tui/test_job_table_bulk.py compares)."""
-        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        cache_key = (
-            row_key,
-            self._column_locations.get_key(column_index),
-            base_style,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        lines = self._cell_render_cache.get(cache_key)
-        if lines is not None:
-            return lines
-        row = self.rows.get(row_key) if row_key is not None else None
-        cell = self._get_row_renderables(row_index).cells[column_index]
-        if row is None or row.height != 1 or row.auto_height or not isinstance(cell, Text):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        shown = (
-            cell.plain,
-            cell.style,
-            tuple(cell.spans),
-            cell.end,
-            cell.justify,
-            cell.overflow,
-            cell.no_wrap,
-            cell.tab_size,
-        )
-        render_key = (shown, width, base_style, component_style, post_style, self.cell_padding)
-        plain_lines = self._cell_renders.get(render_key)
-        if plain_lines is None:
-            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
-            plain_lines = self.app.console.render_lines(
-                Styled(
-                    Padding(cell, (0, self.cell_padding)),
-                    pre_style=base_style + component_style,
-                    post_style=post_style,
-                ),
-                options,
-            )
-            self._cell_renders[render_key] = plain_lines
-        meta = Style.from_meta({"row": row_index, "column": column_index})
-        lines = [
-            [
-                Segment(text, None if control else (style + meta if style else meta), control)
-                for text, style, control in line
-            ]
-            for line in plain_lines
-        ]
-        self._cell_render_cache[cache_key] = lines
-        return lines
-
-    def _matches(self, job: Job) -> bool:
+    def matches(self, job: Job) -> bool:
+        """Whether the filter shows `job`: its name or status contains the filter text."""
         if not self.filter_text:
             return True
         needle = self.filter_text.lower()

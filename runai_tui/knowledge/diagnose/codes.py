@@ -1,0 +1,272 @@
+"""The diagnose code table: every kind of finding, what it means and how to fix it.
+
+`CODES` is the one table the diagnoser, the CLI (`runai-tui diagnose`), the TUI's health panel
+and the README read. A row with a `pattern` is found line by line: the line screen
+(screen.py) lets through every line holding one of the row's `needles`, and the pattern decides.
+A row without a pattern is found by a detector (detectors.py) from what the pods' logs said as
+a whole (the transport, the trainer's records, the job).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runai_tui.knowledge import fixes
+from runai_tui.knowledge.findings import ERROR, INFO, WARNING, Finding, Severity
+
+EVIDENCE_MAX = 300  # characters of an evidence line that are kept
+
+
+@dataclass(frozen=True)
+class Code:
+    """One kind of finding. `pattern` finds it in a line; `needles` (any case) are in every line
+    the pattern finds, so a line without one of them is never matched against it."""
+
+    code: str
+    severity: Severity
+    message: str
+    fix: str
+    example: str  # a line of evidence, as NCCL / PyTorch / the trainer print it
+    pattern: re.Pattern[str] | None = None
+    needles: tuple[str, ...] = ()
+
+
+def _re(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.IGNORECASE)
+
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        Code(
+            "memlock",
+            ERROR,
+            "NCCL could not register memory for RDMA (ibv_reg_mr failed): the locked-memory "
+            "limit (memlock) is too low, so IB fails or falls back to TCP",
+            fixes.MEMLOCK + "; check with `runai-tui preflight JOB`",
+            "host-1:312:340 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr failed "
+            "with error Cannot allocate memory",
+            _re(r"\bibv_reg_mr\w*(?:\(\))? failed|Call to ibv_reg_mr\w* failed"),
+            ("ibv_reg_mr",),
+        ),
+        Code(
+            "tcp-fallback",
+            WARNING,
+            "InfiniBand/RoCE was asked for but NCCL uses sockets (TCP): all-reduce is far slower",
+            "check NCCL_IB_HCA matches a device in /sys/class/infiniband, the RDMA resource "
+            "(openshift.io/mlxrdma) and IPC_LOCK are granted, memlock is unlimited; "
+            "`runai-tui preflight JOB` checks the pod",
+            "host-1:312:312 [0] NCCL INFO NET/Socket : Using [0]net1:10.0.0.2<0>",
+        ),
+        Code(
+            "nccl-timeout",
+            ERROR,
+            "a collective (all-reduce, broadcast...) timed out: a rank hung, died or the network "
+            "between pods stalled",
+            "find the rank that stopped first (other findings, the logs of every pod); check the "
+            "transport and the network; raise the timeout only for long evaluation pauses "
+            "(trainer --dist-timeout)",
+            "[rank1]:[E1123 10:02:13.123 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=2144, OpType=ALLREDUCE, "
+            "NumelIn=9461268, NumelOut=9461268, Timeout(ms)=1800000) ran for 1800087 "
+            "milliseconds before timing out.",
+            _re(
+                r"Watchdog caught collective operation timeout|WorkNCCL\(.*\) ran for \d+ "
+                r"milliseconds before timing out|ProcessGroupNCCL's watchdog got stuck"
+            ),
+            ("atchdog", "before timing out"),
+        ),
+        Code(
+            "nccl-error",
+            ERROR,
+            "an NCCL call failed (system, remote or internal error): a peer died, the network "
+            "dropped, or NCCL could not set up its transport",
+            "read the NCCL WARN lines just above it and the other pods' first error (a rank that "
+            "died makes its peers fail); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET says more",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details), NCCL version 2.21.5",
+            _re(
+                r"NCCL error in: |\bnccl(?:System|Internal|Remote|InvalidUsage)Error\b|"
+                r"unhandled (?:system|cuda) error|NET/IB : Got completion from peer .* status="
+            ),
+            ("error", "completion"),
+        ),
+        Code(
+            "shm",
+            ERROR,
+            "a DataLoader worker or NCCL ran out of shared memory (/dev/shm)",
+            fixes.SHM + " (the trainer's --workers), or a lower --prefetch-factor",
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+            "insufficient shared memory (shm).",
+            _re(
+                r"Unexpected bus error encountered in worker|insufficient shared memory|"
+                r"killed by signal: Bus error|failed to extend /dev/shm|"
+                r"unable to write to file </torch_\d+"
+            ),
+            ("bus error", "shared memory", "/dev/shm", "</torch_"),
+        ),
+        Code(
+            "cuda-oom",
+            ERROR,
+            "the GPU ran out of memory",
+            "lower --batch-size (keep the global batch with --grad-accum), use --amp bf16, "
+            "or a smaller --max-size",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has "
+            "a total capacity of 79.25 GiB of which 1.02 GiB is free.",
+            _re(
+                r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate|"
+                r"CUDA error: out of memory"
+            ),
+            ("out of memory",),
+        ),
+        Code(
+            "rendezvous",
+            ERROR,
+            "a pod could not reach the master (rendezvous / TCP store): the workers cannot "
+            "join the job",
+            "check the master pod is running and MASTER_ADDR/MASTER_PORT resolve and answer "
+            "from the workers (`runai-tui preflight JOB`); a NetworkPolicy or a wrong "
+            "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME also blocks it",
+            "torch.distributed.DistNetworkError: The client socket has timed out after 1800s "
+            "while trying to connect to (10.0.0.1, 29500).",
+            _re(
+                r"DistNetworkError|The client socket has timed out after \d+\S* while trying "
+                r"to connect|RendezvousTimeoutError|RendezvousConnectionError|DistStoreError"
+            ),
+            ("error", "client socket has timed out", "Rendezvous"),
+        ),
+        Code(
+            "dataloader-killed",
+            ERROR,
+            "a DataLoader worker process died (often the kernel's OOM killer: the pod's "
+            "memory limit)",
+            "raise the pod's memory limit (memory.limit), or lower --workers / --prefetch-factor",
+            "RuntimeError: DataLoader worker (pid(s) 1234) exited unexpectedly",
+            _re(
+                r"DataLoader worker \(pids?(?:\(s\))? ?[\d, ]+\) (?:exited unexpectedly|"
+                r"is killed by signal: (?!Bus error)\w)"
+            ),
+            ("DataLoader worker",),
+        ),
+        Code(
+            "nan-loss",
+            ERROR,
+            "the loss became NaN or infinite: training diverged",
+            "lower --lr (or raise --warmup-steps), use --clip-grad, or --amp bf16 instead "
+            "of fp16; resume from the last good checkpoint",
+            "trainer: error: [rank 0] non-finite loss nan at step 1342 (epoch 2: "
+            "classification=nan, bbox_regression=0.41); lower --lr, use --clip-grad, or try "
+            "--amp bf16 instead of fp16",
+            _re(r"non-finite loss -?(?:nan|inf)"),
+            ("non-finite loss",),
+        ),
+        Code(
+            "trainer-error",
+            ERROR,
+            "the trainer refused its input (a bad argument, a missing file or directory) and "
+            "stopped",
+            "fix the trainer arguments in the profile's args; `runai-tui lint` checks some of them",
+            "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)",
+            # trainer/__main__.py prints `trainer: error: [rank N] <message>` at the line's start.
+            _re(r"^\s*trainer: error: \S"),
+            ("trainer: error:",),
+        ),
+        Code(
+            "process-failed",
+            WARNING,
+            "a training process exited with an error (torchrun's ChildFailedError) and no other "
+            "finding explains why",
+            "read the lines just above it in this pod's log (the process's own error), and the "
+            "other pods' first error; exit code -9 is usually the kernel's OOM killer (raise "
+            "memory.limit)",
+            "E1123 12:28:41.297000 719 torch/distributed/elastic/multiprocessing/api.py:1002] "
+            "failed (exitcode: 2) local_rank: 0 (pid: 738) of binary: /usr/bin/python",
+            _re(r"\bfailed \(exitcode: -?\d+\) local_rank"),
+            ("(exitcode",),
+        ),
+        Code(
+            "data-starved",
+            WARNING,
+            "the GPUs wait for data: data wait is more than a third of the step time",
+            "raise the trainer's --workers (and --prefetch-factor), keep the dataset on fast "
+            "storage, or give the pod more CPU",
+            '{"kind": "train", "step": 40, "epoch": 0, "loss": 1.1, "lr": 0.01, '
+            '"images_per_sec": 12.0, "data_time": 0.61, "step_time": 1.02, "time": 1795000000.0}',
+        ),
+        Code(
+            "stalled",
+            ERROR,
+            "the job is Running but the trainer stopped reporting: it is probably hung",
+            "look for the first error on every pod (nccl-timeout, rendezvous...), check the "
+            "pods' transport; delete and resubmit to resume from the last checkpoint",
+            '{"kind": "train", "step": 880, "epoch": 1, "loss": 0.7, "time": 1795000000.0}',
+        ),
+        Code(
+            "log-unavailable",
+            INFO,
+            "this pod's log could not be read",
+            "wait for the pod to start, or check it with `runai-tui describe JOB`",
+            "pod retinanet-tcp-worker-1 has not started yet",
+        ),
+        Code(
+            "hang-rank",
+            ERROR,
+            "the Flight Recorder dumps name the rank that never entered a collective the others "
+            "waited in (knowledge/flight_recorder.py)",
+            "look at that rank's pod and node first: its log's last lines, preflight on it",
+            "rank 0 group 0: entered 3, completed 2; rank 1 group 0: entered 2, completed 2",
+        ),
+        Code(
+            "flight-recorder-unreadable",
+            WARNING,
+            "the job's Flight Recorder dumps could not be judged",
+            "copy the dump directory and run `runai-tui diagnose --flight-recorder DIR`",
+            "/data/runs/x/flight-recorder/rank-1: truncated or not a Flight Recorder dump",
+        ),
+    )
+}
+
+
+# The codes found line by line, in table order, with their needles in lower case.
+LINE_CODES: tuple[tuple[Code, tuple[str, ...]], ...] = tuple(
+    (c, tuple(n.lower() for n in c.needles)) for c in CODES.values() if c.pattern is not None
+)
+
+
+def screen_needles() -> tuple[str, ...]:
+    """What the line screen looks for (any case): every line code's needles, less those that
+    hold a shorter one (`bus error` holds `error`): the fewer, the faster the screen."""
+    every = sorted({n for _, needles in LINE_CODES for n in needles}, key=len)
+    kept: list[str] = []
+    for needle in every:
+        if not any(k in needle for k in kept):
+            kept.append(needle)
+    return tuple(kept)
+
+
+def line_codes(line: str) -> tuple[str, ...]:
+    """The codes whose pattern finds `line`, in table order."""
+    lower = line.lower()
+    codes = tuple(
+        spec.code
+        for spec, needles in LINE_CODES
+        if any(n in lower for n in needles) and spec.pattern and spec.pattern.search(line)
+    )
+    if len(codes) > 1 and "trainer-error" in codes:  # a more specific code explains it
+        codes = tuple(c for c in codes if c != "trainer-error")
+    return codes
+
+
+def make_finding(code: str, pod: str, line: int, evidence: str) -> Finding:
+    """A finding of `code` (its table row's severity, message and fix) in `pod`'s log."""
+    spec = CODES[code]
+    return Finding(
+        code, spec.severity, spec.message, spec.fix, pod=pod, line=line, evidence=cut(evidence)
+    )
+
+
+def cut(text: str, limit: int = EVIDENCE_MAX) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= limit else text[:limit] + " …"

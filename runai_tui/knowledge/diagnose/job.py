@@ -1,0 +1,75 @@
+"""The async pass over a running (or finished) job: every pod's log fetched concurrently and
+read as it streams in. The client is a parameter (knowledge never imports runai/)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, flight_recorder
+from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
+from runai_tui.knowledge.diagnose.pod import PodDiagnoser
+from runai_tui.knowledge.diagnose.report import Diagnosis, combine
+from runai_tui.knowledge.findings import Finding
+from runai_tui.models import JobDetail, Phase
+
+
+class LogSource(Protocol):
+    """What diagnose_job needs from RunaiClient (the TUI's tests pass a stand-in)."""
+
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncIterator[str]: ...
+
+
+async def diagnose_job(
+    client: LogSource,
+    name: str,
+    pod: str | None = None,
+    tail: int | None = None,
+    now: float | None = None,
+    detail: JobDetail | None = None,
+) -> Diagnosis:
+    """Every pod's log (or one pod's), fetched concurrently, read as it streams in.
+
+    `tail` limits each pod to its last lines (the TUI's background pass); None reads it all.
+    """
+    if detail is None:
+        detail = await client.adescribe(name)
+    pods = [p.name for p in detail.pods if pod is None or p.name == pod]
+    if pod is not None and not pods:
+        known = ", ".join(p.name for p in detail.pods) or "none"
+        raise RunaiError(
+            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
+        )
+    diagnosers = [PodDiagnoser(p) for p in pods]
+    unavailable: list[Finding] = []
+    dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
+
+    import asyncio  # lazy: `diagnose --log` needs no event loop
+
+    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
+
+    async def read(diagnoser: PodDiagnoser) -> None:
+        async with slots:
+            stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
+            try:
+                async for line in stream:
+                    diagnoser.feed(line)
+                    dumps_at.feed(diagnoser.pod, line)
+            except RunaiError as exc:
+                unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
+
+    await asyncio.gather(*(read(d) for d in diagnosers))
+    for r in await flight_recorder.job_findings(client, detail, dumps_at):  # the rank that hung
+        severity = CODES[r.code].severity
+        unavailable.append(Finding(r.code, severity, r.message, r.fix, pod=r.pod, evidence=cut(r.evidence)))  # fmt: skip
+    running = detail.job.phase is Phase.RUNNING
+    return combine(diagnosers, running=running, now=now, extra=unavailable, detail=detail)

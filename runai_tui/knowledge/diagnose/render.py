@@ -1,0 +1,41 @@
+"""The text report of `runai-tui diagnose` (the TUI renders the same Diagnosis itself)."""
+
+from __future__ import annotations
+
+from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
+from runai_tui.knowledge.diagnose.report import Diagnosis
+from runai_tui.knowledge.findings import ERROR
+from runai_tui.text import literal
+
+
+def render_text(report: Diagnosis) -> str:
+    """The CLI's report. Every piece of log text goes through `literal`: inert on a terminal."""
+    out: list[str] = []
+    if report.pods:
+        width = max(len("POD"), *(len(literal(p.pod)) for p in report.pods))
+        out.append(f"{'POD':<{width}}  TRANSPORT  DEVICE")
+        for p in report.pods:
+            out.append(f"{literal(p.pod):<{width}}  {p.transport:<9}  {literal(p.device) or '-'}")
+        out.append("")
+    if not report.pods:
+        return "no pod to read (the job has no pods yet)"
+    if not report.findings:
+        lines = sum(p.lines for p in report.pods)
+        out.append(f"no problems found ({lines} log lines, {len(report.pods)} pod(s))")
+        return "\n".join(out)
+    shown: dict[tuple[str, str], int] = {}
+    for f in report.findings:
+        key = (f.pod, f.code)
+        shown[key] = shown.get(key, 0) + 1
+        where = f"{literal(f.pod)}:{f.line}" if f.line else literal(f.pod)
+        out.append(f"{f.severity.upper()} {f.code}  {where}")
+        out.append(f"  evidence: {literal(f.evidence)}")
+        out.append(f"  what:     {literal(f.message)}")
+        out.append(f"  fix:      {f.fix}")
+        total = report.counts.get(key, 0)
+        if shown[key] == FINDINGS_PER_CODE and total > FINDINGS_PER_CODE:
+            out.append(f"  (and {total - FINDINGS_PER_CODE} more lines like these in this pod)")
+    errors = sum(1 for f in report.findings if f.severity == ERROR)
+    out.append("")
+    out.append(f"{errors} error(s), {len(report.findings) - errors} other finding(s)")
+    return "\n".join(out)

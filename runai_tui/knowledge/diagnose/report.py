@@ -1,0 +1,104 @@
+"""A job's diagnosis: every pod's line findings plus what the detectors find, in one report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runai_tui.knowledge.diagnose import detectors
+from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
+from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
+from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding
+from runai_tui.models import JobDetail
+
+# Every detector, run in this order on every diagnosis (a new derived code: add its function).
+DETECTORS: tuple[Detector, ...] = (
+    detectors.tcp_fallback,
+    detectors.data_starved,
+    detectors.stalled,
+)
+
+
+@dataclass
+class Diagnosis:
+    pods: list[PodHealth] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (pod, code) -> lines
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == ERROR for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.has_errors else 0
+
+    def codes(self, severity: str | None = None) -> list[str]:
+        """Distinct codes, most severe first."""
+        seen: list[str] = []
+        for f in self.findings:
+            if (severity is None or f.severity == severity) and f.code not in seen:
+                seen.append(f.code)
+        return seen
+
+    def to_dict(self) -> dict[str, Any]:
+        """`diagnose --json`: {"pods": [...], "findings": [...]}."""
+        return {
+            "pods": [p.to_dict() for p in self.pods],
+            "findings": [finding_dict(f) for f in self.findings],
+        }
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """A finding as `diagnose --json` gives it."""
+    return {
+        "code": f.code,
+        "severity": f.severity,
+        "pod": f.pod,
+        "line": f.line,
+        "evidence": f.evidence,
+        "message": f.message,
+        "fix": f.fix,
+    }
+
+
+def combine(
+    diagnosers: Iterable[PodDiagnoser],
+    running: bool = False,
+    now: float | None = None,
+    ib_wanted: bool | None = None,
+    extra: Iterable[Finding] = (),
+    detail: JobDetail | None = None,
+) -> Diagnosis:
+    """Per-pod results into one report: the pods' line findings, `extra` (a log that could not
+    be read), then every detector's findings; most severe first, then by pod and line.
+    `ib_wanted` None: IB is wanted when every pod that says says so."""
+    pods = list(diagnosers)
+    if ib_wanted is None:
+        said = [p.ib_wanted for p in pods if p.ib_wanted is not None]
+        ib_wanted = bool(said) and all(said)
+    report = Diagnosis()
+    findings: list[Finding] = list(extra)
+    for pod in pods:
+        pod.flush()
+        report.pods.append(pod.health())
+        findings.extend(sorted(pod.findings, key=lambda f: f.line))
+        for code, count in pod.counts.items():
+            report.counts[(pod.pod, code)] = count
+    job = JobLogs(pods, running=running, now=now, ib_wanted=ib_wanted, detail=detail)
+    for detect in DETECTORS:
+        findings.extend(detect(job))
+    if any(f.severity == ERROR for f in findings):  # a more specific code explains the failure
+        findings = [f for f in findings if f.code != "process-failed"]
+    order = {p.pod: i for i, p in enumerate(report.pods)}
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
+    report.findings = findings
+    return report
+
+
+def diagnose_lines(
+    logs: dict[str, Iterable[str]], running: bool = False, now: float | None = None
+) -> Diagnosis:
+    """Diagnose logs given as {pod: lines} (lines may be a lazy iterator)."""
+    return combine((PodDiagnoser(pod).feed_all(lines) for pod, lines in logs.items()), running, now)
