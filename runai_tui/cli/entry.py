@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runai_tui import __version__
-from runai_tui.cli import health_commands, job_commands, profile_commands
+from runai_tui.cli import bulk_commands, health_commands, job_commands, profile_commands
 from runai_tui.cli.common import Parser, settings_for
 from runai_tui.errors import Failure, UsageError
 
-GROUPS = (profile_commands, job_commands, health_commands)
+GROUPS = (profile_commands, job_commands, bulk_commands, health_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

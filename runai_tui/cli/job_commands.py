@@ -1,17 +1,20 @@
-"""Job commands: `list`, `describe`, `logs`, `delete`, `suspend`, `resume`, `exec`, `projects`
-and `info`."""
+"""Job commands: `list`, `describe`, `logs`, `exec`, `projects` and `info` (`delete`, `suspend`
+and `resume` act on many jobs: bulk_commands.py)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any
 
 from runai_tui import __version__, paths
 from runai_tui.cli.common import client_for, print_json, settings_for, table
 from runai_tui.errors import RunaiError, UsageError
+
+if TYPE_CHECKING:
+    from runai_tui.runai.client import RunaiClient
 
 
 def add_parsers(sub: Any) -> None:
@@ -22,15 +25,22 @@ def add_parsers(sub: Any) -> None:
     d.add_argument("--json", action="store_true")
     lg = sub.add_parser("logs", help="print a job's logs")
     lg.add_argument("job")
-    lg.add_argument("-f", "--follow", action="store_true", help="stream until the pod ends")
-    lg.add_argument("--pod", help="pod name, e.g. JOB-worker-0 (default: the master)")
+    lg.add_argument(
+        "-f", "--follow", action="store_true", help="stream until the pod ends (waits if Pending)"
+    )
+    which = lg.add_mutually_exclusive_group()
+    which.add_argument("--pod", help="pod name, e.g. JOB-worker-0 (default: the master)")
+    which.add_argument(
+        "--rank", type=int, metavar="N", help="the pod that runs rank N (0: the master)"
+    )
+    which.add_argument(
+        "--all-pods", action="store_true", help="every pod, each line prefixed by [POD]"
+    )
     lg.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
-    dl = sub.add_parser("delete", help="delete a job")
-    dl.add_argument("job")
-    dl.add_argument("-y", "--yes", action="store_true", help="do not ask (required without a tty)")
-    for verb in ("suspend", "resume"):
-        sp = sub.add_parser(verb, help=f"{verb} a job")
-        sp.add_argument("job")
+    lg.add_argument("--since", metavar="DURATION", help="only lines newer than 30s, 5m, 2h...")
+    lg.add_argument(
+        "--previous", action="store_true", help="the container before the pod's last restart"
+    )
     ex = sub.add_parser("exec", help="run a command (default: a shell) in a job's pod")
     ex.add_argument("job")
     ex.add_argument("--pod", help="pod name (default: the master)")
@@ -95,9 +105,26 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    from runai_tui.runai import runner
+
+    if args.tail is not None and args.tail < 0:
+        raise UsageError(f"--tail {args.tail}: give 0 or more lines", "e.g. --tail 100")
     client = client_for(args)
+    since = None
+    if args.since is not None:
+        from runai_tui.duration import go_duration, parse_duration
+
+        since = go_duration(parse_duration(args.since, "--since"))
+    used = [flag for flag, on in (("--previous", args.previous), ("--since", since)) if on]
+    if used and not client.backend.is_local:
+        from runai_tui.runai.generations import check_logs_flags, detect
+
+        found = detect(client)
+        if found.warning:
+            print(f"warning: {found.warning}", file=sys.stderr)
+        check_logs_flags(used, found.cli)
     out = sys.stdout
-    lines = client.logs(args.job, pod=args.pod, follow=args.follow, tail=args.tail)
+    lines = runner.iterate_sync(_log_lines(client, args, since))
     with contextlib.closing(lines):  # Ctrl-C or a closed pipe stops `logs` at once
         for line in lines:
             out.write(line + "\n")
@@ -105,25 +132,38 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_delete(args: argparse.Namespace) -> int:
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise UsageError(f"refusing to delete {args.job!r} without a terminal", "add --yes")
-        answer = input(f"Delete job {args.job!r}? [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
-            print("Not deleted.")
-            return 0
-    output = client_for(args).delete(args.job)
-    print(output.strip() or f"Deleted {args.job}.")
-    return 0
+async def _log_lines(
+    client: RunaiClient, args: argparse.Namespace, since: str | None
+) -> AsyncGenerator[str, None]:
+    """The lines `logs` prints: one pod's, or every pod's prefixed by `[POD]`; after waiting for
+    a Pending pod when following (said once on stderr)."""
+    from runai_tui.runai import pod_logs
 
+    choice = pod_logs.LogChoice(args.follow, args.tail, since, args.previous)
+    pod: str | None = args.pod
+    detail = None
+    if args.rank is not None or args.all_pods:
+        detail = await client.adescribe(args.job)
+        if args.rank is not None:
+            pod = pod_logs.pod_for_rank(detail, args.rank)
+    if args.follow and not args.previous:
 
-def cmd_suspend_resume(args: argparse.Namespace) -> int:
-    client = client_for(args)
-    output = client.suspend(args.job) if args.command == "suspend" else client.resume(args.job)
-    done = {"suspend": "Suspended", "resume": "Resumed"}[args.command]
-    print(output.strip() or f"{done} {args.job}.")
-    return 0
+        def notice(text: str) -> None:
+            print(f"{text} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+        detail = await pod_logs.wait_until_started(client, args.job, pod, notice)
+    if args.all_pods and detail is not None:
+        merged = pod_logs.merged_lines(client, args.job, pod_logs.all_pods(detail), choice)
+        async with contextlib.aclosing(merged) as pod_lines:
+            async for item in pod_lines:
+                yield f"[{item.pod}] {item.text}"
+        return
+    stream = client.stream_logs(
+        args.job, pod, follow=args.follow, tail=args.tail, since=since, previous=args.previous
+    )
+    async with contextlib.aclosing(stream) as own:
+        async for text in own:
+            yield text
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
@@ -216,9 +256,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": cmd_list,
     "describe": cmd_describe,
     "logs": cmd_logs,
-    "delete": cmd_delete,
-    "suspend": cmd_suspend_resume,
-    "resume": cmd_suspend_resume,
     "exec": cmd_exec,
     "projects": cmd_projects,
     "info": cmd_info,

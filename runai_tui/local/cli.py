@@ -163,6 +163,7 @@ def describe_doc(
             "nodeName": "local",
             "pid": pod.get("pid"),
             "exitCode": pod.get("exitCode"),
+            "restartCount": pod.get("restartCount") or 0,
             "message": pod.get("message", ""),
             "gpus": pod.get("gpus", 0),
             "command": pods_spec.get(pod.get("name"), {}).get("argv", []),
@@ -224,13 +225,14 @@ def cmd_describe(p: Parsed, argv: list[str]) -> int:
         _out(f"{'PVC:':<13}{mount['claim']} at {mount['path']} -> {mount['local']}")
     _out("\nPods:")
     _table(
-        ["Name", "Role", "Phase", "PID", "Exit", "Message"],
+        ["Name", "Role", "Phase", "PID", "Exit", "Restarts", "Message"],
         [
             [
                 pod["name"],
                 pod["role"],
                 pod["phase"],
                 str(pod["pid"] or ""),
+                str(pod.get("restartCount") or 0),
                 "" if pod["exitCode"] is None else str(pod["exitCode"]),
                 pod["message"],
             ]
@@ -294,24 +296,38 @@ def cmd_logs(p: Parsed, argv: list[str]) -> int:
     jobdir = jobs.find(name, p["project"])
     view = jobs.load(jobdir)
     pod = _pod_of(view, p["pod"])
-    log_path = state.JobPaths(jobdir).pod_log(pod["name"])
+    paths = state.JobPaths(jobdir)
+    previous = bool(p["previous"])
+    log_path = paths.pod_log(pod["name"], previous)
+    if previous and not log_path.exists():
+        raise CliError(
+            f'previous terminated container "pytorch" in pod "{pod["name"]}" not found '
+            "(the pod has not restarted)"
+        )
     out = sys.stdout.buffer
-    data = log_path.read_bytes() if log_path.exists() else b""
+    try:
+        with open(log_path, "rb") as fh:
+            inode = os.fstat(fh.fileno()).st_ino
+            data = fh.read()
+    except FileNotFoundError:
+        inode, data = 0, b""
+    offset = len(data)
+    if p["since"]:
+        cutoff = time.time() - jobspec.duration_seconds(p["since"])
+        data = data[_offset_since(paths.pod_log_times(pod["name"], previous), cutoff, data) :]
     tail = p["tail"]
     if tail is not None and tail >= 0:
         lines = data.splitlines(keepends=True)
         data = b"".join(lines[-tail:]) if tail else b""
-        offset = log_path.stat().st_size if log_path.exists() else 0
-    else:
-        offset = len(data)
     out.write(data)
     out.flush()
-    if not p["follow"]:
+    if not p["follow"] or previous:
         return 0
-    # Follow until the pod (or the whole job) ends, then drain what is left.
+    # Follow until the pod (or the whole job) ends, then drain what is left. A restarted pod
+    # writes a new file (the old one becomes the previous log): follow the new container.
     last_check = 0.0
     while True:
-        offset = _copy_new(log_path, offset, out)
+        offset, inode = _copy_new(log_path, offset, inode, out)
         now = time.monotonic()
         if now - last_check >= 1.0 or not jobdir.exists():
             last_check = now
@@ -321,25 +337,50 @@ def cmd_logs(p: Parsed, argv: list[str]) -> int:
             pod_phase = _pod_status(view, pod["name"]).get("phase")
             job_done = view.phase in ("Completed", "Failed", "Stopped", "Unknown", "Deleting")
             if job_done or pod_phase in ("Succeeded", "Failed"):
-                _copy_new(log_path, offset, out)
+                _copy_new(log_path, offset, inode, out)
                 return 0
         time.sleep(FOLLOW_POLL_SECONDS)
 
 
-def _copy_new(path: Path, offset: int, out: Any) -> int:
+def _offset_since(times: Path, cutoff: float, data: bytes) -> int:
+    """Where the bytes written after `cutoff` (epoch seconds) start in a log, at a line start.
+    `times` holds `EPOCH SIZE` lines (the supervisor notes each growth, within a poll)."""
+    start = 0
+    try:
+        text = times.read_text(encoding="ascii")
+    except FileNotFoundError:
+        return 0
+    for line in text.splitlines():
+        when, _, size = line.partition(" ")
+        try:
+            if float(when) > cutoff:
+                break
+            start = int(size)
+        except ValueError:
+            continue
+    start = min(start, len(data))
+    if start and data[start - 1 : start] != b"\n":
+        newline = data.find(b"\n", start)
+        start = len(data) if newline < 0 else newline + 1
+    return start
+
+
+def _copy_new(path: Path, offset: int, inode: int, out: Any) -> tuple[int, int]:
+    """Copy what was added to PATH since OFFSET; a new file (a restart, a resume) from its
+    start. Returns the new (offset, inode)."""
     try:
         with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size < offset:  # restarted by resume: a new log
-                offset = 0
+            info = os.fstat(fh.fileno())
+            if info.st_ino != inode or info.st_size < offset:
+                offset, inode = 0, info.st_ino
             fh.seek(offset)
             chunk = fh.read()
     except FileNotFoundError:
-        return offset
+        return offset, inode
     if chunk:
         out.write(chunk)
         out.flush()
-    return offset + len(chunk)
+    return offset + len(chunk), inode
 
 
 def cmd_exec(p: Parsed, argv: list[str]) -> int:

@@ -149,6 +149,7 @@ def initial_status(spec: dict[str, Any], reason: str, message: str) -> dict[str,
                 "phase": "Pending",
                 "pid": None,
                 "exitCode": None,
+                "restartCount": 0,
                 "message": "",
             }
             for p in spec["pods"]

@@ -25,10 +25,12 @@ from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
+DEFAULT_BACKOFF_LIMIT = 6  # a Kubernetes Job's default: restarts before the workload fails
 
 # Flags the local cluster acts on. Every other flag given is recorded and described as having
 # no effect here.
 HONOURED = {
+    "backoff-limit",
     "command",
     "environment-variable",
     "existing-pvc",
@@ -40,6 +42,8 @@ HONOURED = {
     "name-prefix",
     "no-master",
     "project",
+    "master-restart-policy",
+    "restart-policy",
     "termination-grace-period",
     "working-dir",
     "workers",
@@ -67,7 +71,8 @@ def _pairs(flag: str, values: list[str], what: str = "NAME=VALUE") -> dict[str, 
     return out
 
 
-def _duration_seconds(text: str) -> float:
+def duration_seconds(text: str) -> float:
+    """A Go duration (`1h30m`, `300s`, `2m`) in seconds."""
     units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
     total = 0.0
     for number, unit in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", text):
@@ -104,8 +109,6 @@ def _notes(parsed: Parsed) -> list[str]:
                 f"--image {value} has no effect on the local cluster: commands run on this "
                 f"machine with {sys.executable}"
             )
-        elif name in ("restart-policy", "master-restart-policy"):
-            notes.append(f"--{name} {value} has no effect on the local cluster: pods never restart")
         elif name.startswith(("cpu-", "master-cpu-")):
             notes.append(f"--{name} has no effect on the local cluster (recorded, not enforced)")
         else:
@@ -174,7 +177,17 @@ def build_spec(
 
     grace = config.grace_seconds
     if v["termination-grace-period"]:
-        grace = _duration_seconds(v["termination-grace-period"])
+        grace = duration_seconds(v["termination-grace-period"])
+
+    # Kubeflow: --restart-policy is the workers', --master-restart-policy the master's (it copies
+    # the workers' when not given, as masterSpecSameAsWorker). Default here: Never.
+    worker_policy = v["restart-policy"] or "Never"
+    master_policy = v["master-restart-policy"] or worker_policy
+    backoff_limit = v["backoff-limit"] if v["backoff-limit"] is not None else DEFAULT_BACKOFF_LIMIT
+    if backoff_limit < 0:
+        raise SpecError(
+            f'invalid argument "{backoff_limit}" for "--backoff-limit" flag: must be 0 or more'
+        )
 
     pods: list[dict[str, Any]] = []
     world = workers + (0 if v["no-master"] else 1)
@@ -185,6 +198,7 @@ def build_spec(
                 "role": "master",
                 "rank": 0,
                 "gpus": master_gpus,
+                "restartPolicy": master_policy,
                 "argv": pvc.rewrite_all(master_argv, mounts),
                 "env": {k: pvc.rewrite(x, mounts) for k, x in {**env, **master_env}.items()},
             }
@@ -196,6 +210,7 @@ def build_spec(
                 "role": "worker",
                 "rank": i + (0 if v["no-master"] else 1),
                 "gpus": worker_gpus,
+                "restartPolicy": worker_policy,
                 "argv": pvc.rewrite_all(worker_argv, mounts),
                 "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
             }
@@ -237,6 +252,7 @@ def build_spec(
         "labels": labels,
         "resources": resources,
         "graceSeconds": grace,
+        "backoffLimit": backoff_limit,
         "baseEnv": base_env(),
         "pods": pods,
         "notes": _notes(parsed),

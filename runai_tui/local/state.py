@@ -138,8 +138,14 @@ class JobPaths:
     def supervisor_log(self) -> Path:
         return self.root / "supervisor.log"
 
-    def pod_log(self, pod: str) -> Path:
-        return self.root / "logs" / f"{pod}.log"
+    def pod_log(self, pod: str, previous: bool = False) -> Path:
+        """The log of POD's current container, or (`previous`) of the one before its last
+        restart."""
+        return self.root / "logs" / f"{pod}{'.previous' if previous else ''}.log"
+
+    def pod_log_times(self, pod: str, previous: bool = False) -> Path:
+        """When the log grew: `EPOCH_SECONDS SIZE` lines, for `logs --since`."""
+        return self.pod_log(pod, previous).with_suffix(".times")
 
 
 def iter_job_dirs(project: str | None = None) -> Iterator[Path]:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,9 @@ from runai_tui.local.jobspec import pod_environment
 from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
 
 POLL_SECONDS = 0.1
+# CrashLoopBackOff: the kubelet waits 10 s, doubling to 5 min; the local cluster is quicker.
+RESTART_BACKOFF_SECONDS = 1.0
+RESTART_BACKOFF_MAX_SECONDS = 30.0
 
 
 def spawn(jobdir: Path) -> tuple[int, int | None]:
@@ -80,6 +83,11 @@ class Supervisor:
         self.grace = float(self.spec.get("graceSeconds", 5.0))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested = False
+        self.port = 0
+        self.restarts = 0  # restarts of any pod of this start, against the backoff limit
+        self.pod_restarts: dict[str, int] = {}
+        self.restart_at: dict[str, float] = {}  # pods in back-off: when they start again
+        self.log_sizes: dict[str, int] = {}
 
     # -- status --------------------------------------------------------------------------------
     def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -161,67 +169,155 @@ class Supervisor:
         while time.monotonic() < end and not self._should_stop():
             time.sleep(POLL_SECONDS)
 
-    def _start_pods(self) -> None:
-        port = _free_port()
-        self.update(lambda st: st.update(masterPort=port))
+    def _launch(self, pod: dict[str, Any]) -> subprocess.Popen[bytes] | str:
+        """Start POD's container, its output going to a fresh log; the process or why not."""
+        env = pod_environment(self.spec, pod, self.port, self.jobdir)
         workdir = Path(self.spec["workingDir"])
+        log_path = self.paths.pod_log(pod["name"])
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_sizes[pod["name"]] = -1
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
+            with open(log_path, "wb") as log:
+                return subprocess.Popen(
+                    pod["argv"],
+                    cwd=workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # one process group per pod
+                    close_fds=True,
+                )
+        except OSError as exc:
+            error = (
+                f'failed to start container: exec: "{pod["argv"][0]}": '
+                f"{exc.strerror or exc} (working dir {workdir})"
+            )
+        with open(log_path, "ab") as log:
+            log.write((error + "\n").encode())
+        return error
+
+    def _start_pods(self) -> None:
+        self.port = _free_port()
+        self.update(lambda st: st.update(masterPort=self.port))
         for pod in self.spec["pods"]:
             if self._should_stop():
                 return
-            env = pod_environment(self.spec, pod, port, self.jobdir)
-            log_path = self.paths.pod_log(pod["name"])
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            error = ""
-            try:
-                workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
-                with open(log_path, "wb") as log:
-                    proc = subprocess.Popen(
-                        pod["argv"],
-                        cwd=workdir,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,  # one process group per pod
-                        close_fds=True,
-                    )
-            except OSError as exc:
-                error = (
-                    f'failed to start container: exec: "{pod["argv"][0]}": '
-                    f"{exc.strerror or exc} (working dir {workdir})"
-                )
-            if error:
-                with open(log_path, "ab") as log:
-                    log.write((error + "\n").encode())
-
-                def failed(st: dict[str, Any], name: str = pod["name"], error: str = error) -> None:
-                    entry = self._pod(st, name)
-                    entry.update(phase="Failed", exitCode=128, message=error)
-                    entry["finishedAt"] = state.now_rfc3339()
-                    add_event(st, "Warning", "StartError", f"pod {name}: {error}")
-
-                self.update(failed)
-                self._fail(f"pod {pod['name']} could not start")
+            # A new start (submit or resume) makes new pods: no previous container yet.
+            for stale in (
+                self.paths.pod_log(pod["name"], previous=True),
+                self.paths.pod_log_times(pod["name"], previous=True),
+                self.paths.pod_log_times(pod["name"]),
+            ):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+            if not self._start_pod(pod):
                 return
-            self.procs[pod["name"]] = proc
-
-            def started(st: dict[str, Any], name: str = pod["name"], proc=proc) -> None:
-                entry = self._pod(st, name)
-                entry.update(
-                    phase="Running",
-                    pid=proc.pid,
-                    startTicks=state.proc_start_ticks(proc.pid),
-                    startedAt=state.now_rfc3339(),
-                    message="",
-                )
-                add_event(st, "Normal", "Started", f"started pod {name} (pid {proc.pid})")
-
-            self.update(started)
 
         def running(st: dict[str, Any]) -> None:
             st["phase"] = "Running"
 
         self.update(running)
+
+    def _start_pod(self, pod: dict[str, Any]) -> bool:
+        """Start one pod (again, after a restart); False when it could not start (job failed)."""
+        proc = self._launch(pod)
+        if isinstance(proc, str):
+
+            def failed(st: dict[str, Any], name: str = pod["name"], error: str = proc) -> None:
+                entry = self._pod(st, name)
+                entry.update(phase="Failed", exitCode=128, message=error)
+                entry["finishedAt"] = state.now_rfc3339()
+                add_event(st, "Warning", "StartError", f"pod {name}: {error}")
+
+            self.update(failed)
+            self._fail(f"pod {pod['name']} could not start")
+            return False
+        self.procs[pod["name"]] = proc
+
+        def started(st: dict[str, Any], name: str = pod["name"], proc=proc) -> None:
+            entry = self._pod(st, name)
+            restarts = entry.get("restartCount") or 0
+            entry.update(
+                phase="Running",
+                pid=proc.pid,
+                startTicks=state.proc_start_ticks(proc.pid),
+                startedAt=state.now_rfc3339(),
+                message="",
+            )
+            again = f" (restart {restarts})" if restarts else ""
+            add_event(st, "Normal", "Started", f"started pod {name} (pid {proc.pid}){again}")
+
+        self.update(started)
+        return True
+
+    # -- restarts ------------------------------------------------------------------------------
+    def _restarts_left(self, pod: dict[str, Any], exit_code: int) -> bool:
+        policy = pod.get("restartPolicy") or "Never"
+        wanted = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        return wanted and self.restarts < int(self.spec.get("backoffLimit", 0))
+
+    def _schedule_restart(self, name: str, exit_code: int, text: str) -> None:
+        """Keep the ended container's log as the previous one, and start the pod again after a
+        back-off that doubles with every restart of this pod (as the kubelet's CrashLoopBackOff)."""
+        self.restarts += 1
+        for current, previous in (
+            (self.paths.pod_log(name), self.paths.pod_log(name, previous=True)),
+            (self.paths.pod_log_times(name), self.paths.pod_log_times(name, previous=True)),
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(current, previous)
+        count = self.pod_restarts.get(name, 0) + 1
+        self.pod_restarts[name] = count
+        delay = min(RESTART_BACKOFF_SECONDS * 2 ** (count - 1), RESTART_BACKOFF_MAX_SECONDS)
+        self.restart_at[name] = time.monotonic() + delay
+        limit = int(self.spec.get("backoffLimit", 0))
+
+        def backoff(st: dict[str, Any]) -> None:
+            entry = self._pod(st, name)
+            entry.update(
+                phase="Running",
+                pid=None,
+                exitCode=exit_code,
+                restartCount=count,
+                message=f"CrashLoopBackOff: container {text}; restarting in {delay:g} s",
+                lastFinishedAt=state.now_rfc3339(),
+            )
+            add_event(
+                st,
+                "Warning",
+                "BackOff",
+                f"pod {name} {text}; restarting it in {delay:g} s "
+                f"(restart {self.restarts} of the backoff limit {limit})",
+            )
+
+        self.update(backoff)
+
+    def _due_restarts(self) -> bool:
+        """Start the pods whose back-off is over; False when one could not start."""
+        now = time.monotonic()
+        for name, when in list(self.restart_at.items()):
+            if when > now:
+                continue
+            del self.restart_at[name]
+            pod = next(p for p in self.spec["pods"] if p["name"] == name)
+            if not self._start_pod(pod):
+                return False
+        return True
+
+    def _record_log_growth(self, names: Iterable[str]) -> None:
+        """Note when each pod's log grew (for `logs --since`), to within a poll."""
+        for name in names:
+            try:
+                size = self.paths.pod_log(name).stat().st_size
+            except FileNotFoundError:
+                continue
+            if size == self.log_sizes.get(name):
+                continue
+            self.log_sizes[name] = size
+            with open(self.paths.pod_log_times(name), "a", encoding="ascii") as times:
+                times.write(f"{time.time():.3f} {size}\n")
 
     def _watch(self) -> None:
         if self._finished:
@@ -230,6 +326,7 @@ class Supervisor:
             if self._should_stop():
                 self._finish_stopped()
                 return
+            self._record_log_growth(self.procs)
             for name, proc in list(self.procs.items()):
                 code = proc.poll()
                 if code is None:
@@ -240,6 +337,11 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 state.kill_job_processes(self.jobdir, 0.0, pod=name)
+                self._record_log_growth([name])  # one last look at its log
+                pod = next(p for p in self.spec["pods"] if p["name"] == name)
+                if self._restarts_left(pod, exit_code):
+                    self._schedule_restart(name, exit_code, text)
+                    continue
 
                 def ended(st: dict[str, Any], name=name, exit_code=exit_code, text=text) -> None:
                     entry = self._pod(st, name)
@@ -256,7 +358,9 @@ class Supervisor:
                 if exit_code != 0:
                     self._fail(f"pod {name} {text}")
                     return
-            if not self.procs:
+            if not self._due_restarts():
+                return
+            if not self.procs and not self.restart_at:
                 self._complete()
                 return
             time.sleep(POLL_SECONDS)
@@ -277,6 +381,8 @@ class Supervisor:
             proc.wait()
         stopped = dict(self.procs)
         self.procs.clear()
+        backing_off = set(self.restart_at)
+        self.restart_at.clear()
         state.kill_job_processes(self.jobdir, 0.0)
 
         def mark(st: dict[str, Any]) -> None:
@@ -289,6 +395,8 @@ class Supervisor:
                         message=reason,
                         finishedAt=state.now_rfc3339(),
                     )
+                elif entry["name"] in backing_off:
+                    entry.update(phase="Failed", message=reason, finishedAt=state.now_rfc3339())
                 elif entry.get("phase") == "Pending":
                     entry["message"] = reason
 

@@ -13,7 +13,7 @@ import collections
 import contextlib
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -125,8 +125,16 @@ class RunaiClient:
         return ["training", "pytorch", verb, name, *self._project_args()]
 
     def logs_args(
-        self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None
+        self,
+        name: str,
+        pod: str | None = None,
+        follow: bool = False,
+        tail: int | None = None,
+        since: str | None = None,
+        previous: bool = False,
     ) -> list[str]:
+        """`since` is a Go duration (`300s`, `2h`); `previous`: the container before the pod's
+        last restart (runai's `--previous`)."""
         args = self.verb_args("logs", name)
         if pod:
             args += ["--pod", pod]
@@ -134,6 +142,10 @@ class RunaiClient:
             args.append("--follow")
         if tail is not None:
             args += ["--tail", str(tail)]
+        if since:
+            args += ["--since", since]
+        if previous:
+            args.append("--previous")
         return args
 
     def submit_args(self, argv: Sequence[str]) -> list[str]:
@@ -337,13 +349,19 @@ class RunaiClient:
         return done.stdout
 
     async def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]:
+        self,
+        name: str,
+        pod: str | None = None,
+        follow: bool = True,
+        tail: int | None = None,
+        since: str | None = None,
+        previous: bool = False,
+    ) -> AsyncGenerator[str, None]:
         """Async generator of log lines as they arrive (no trailing newline). Cancelling the
         consumer or closing the generator (`aclose()`, `contextlib.aclosing`) kills the `logs`
         process group and reaps it. At the end, a failed `logs` raises RunaiError. No timeout:
         `--follow` runs until the job ends or the caller stops."""
-        args = self.logs_args(name, pod, follow, tail)
+        args = self.logs_args(name, pod, follow, tail, since, previous)
         argv = self._argv(args)
         stream = runner.LineStream(argv, self._env())
         recent: collections.deque[str] = collections.deque(maxlen=5)
@@ -383,11 +401,17 @@ class RunaiClient:
     projects = _sync_twin(aprojects)
 
     def logs(
-        self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None
+        self,
+        name: str,
+        pod: str | None = None,
+        follow: bool = False,
+        tail: int | None = None,
+        since: str | None = None,
+        previous: bool = False,
     ) -> Iterator[str]:
         """Blocking twin of `stream_logs` (default: no --follow). Closing the iterator kills
         `logs`."""
-        return runner.iterate_sync(self.stream_logs(name, pod, follow, tail))
+        return runner.iterate_sync(self.stream_logs(name, pod, follow, tail, since, previous))
 
 
 def _refused_limit_flag(error: RunaiError) -> bool:

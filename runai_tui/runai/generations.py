@@ -243,3 +243,24 @@ def check_profile(profile: Profile, cli: CliVersion) -> None:
             problems,
             f"drop the field for this CLI ({fields}) or update the runai CLI",
         )
+
+
+# `logs` flags beyond --pod/--follow/--tail and the generations that have them: CLI v2 documents
+# both ([D20], [D25]); CLI v1's `runai logs` has --since but no --previous ([V1SRC] logs.go).
+LOGS_FLAGS = {"--previous": V2, "--since": ALL}
+
+
+def check_logs_flags(flags: list[str], cli: CliVersion) -> None:
+    """Raise UsageError (exit 2) for the first of `flags` that `cli` lacks; unknown passes."""
+    from runai_tui.errors import UsageError
+
+    if cli.generation is None:
+        return
+    for flag in flags:
+        have = LOGS_FLAGS.get(flag, ALL)
+        if cli.generation not in have:
+            needs = ", ".join(LABELS[g] for g in GENERATIONS if g in have)
+            raise UsageError(
+                f"logs {flag} is not in {cli.label}; it needs {needs}",
+                f"drop {flag}, or update the runai CLI",
+            )

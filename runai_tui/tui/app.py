@@ -298,6 +298,43 @@ class RunaiTuiApp(App[int]):
         question = f"Delete job {name!r} (project {job.project or 'default'})?\nIts pods stop."
         self.push_screen(ConfirmDialog(question, "Delete", title="delete job"), answered)
 
+    def confirm_bulk(
+        self, verb: str, names: list[str], on_done: Callable[[], object] | None = None
+    ) -> None:
+        """Ask once, listing every job (Cancel focused); then run `verb` (delete, suspend,
+        resume) on each, report each failure and what succeeded, and call `on_done`."""
+        from runai_tui.runai.bulk import act
+        from runai_tui.tui.screens.confirm import ConfirmDialog
+
+        label = verb.capitalize()
+
+        async def run() -> None:
+            outcomes = await act(self.client, verb, names)
+            done = [o.name for o in outcomes if o.ok]
+            for outcome in outcomes:
+                if not outcome.ok:
+                    self.notify(
+                        f"{outcome.name}: {outcome.message}",
+                        title=f"{verb} failed",
+                        severity="error",
+                        markup=False,
+                    )
+            if done:
+                past = {"delete": "Deleting", "suspend": "Suspending", "resume": "Resuming"}[verb]
+                self.notify(f"{past} {', '.join(done)}.", title=verb, markup=False)
+            if on_done is not None:
+                on_done()
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(run(), group="bulk", exit_on_error=False)
+
+        listed = "\n".join(f"  {name}" for name in names[:12])
+        more = f"\n  … and {len(names) - 12} more" if len(names) > 12 else ""
+        what = f"job {names[0]!r}" if len(names) == 1 else f"these {len(names)} jobs"
+        question = f"{label} {what}?\n{listed}{more}"
+        self.push_screen(ConfirmDialog(question, label, title=f"{verb} jobs"), answered)
+
     def exec_into(
         self, job: str, pod: str | None, after: Callable[[], object] | None = None
     ) -> None:

@@ -5,6 +5,7 @@ that the twins really are the async methods, and that the sync path still cleans
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 
 from runai_tui.runai import runner
 from runai_tui.runai.client import RunaiClient
-from tests.core.test_client import pid_alive, wait_gone
+from tests.core.test_client import DESCRIBE_LOCAL, pid_alive, wait_gone
 from tests.fakes import FakeRunai, rule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_sync_logs_iterates_stream_logs(
 
     monkeypatch.setattr(RunaiClient, "stream_logs", spy)
     assert list(client.logs("job", tail=3)) == ["a", "b"]
-    assert streamed == [("job", None, False, 3)]
+    assert streamed == [("job", None, False, 3, None, False)]
 
 
 async def test_a_sync_call_inside_an_event_loop_still_works(
@@ -69,7 +70,9 @@ async def test_a_sync_call_inside_an_event_loop_still_works(
 def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(
     make_fake: Callable[..., FakeRunai],
 ) -> None:
-    fake = make_fake([rule("logs", lines=["epoch 1"], block=True, spawn_child=True)])
+    # `logs -f` asks describe first (a Pending pod is waited for): this one runs.
+    running = rule("describe", stdout=json.dumps(DESCRIBE_LOCAL))
+    fake = make_fake([running, rule("logs", lines=["epoch 1"], block=True, spawn_child=True)])
     proc = subprocess.Popen(
         [sys.executable, "-m", "runai_tui.cli", "logs", "job-a", "-f"],
         stdout=subprocess.PIPE,
@@ -80,7 +83,8 @@ def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"epoch 1\n"
-        [record] = fake.records()
+        record = fake.records()[-1]  # the `logs`, after the describe
+        assert record["argv"][2] == "logs"
         assert pid_alive(record["pid"])
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130

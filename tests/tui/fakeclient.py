@@ -85,8 +85,21 @@ class FakeClient:
 
     async def adelete(self, name: str) -> str:
         self.calls.append(("delete", name))
+        self.job(name)  # an unknown job fails as the CLI does
         self.jobs = [job for job in self.jobs if job.name != name]
         return f"deleted {name}"
+
+    async def _set_phase(self, verb: str, name: str, phase: Phase) -> str:
+        self.calls.append((verb, name))
+        job = self.job(name)
+        self.jobs = [make_job(name, phase) if j is job else j for j in self.jobs]
+        return ""
+
+    async def asuspend(self, name: str) -> str:
+        return await self._set_phase("suspend", name, Phase.STOPPED)
+
+    async def aresume(self, name: str) -> str:
+        return await self._set_phase("resume", name, Phase.RUNNING)
 
     async def awhoami(self) -> str:
         return "alice"
@@ -99,15 +112,26 @@ class FakeClient:
         return ["team-a", "team-b"]
 
     async def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+        self,
+        name: str,
+        pod: str | None = None,
+        follow: bool = True,
+        tail: int | None = None,
+        since: str | None = None,
+        previous: bool = False,
     ) -> AsyncIterator[str]:
         self.calls.append(("logs", name, pod, follow))
         if self.log_failures > 0:
             self.log_failures -= 1
             raise RunaiError(ErrorKind.OTHER, f"pod {pod} has not started yet", "wait for it")
         key = pod or f"{name}-master-0"
-        for line in self.logs.get(key, []):
+        if previous:
+            key += ".previous"
+        lines = self.logs.get(key, [])
+        for line in lines[-tail:] if tail else [] if tail == 0 else lines:
             yield line
+        if previous:
+            return
         if follow:
             queue = self.queues.setdefault(key, asyncio.Queue())
             while True:

@@ -16,9 +16,11 @@ from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
 # Actions that change the cluster; --readonly hides them.
-MUTATING = {"shell", "delete", "new_job"}
+MUTATING = {"shell", "delete", "suspend", "resume", "new_job"}
 # Actions that need a selected job.
 NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight"}
+# Actions on the marked jobs (else the selected one).
+ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
 HEALTH_JOBS_PER_PASS = 3
 
@@ -32,6 +34,8 @@ class JobsScreen(AppScreen):
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
         Binding("ctrl+d", "delete", "Delete"),
+        Binding("z", "suspend", "Suspend", show=False),
+        Binding("u", "resume", "Resume", show=False),
         Binding("n", "new_job", "New job"),
         Binding("p", "profiles", "Profiles"),
         Binding("P", "projects", "Switch project", show=False),
@@ -68,6 +72,7 @@ class JobsScreen(AppScreen):
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False
         self.table.health = self.tui.health
+        self.table.marking = not self.tui.readonly  # marks only feed the bulk verbs
         self.table.focus()
         self.refresh_jobs()
 
@@ -180,7 +185,9 @@ class JobsScreen(AppScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.tui.readonly and action in MUTATING:
             return False
-        if action in NEEDS_JOB:
+        if action in ON_MARKED and self.is_mounted and self.table.marked():
+            return True
+        if action in NEEDS_JOB | ON_MARKED:
             job = self.table.selected_job if self.is_mounted else None
             if job is None:
                 return None
@@ -248,9 +255,34 @@ class JobsScreen(AppScreen):
             self.app.push_screen(PreflightScreen(job))
 
     def action_delete(self) -> None:
+        if self.table.marked():
+            self._on_marked("delete")
+            return
         job = self._selected()
         if job is not None:
             self.tui.confirm_delete(job, on_deleted=self.refresh_jobs)
+
+    def action_suspend(self) -> None:
+        self._on_marked("suspend")
+
+    def action_resume(self) -> None:
+        self._on_marked("resume")
+
+    def _on_marked(self, verb: str) -> None:
+        """`verb` on every marked job (else the selected one), after one confirmation listing
+        them; the marks go once it has run."""
+        names = self.table.marked()
+        if not names:
+            job = self._selected()
+            if job is None:
+                return
+            names = [job.name]
+
+        def done() -> None:
+            self.table.clear_marks()
+            self.refresh_jobs()
+
+        self.tui.confirm_bulk(verb, names, on_done=done)
 
     def action_new_job(self) -> None:
         from runai_tui.tui.screens.submit import SubmitScreen

@@ -3,6 +3,8 @@ search, save and the training panel fed from the same lines."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from textual import on, work
@@ -13,6 +15,7 @@ from textual.widgets import Footer, Input, Select, Static
 
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job
+from runai_tui.runai.pod_logs import LogChoice, PodLine, merged_lines, wait_until_started
 from runai_tui.tui.files import write_lines_atomic
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.screens.describe import master_pod
@@ -22,6 +25,7 @@ from runai_tui.tui.widgets.progress import TrainingPanel
 
 # Lines are handed to the view in batches so a fast stream costs one repaint per tick.
 FLUSH_SECONDS = 0.1
+ALL_PODS = "*all pods*"  # the pod choice that interleaves every pod, each line prefixed
 
 
 class LogsScreen(AppScreen):
@@ -37,6 +41,9 @@ class LogsScreen(AppScreen):
         Binding("r", "reconnect", "Reconnect"),
         Binding("ctrl+s", "save", "Save"),
         Binding("s", "shell", "Shell"),
+        Binding("a", "all_pods", "All pods"),
+        Binding("p", "previous", "Previous container"),
+        Binding("t", "tail", "Tail N"),
     ]
 
     def __init__(self, job: Job, pod: str | None = None, max_lines: int = DEFAULT_MAX_LINES):
@@ -48,6 +55,8 @@ class LogsScreen(AppScreen):
         self._incoming: list[str] = []
         self.stream_state = "connecting"
         self._retrying = False
+        self.previous = False  # the container before the pod's last restart
+        self.tail: int | None = None  # only the last N lines of each pod
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -88,8 +97,11 @@ class LogsScreen(AppScreen):
                 self.pod = default.name
         select = self.query_one("#logs-pod", Select)
         with select.prevent(Select.Changed):
-            select.set_options([(name, name) for name in self.pods])
-            if self.pod in self.pods:
+            options = [(name, name) for name in self.pods]
+            if len(self.pods) > 1:
+                options.append(("all pods", ALL_PODS))
+            select.set_options(options)
+            if self.pod in self.pods or (self.pod == ALL_PODS and len(self.pods) > 1):
                 select.value = self.pod
         self.start_stream()
 
@@ -97,17 +109,51 @@ class LogsScreen(AppScreen):
         self._incoming.clear()
         self.view.clear()
         self.view.follow = True
+        self.view.pod_column = self.pod == ALL_PODS
         self.query_one(TrainingPanel).reset()  # a new pod starts a new history
         self.stream_logs(self.pod)
 
     @work(exclusive=True, group="logs-stream", exit_on_error=False)
     async def stream_logs(self, pod: str | None) -> None:
-        follow = not self.job.phase.is_terminal
+        client = self.tui.client
+        follow = not self.job.phase.is_terminal and not self.previous
+        choice = LogChoice(follow=follow, tail=self.tail, previous=self.previous)
+        every = pod == ALL_PODS
         self.stream_state = "following the pod" if follow else "reading"
+        if every:
+            self.stream_state = "following every pod" if follow else "reading every pod"
         self._update_status()
         received = 0
-        stream = self.tui.client.stream_logs(self.job.name, pod=pod, follow=follow)
+        waited: list[str] = []
+
+        def waiting(text: str) -> None:
+            waited.append(text)
+            self.stream_state = f"{text}: waiting for it to start"
+            self._update_status()
+
+        stream = None
         try:
+            if follow:
+                await wait_until_started(
+                    client,
+                    self.job.name,
+                    None if every else pod,
+                    waiting,
+                    poll=self.tui.refresh_interval or 2.0,
+                )
+                if waited:
+                    self.stream_state = "following every pod" if every else "following the pod"
+                    self._update_status()
+            if every:
+                stream = self._prefixed(merged_lines(client, self.job.name, self.pods, choice))
+            else:
+                stream = client.stream_logs(
+                    self.job.name,
+                    pod=pod,
+                    follow=follow,
+                    tail=self.tail,
+                    previous=self.previous,
+                )
             async for line in stream:
                 self._incoming.append(line)
                 received += 1
@@ -118,7 +164,8 @@ class LogsScreen(AppScreen):
         else:
             self.stream_state = "stream ended"
         finally:
-            await stream.aclose()
+            if stream is not None:
+                await stream.aclose()
             self._flush()
         # A pod that has not started yet has no log: try again until it has (never for a
         # finished job, and never after lines arrived, which would repeat them).
@@ -128,6 +175,12 @@ class LogsScreen(AppScreen):
             self.stream_state += f"; retrying every {interval:g}s (r to retry now)"
             self.set_timer(interval, self._retry)
         self._update_status()
+
+    @staticmethod
+    async def _prefixed(lines: AsyncGenerator[PodLine, None]) -> AsyncGenerator[str, None]:
+        async with contextlib.aclosing(lines) as pod_lines:
+            async for item in pod_lines:
+                yield f"[{item.pod}] {item.text}"
 
     def _retry(self) -> None:
         if self._retrying and self.is_attached:
@@ -154,6 +207,40 @@ class LogsScreen(AppScreen):
         index = self.pods.index(self.pod) if self.pod in self.pods else -1
         self.query_one("#logs-pod", Select).value = self.pods[(index + 1) % len(self.pods)]
 
+    def action_all_pods(self) -> None:
+        """Every pod interleaved, a coloured pod column first (again: back to one pod)."""
+        if len(self.pods) < 2:
+            self.notify("This job has only one pod.", severity="information")
+            return
+        back = self.pods[0]
+        self.query_one("#logs-pod", Select).value = back if self.pod == ALL_PODS else ALL_PODS
+
+    def action_previous(self) -> None:
+        """Switch between the current container and the one before the last restart."""
+        self.previous = not self.previous
+        which = "the previous container" if self.previous else "the current container"
+        self.notify(f"Showing {which}.", title="logs")
+        self.start_stream()
+
+    def action_tail(self) -> None:
+        from runai_tui.tui.screens.prompt import PromptDialog
+
+        def chosen(answer: str | None) -> None:
+            if answer is None:
+                return
+            text = answer.strip()
+            if text and not (text.isdigit()):
+                self.notify(f"{text!r} is not a number of lines.", severity="error", title="tail")
+                return
+            self.tail = int(text) if text else None
+            self.start_stream()
+
+        current = "" if self.tail is None else str(self.tail)
+        self.app.push_screen(
+            PromptDialog("Show the last N lines of each pod (empty: all):", current, "tail"),
+            chosen,
+        )
+
     # -- status line -----------------------------------------------------------------------------
 
     @on(LogView.StatusChanged)
@@ -164,7 +251,12 @@ class LogsScreen(AppScreen):
         if not self.is_mounted:
             return
         view = self.view
-        parts = [f"{self.pod or '?'}: {self.stream_state}", f"{view.line_count:,} lines"]
+        shown = "all pods" if self.pod == ALL_PODS else self.pod or "?"
+        parts = [f"{shown}: {self.stream_state}", f"{view.line_count:,} lines"]
+        if self.previous:
+            parts.append("PREVIOUS container (p: current)")
+        if self.tail is not None:
+            parts.append(f"tail {self.tail:,}")
         if view.dropped:
             parts.append(
                 f"{view.dropped:,} older lines dropped (keeping the last {view.max_lines:,})"
@@ -186,7 +278,7 @@ class LogsScreen(AppScreen):
             return True if self.job.phase.is_active else None
         if action in {"next_match", "previous_match"} and not self.view.search_term:
             return None
-        if action == "next_pod" and len(self.pods) < 2:
+        if action in {"next_pod", "all_pods"} and len(self.pods) < 2:
             return None
         return True
 
@@ -234,7 +326,10 @@ class LogsScreen(AppScreen):
     def action_save(self) -> None:
         from runai_tui.tui.screens.prompt import PromptDialog
 
-        default = self.tui.save_dir / f"{self.job.name}-{self.pod or 'log'}.log"
+        default = (
+            self.tui.save_dir
+            / f"{self.job.name}-{'all-pods' if self.pod == ALL_PODS else self.pod or 'log'}.log"
+        )
 
         def chosen(path: str | None) -> None:
             if path:
@@ -258,4 +353,4 @@ class LogsScreen(AppScreen):
         self.notify(f"Saved {count:,} lines to {path}{note}.", title="save")
 
     def action_shell(self) -> None:
-        self.tui.exec_into(self.job.name, self.pod)
+        self.tui.exec_into(self.job.name, None if self.pod == ALL_PODS else self.pod)

@@ -203,6 +203,7 @@ class JobTable(DataTable[Cell]):
         self.filter_text = ""
         self.health: HealthCache | None = None  # set by the screen: the app's diagnoses
         self.marks: set[str] = set()  # job names, kept across refreshes while the job exists
+        self.marking = True  # space marks rows (the screen turns it off under --readonly)
         self.gpu_util: dict[str, str] = {}  # job name -> text, kept while the job exists
         self.gpu_util_shown = False  # the GPU UTIL column, from the first value on
         self.shown = ShownRows(self.column_specs())
@@ -285,6 +286,11 @@ class JobTable(DataTable[Cell]):
     def clear_marks(self) -> None:
         for name in list(self.marks):
             self.toggle_mark(name)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_mark" and not self.marking:
+            return False
+        return super().check_action(action, parameters)
 
     def action_toggle_mark(self) -> None:
         name = self.selected_name

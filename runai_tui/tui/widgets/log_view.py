@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len
@@ -26,6 +27,12 @@ from textual.strip import Strip
 from runai_tui.tui.text import MAX_DISPLAY_CHARS, literal
 
 DEFAULT_MAX_LINES = 100_000
+# Colours of the pod column (all pods interleaved): one per pod name, stable across runs.
+POD_COLOURS = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red", "bright_cyan")
+
+
+def pod_colour(pod: str) -> str:
+    return POD_COLOURS[zlib.crc32(pod.encode()) % len(POD_COLOURS)]
 
 
 def display_width(line: str) -> int:
@@ -86,6 +93,18 @@ class LogView(ScrollView, can_focus=True):
         self._search: re.Pattern[str] | None = None
         self.current_match: int | None = None  # index into lines of the selected match
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+        self._pod_column = False
+
+    @property
+    def pod_column(self) -> bool:
+        """Lines start with `[POD] ` (all pods interleaved): colour that column by pod."""
+        return self._pod_column
+
+    @pod_column.setter
+    def pod_column(self, on: bool) -> None:
+        self._pod_column = on
+        self._cache.clear()
+        self.refresh()
 
     # -- content -----------------------------------------------------------------------------
 
@@ -239,6 +258,10 @@ class LogView(ScrollView, can_focus=True):
             return cached
         shown = literal(self._lines[index])
         text = Text(shown, style=base, no_wrap=True, end="")
+        if self._pod_column and shown.startswith("["):
+            end = shown.find("] ")
+            if end > 0:
+                text.stylize(Style(color=pod_colour(shown[1:end]), bold=True), 0, end + 1)
         if index == self.current_match:
             text.stylize(self.get_component_rich_style("logview--current"))
         if self._search is not None:

@@ -1,0 +1,129 @@
+"""`delete`, `suspend` and `resume` on one job or many: names, or a selector by name glob
+(`--selector`), status (`--status`) and age (`--older-than`). Each job gets its own line; the exit
+is 1 when any failed, and a failure never stops the rest. A selector that matches nothing says so
+and exits 0."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from runai_tui.cli.common import client_for
+from runai_tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from runai_tui.runai.bulk import Selector
+
+_DONE = {"delete": "Deleted", "suspend": "Suspended", "resume": "Resumed"}
+
+
+def add_parsers(sub: Any) -> None:
+    for verb in ("delete", "suspend", "resume"):
+        p = sub.add_parser(
+            verb,
+            help=f"{verb} jobs: by name, or every job a selector matches",
+            epilog=f"e.g. runai-tui {verb} sweep-3 sweep-4;  "
+            f"runai-tui {verb} --selector 'sweep-*' --status Completed --older-than 7d",
+        )
+        p.add_argument("jobs", nargs="*", metavar="JOB", help="job names")
+        p.add_argument("--selector", metavar="GLOB", help="every job whose name matches GLOB")
+        p.add_argument(
+            "--status",
+            action="append",
+            default=[],
+            metavar="STATUS",
+            help="only jobs in this status (repeat, or comma-separate: Completed,Failed)",
+        )
+        p.add_argument(
+            "--older-than",
+            metavar="DURATION",
+            help="only jobs created longer ago than DURATION (30m, 12h, 7d, 2w)",
+        )
+        if verb == "delete":
+            p.add_argument(
+                "-y", "--yes", action="store_true", help="do not ask (required without a tty)"
+            )
+
+
+def _selector(args: argparse.Namespace) -> Selector | None:
+    from runai_tui.duration import parse_duration
+    from runai_tui.runai.bulk import Selector
+
+    statuses = tuple(s.strip() for given in args.status for s in given.split(",") if s.strip())
+    if args.selector is None and not statuses and args.older_than is None:
+        if not args.jobs:
+            raise UsageError(
+                f"{args.command}: name at least one job, or give --selector/--status/--older-than",
+                f"e.g. runai-tui {args.command} JOB, or --selector 'sweep-*'",
+            )
+        return None
+    if args.jobs:
+        raise UsageError(
+            f"{args.command}: give job names or a selector, not both",
+            "drop the names, or drop --selector/--status/--older-than",
+        )
+    from runai_tui.models import Phase, normalize_phase
+
+    for status in statuses:
+        if normalize_phase(status) is Phase.UNKNOWN and status.lower() != "unknown":
+            known = ", ".join(p.value for p in Phase)
+            raise UsageError(f"--status {status!r} is not a job status", f"use one of: {known}")
+    older = parse_duration(args.older_than, "--older-than") if args.older_than else None
+    return Selector(args.selector or "*", statuses, older)
+
+
+def _confirm(names: list[str]) -> bool:
+    listed = ", ".join(names)
+    if not sys.stdin.isatty():
+        what = repr(names[0]) if len(names) == 1 else f"{len(names)} jobs ({listed})"
+        raise UsageError(f"refusing to delete {what} without a terminal", "add --yes")
+    question = (
+        f"Delete job {names[0]!r}?" if len(names) == 1 else f"Delete {len(names)} jobs: {listed}?"
+    )
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def cmd_bulk(args: argparse.Namespace) -> int:
+    from runai_tui.runai import runner
+    from runai_tui.runai.bulk import act, select
+
+    verb = args.command
+    selector = _selector(args)
+    client = client_for(args)
+    names = list(dict.fromkeys(args.jobs))
+    if selector is not None:
+        names = select(client.list_jobs(), selector)
+        if not names:
+            print(f"no job matches ({selector.describe()}); nothing to {verb}", file=sys.stderr)
+            return 0
+    if verb == "delete" and not args.yes and not _confirm(names):
+        print("Not deleted.")
+        return 0
+    outcomes = runner.run_sync(act(client, verb, names))
+    for outcome in outcomes:
+        if outcome.ok:
+            print(outcome.message or f"{_DONE[verb]} {outcome.name}.")
+            continue
+        text = (
+            outcome.message
+            if outcome.name in outcome.message
+            else f"{outcome.name}: {outcome.message}"
+        )
+        print(f"error: {text}", file=sys.stderr)
+        if outcome.hint:
+            print(f"hint: {outcome.hint}", file=sys.stderr)
+    failed = [o.name for o in outcomes if not o.ok]
+    if len(outcomes) > 1:
+        done = len(outcomes) - len(failed)
+        tail = f"; failed: {', '.join(failed)}" if failed else ""
+        print(f"{_DONE[verb].lower()} {done} of {len(outcomes)} jobs{tail}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "delete": cmd_bulk,
+    "suspend": cmd_bulk,
+    "resume": cmd_bulk,
+}
