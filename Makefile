@@ -24,6 +24,7 @@ test: $(VENV)/.installed lint
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy runai_tui trainer
 
 format: $(VENV)/.installed
 	$(BIN)/ruff check --fix .

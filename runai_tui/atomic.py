@@ -14,10 +14,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import TextIO
+from typing import TextIO
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:

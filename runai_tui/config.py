@@ -6,6 +6,7 @@ Precedence, highest first: the command-line flag, the environment variable, the 
     backend = "local"    # --backend        RUNAI_TUI_BACKEND   auto | runai | local (default auto)
     project = "team-a"   # -p/--project     RUNAI_TUI_PROJECT   (default: the CLI's own default)
     refresh = 5          # --refresh        RUNAI_TUI_REFRESH   seconds, 0 = off (default 2)
+    notify = false       #                  RUNAI_TUI_NOTIFY    ring the terminal when a job ends
 
 A bad value is a usage error (exit 2) naming the file and line (or the variable or flag), the
 key, the value and the fix.
@@ -17,16 +18,13 @@ import math
 import os
 import re
 import sys
-from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from runai_tui import paths
 from runai_tui.errors import UsageError
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -34,31 +32,39 @@ BACKEND_CHOICES = ("auto", "runai", "local")
 ENV_BACKEND = "RUNAI_TUI_BACKEND"
 ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
+ENV_NOTIFY = "RUNAI_TUI_NOTIFY"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-# Namedtuples, not dataclasses or typing.NamedTuples: importing `dataclasses` costs every
-# headless start ~7 ms, `typing` ~2 ms (issue 12; see runai_tui/profiles/schema.py).
+T = TypeVar("T")
 
 
-class Setting(namedtuple("Setting", ["name", "value", "source"])):
+@dataclass(frozen=True)
+class Setting(Generic[T]):
     """One setting's `name`, `value` and where it came from (`source`): `flag --backend`,
     `env RUNAI_TUI_PROJECT`, `config /home/u/.config/runai-tui/config.toml:3` or `default`."""
 
-    __slots__ = ()
+    name: str
+    value: T
+    source: str
 
     @property
     def from_flag(self) -> bool:
         return self.source.startswith("flag ")
 
 
-class Settings(namedtuple("Settings", ["backend", "project", "refresh", "file"])):
+@dataclass(frozen=True)
+class Settings:
     """Each Setting, and the config `file` consulted (it may not exist)."""
 
-    __slots__ = ()
+    backend: Setting[str]
+    project: Setting[str | None]
+    refresh: Setting[float]
+    file: Path
+    notify: Setting[bool]
 
-    def all(self) -> list[Setting]:
-        return [self.backend, self.project, self.refresh]
+    def all(self) -> list[Setting[Any]]:
+        return [self.backend, self.project, self.refresh, self.notify]
 
 
 def _backend(value: Any) -> str:
@@ -85,16 +91,32 @@ def _refresh(value: Any) -> float:
     return number
 
 
-class _Key(namedtuple("_Key", ["check", "env", "flag", "default", "example"])):
+def _notify(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+@dataclass(frozen=True)
+class _Key:
     """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
 
-    __slots__ = ()
+    check: Callable[[Any], Any]
+    env: str
+    flag: str | None  # None: no command-line flag (config file and environment only)
+    default: Any
+    example: str
 
 
 KEYS: dict[str, _Key] = {
     "backend": _Key(_backend, ENV_BACKEND, "--backend", "auto", 'backend = "local"'),
     "project": _Key(_project, ENV_PROJECT, "--project", None, 'project = "team-a"'),
     "refresh": _Key(_refresh, ENV_REFRESH, "--refresh", 2.0, "refresh = 5"),
+    "notify": _Key(_notify, ENV_NOTIFY, None, True, "notify = false"),
 }
 
 
@@ -136,7 +158,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
     lines = {key: _line_of(text, key) for key in data}
     for key in data:
         if key not in KEYS:
-            import difflib  # lazy: only an unknown key needs it (start-up cost, issue 12)
+            import difflib  # lazy: only an unknown key needs it
 
             close = difflib.get_close_matches(key, KEYS, n=1)
             line = lines[key]
@@ -161,7 +183,7 @@ def load_settings(
     env = os.environ if environ is None else environ
     path = path or paths.config_file()
     data, lines = read_config_file(path)
-    resolved: dict[str, Setting] = {}
+    resolved: dict[str, Setting[Any]] = {}
     for name, key in KEYS.items():
         if flags.get(name) is not None:
             raw, source = flags[name], f"flag {key.flag}"
@@ -187,4 +209,6 @@ def load_settings(
         except ValueError as exc:
             raise UsageError(f"{where}: {exc}", fix) from None
         resolved[name] = Setting(name, value, source)
-    return Settings(resolved["backend"], resolved["project"], resolved["refresh"], path)
+    return Settings(
+        resolved["backend"], resolved["project"], resolved["refresh"], path, resolved["notify"]
+    )

@@ -108,7 +108,8 @@ def check_compatible(ckpt: dict[str, Any], path: str, model: str, class_names: l
 
 def rng_state() -> dict[str, Any]:
     """This process's generators as tensors and plain lists."""
-    np_state = np.random.get_state()
+    np_state = np.random.get_state(legacy=True)
+    assert isinstance(np_state, tuple)  # the legacy global generator is MT19937: a tuple
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],

@@ -18,10 +18,21 @@ from trainer.errors import ConfigError
 MODELS = ("retinanet_resnet50_fpn_v2", "retinanet_resnet50_fpn", "retinanet_resnet18_fpn")
 DATASETS = ("openimages", "coco", "synthetic")
 
+
 # Defaults that depend on the optimiser (recipes: seed SGD recipe, torchvision's v2 AdamW recipe).
+@dataclass(frozen=True)
+class OptimizerDefaults:
+    """The learning rate at --lr-base-batch images, the weight decay, and the weight decay of norm
+    layers (None: the same as the others)."""
+
+    lr: float
+    weight_decay: float
+    norm_weight_decay: float | None
+
+
 OPTIMIZER_DEFAULTS = {
-    "sgd": {"lr": 0.02, "weight_decay": 1e-4, "norm_weight_decay": None},
-    "adamw": {"lr": 1e-4, "weight_decay": 0.05, "norm_weight_decay": 0.0},
+    "sgd": OptimizerDefaults(lr=0.02, weight_decay=1e-4, norm_weight_decay=None),
+    "adamw": OptimizerDefaults(lr=1e-4, weight_decay=0.05, norm_weight_decay=0.0),
 }
 
 
@@ -322,15 +333,15 @@ class TrainConfig:
 
     # Derived values, kept out of the dataclass fields so they never reach the command line.
     def resolved_lr(self, global_batch: int) -> float:
-        base = self.lr if self.lr is not None else OPTIMIZER_DEFAULTS[self.optimizer]["lr"]
+        base = self.lr if self.lr is not None else OPTIMIZER_DEFAULTS[self.optimizer].lr
         return base * global_batch / self.lr_base_batch
 
     def resolved_weight_decay(self) -> tuple[float, float]:
         defaults = OPTIMIZER_DEFAULTS[self.optimizer]
-        wd = self.weight_decay if self.weight_decay is not None else defaults["weight_decay"]
+        wd = self.weight_decay if self.weight_decay is not None else defaults.weight_decay
         norm_wd = self.norm_weight_decay
         if norm_wd is None:
-            norm_wd = defaults["norm_weight_decay"]
+            norm_wd = defaults.norm_weight_decay
         return wd, wd if norm_wd is None else norm_wd
 
     @property

@@ -122,6 +122,17 @@ def all_reduce_sum(ctx: DistContext, tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
+def all_gather_floats(ctx: DistContext, values: list[float]) -> list[list[float]]:
+    """Every rank's ``values`` (same length everywhere), by rank: one all-gather of a small
+    tensor on the rank's device, no pickling."""
+    mine = torch.tensor(values, dtype=torch.float64, device=ctx.device)
+    if not ctx.distributed:
+        return [mine.tolist()]
+    gathered = torch.empty(ctx.world_size * len(values), dtype=torch.float64, device=ctx.device)
+    dist.all_gather_into_tensor(gathered, mine)
+    return gathered.view(ctx.world_size, len(values)).tolist()
+
+
 def all_gather_objects(ctx: DistContext, obj: Any) -> list[Any]:
     if not ctx.distributed:
         return [obj]

@@ -9,20 +9,62 @@ import os
 import resource
 import signal
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from trainer import flight_recorder, test_hooks
 from trainer.config import TrainConfig
 from trainer.data.transforms import to_model_input
-from trainer.distributed import DistContext, all_reduce_sum
+from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
 from trainer.metrics import MetricsLog
 
 LOSS_TERMS = ("classification", "bbox_regression")
+# What each train record's "ranks" object lists, one value per global rank.
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
+
+
+class ForwardClock:
+    """Seconds this rank spends inside the model's own forward pass while training. Hooked on the
+    module DDP wraps, so DDP's buffer broadcast (a wait for the other ranks) is outside it and
+    nothing inside it waits for another rank: a rank that computes slower shows here, while
+    every rank's wall step time is the same (each step's collectives wait for the slowest)."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.total = 0.0
+        self._started = 0.0
+        module.register_forward_pre_hook(self._start)
+        module.register_forward_hook(self._stop)
+
+    def _start(self, module: nn.Module, _args: object) -> None:
+        if module.training:
+            self._started = time.perf_counter()
+
+    def _stop(self, module: nn.Module, _args: object, _out: object) -> None:
+        if module.training:
+            self.total += time.perf_counter() - self._started
+
+    def take(self) -> float:
+        """The seconds since the previous take."""
+        total, self.total = self.total, 0.0
+        return total
+
+
+_CLOCKS: weakref.WeakKeyDictionary[nn.Module, ForwardClock] = weakref.WeakKeyDictionary()
+
+
+def forward_clock(model: nn.Module) -> ForwardClock:
+    """The clock of `model`'s own module (inside DDP), hooked once per module."""
+    inner = model.module if isinstance(model, DistributedDataParallel) else model
+    if inner not in _CLOCKS:
+        _CLOCKS[inner] = ForwardClock(inner)
+    return _CLOCKS[inner]
 
 
 @dataclass
@@ -91,9 +133,11 @@ class Window:
     """Measurements between two metrics records."""
 
     steps: int = 0
-    images: int = 0
+    images: int = 0  # all ranks
+    local_images: int = 0  # this rank's
     data_time: float = 0.0
     input_bytes: float = 0.0
+    forward_time: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     losses: dict[str, float] = field(default_factory=dict)
 
@@ -115,7 +159,7 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     scaler: torch.amp.GradScaler | None,
-    loader: torch.utils.data.DataLoader,
+    loader: Iterable[tuple[list[Any], list[Any]]],
     progress: Progress,
     total_steps: int,
     metrics: MetricsLog,
@@ -131,6 +175,8 @@ def train_one_epoch(
     dtype = amp_dtype(cfg)
     micro = cfg.micro_batch_size
     window = Window()
+    clock = forward_clock(model)
+    clock.take()  # what evaluation or an earlier epoch left is not this window's
     fetch_start = time.perf_counter()
     for images, targets in loader:
         window.data_time += time.perf_counter() - fetch_start
@@ -148,8 +194,13 @@ def train_one_epoch(
         step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
         for k in range(cfg.grad_accum):
             last = k == cfg.grad_accum - 1
-            # Gradients all-reduce only on the last micro-batch.
-            sync = contextlib.nullcontext() if last or not ctx.distributed else model.no_sync()
+            # Gradients all-reduce only on the last micro-batch (DDP wraps the model when
+            # ctx.distributed).
+            sync = (
+                model.no_sync()
+                if isinstance(model, DistributedDataParallel) and not last
+                else contextlib.nullcontext()
+            )
             chunk = slice(k * micro, (k + 1) * micro)
             with sync:
                 with torch.autocast(ctx.device.type, dtype=dtype, enabled=dtype is not None):
@@ -202,6 +253,8 @@ def train_one_epoch(
 
         window.steps += 1
         window.images += len(images) * ctx.world_size
+        window.local_images += len(images)
+        window.forward_time += clock.take()
         for name, value in zip(
             ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
         ):
@@ -248,6 +301,15 @@ def _log(
     meter: InputMeter | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
+    # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
+    # logs at the same step), so rank 0's record shows a slow rank by name.
+    mine = [
+        elapsed / window.steps,
+        window.data_time / window.steps,
+        window.local_images / elapsed,
+        window.forward_time / window.steps,
+    ]
+    per_rank = all_gather_floats(ctx, mine)
     record = {
         "kind": "train",
         "step": progress.global_step,
@@ -264,6 +326,10 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    record["ranks"] = {
+        name: [round(row[i], 3 if name == "img_s" else 6) for row in per_rank]
+        for i, name in enumerate(RANK_FIGURES)
+    }
     if meter:
         # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
         # shard opens served from --cache-dir over the run so far (None without a cache).

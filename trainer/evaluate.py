@@ -47,7 +47,8 @@ def _coco_modules() -> tuple[Any, Any]:
 def coco_map(index: DetectionIndex, predictions: Predictions, image_indices: list[int]) -> dict:
     """mAP over ``image_indices``; prediction boxes are xyxy pixels of the original image size."""
     COCO, COCOeval = _coco_modules()
-    images, annotations = [], []
+    images: list[dict[str, int]] = []
+    annotations: list[dict[str, Any]] = []
     for i in image_indices:
         h, w = int(index.heights[i]), int(index.widths[i])
         images.append({"id": i + 1, "height": h, "width": w})

@@ -73,7 +73,7 @@ def _read_state_dict(path: str) -> dict[str, torch.Tensor]:
     return obj
 
 
-def _load_backbone(model: nn.Module, path: str) -> None:
+def _load_backbone(model: RetinaNet, path: str) -> None:
     """An ImageNet classifier state dict (e.g. torchvision's resnet50-*.pth) into the body."""
     state = _read_state_dict(path)
     state = {
@@ -116,7 +116,7 @@ def load_model_weights(model: nn.Module, path: str, model_name: str) -> None:
     model.load_state_dict(state, strict=False)  # every mismatch was ruled out above
 
 
-def _freeze_backbone_layers(model: nn.Module, trainable: int) -> None:
+def _freeze_backbone_layers(model: RetinaNet, trainable: int) -> None:
     layers = ["layer4", "layer3", "layer2", "layer1", "conv1"][:trainable]
     if trainable == 5:
         layers.append("bn1")
@@ -125,7 +125,7 @@ def _freeze_backbone_layers(model: nn.Module, trainable: int) -> None:
             param.requires_grad_(False)
 
 
-def enable_channels_last(model: nn.Module) -> None:
+def enable_channels_last(model: RetinaNet) -> None:
     """Weights to channels-last, and the backbone input too.
 
     The model's transform rebuilds the batch as a fresh NCHW tensor, so converting the images the
@@ -141,7 +141,8 @@ def enable_channels_last(model: nn.Module) -> None:
 
 def parameter_groups(model: nn.Module, weight_decay: float, norm_weight_decay: float) -> list[dict]:
     """Norm-layer parameters in their own group (torchvision's v2 recipe gives them no decay)."""
-    norm, other = [], []
+    norm: list[nn.Parameter] = []
+    other: list[nn.Parameter] = []
     for module in model.modules():
         for param in module.parameters(recurse=False):
             if param.requires_grad:

@@ -118,11 +118,11 @@ def evaluate_files(
         )
         verified.append(label_of[mid])
     for line, row in read_rows(predictions, PREDICTION_COLUMNS):
-        image = images.get(row["ImageID"])
+        scored = images.get(row["ImageID"])
         label = label_of.get(row["LabelName"])
         values = [number(predictions, line, c, row[c]) for c in PREDICTION_COLUMNS[2:]]
-        if image is not None and label is not None:  # no ground truth anywhere: nothing to score
-            image.found.append((values[1:], values[0], label))
+        if scored is not None and label is not None:  # no ground truth anywhere: nothing to score
+            scored.found.append((values[1:], values[0], label))
     tree = read_hierarchy(hierarchy, list(mids))
     ground, found = [], []
     for image in images.values():

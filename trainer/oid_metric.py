@@ -43,7 +43,7 @@ import csv
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,9 @@ class ClassHierarchy:
 
     ancestors: list[np.ndarray]  # index label; [0] is unused
     descendants: list[np.ndarray]
+    # Flattened (offsets, values) copies, so expanding N labels is a few numpy calls.
+    _up: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+    _down: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
 
     @classmethod
     def flat(cls, num_classes: int) -> ClassHierarchy:
@@ -69,7 +72,6 @@ class ClassHierarchy:
         return cls(own, own)
 
     def __post_init__(self) -> None:
-        # Flattened (offsets, values) copies, so expanding N labels is a few numpy calls.
         object.__setattr__(self, "_up", _flatten(self.ancestors))
         object.__setattr__(self, "_down", _flatten(self.descendants))
 

@@ -10,6 +10,7 @@ import platform
 import socket
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import PIL
@@ -19,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainer import checkpoint
 from trainer.config import TrainConfig
+from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
 from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers
@@ -86,7 +88,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
     param_groups = parameter_groups(model_without_ddp, weight_decay, norm_weight_decay)
-    fused = {"fused": True} if ctx.device.type == "cuda" else {}
+    fused: dict[str, Any] = {"fused": True} if ctx.device.type == "cuda" else {}
+    optimizer: torch.optim.Optimizer
     if cfg.optimizer == "sgd":
         optimizer = torch.optim.SGD(param_groups, lr=lr, momentum=cfg.momentum, **fused)
     else:
@@ -192,7 +195,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         last_saved["step"] = progress.global_step
         log(f"saved checkpoint {path} ({reason})")
 
-    def run_eval() -> None:
+    def run_eval(val_set: DetectionDataset) -> None:
         started = time.perf_counter()
         broadcast_buffers(ctx, model_without_ddp)  # every rank evaluates the model rank 0 saves
         result = evaluate(
@@ -250,12 +253,12 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         if outcome == "epoch_end":
             epoch_done = progress.epoch
             if val_set is not None and (epoch_done + 1) % cfg.eval_every == 0:
-                run_eval()
+                run_eval(val_set)
                 evaluated_at = progress.global_step
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
     save("final")
     if val_set is not None and evaluated_at != progress.global_step:
-        run_eval()
+        run_eval(val_set)
     metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0

@@ -14,11 +14,17 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runai_tui import __version__
-from runai_tui.cli import bulk_commands, health_commands, job_commands, profile_commands
+from runai_tui.cli import (
+    bulk_commands,
+    health_commands,
+    job_commands,
+    profile_commands,
+    watch_commands,
+)
 from runai_tui.cli.common import Parser, settings_for
 from runai_tui.errors import Failure, UsageError
 
-GROUPS = (profile_commands, job_commands, bulk_commands, health_commands)
+GROUPS = (profile_commands, job_commands, bulk_commands, health_commands, watch_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +74,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         project=settings.project.value,
         timeout=args.timeout,
         project_explicit=settings.project.from_flag,
+        notify=settings.notify.value,
     )
 
 

@@ -9,13 +9,14 @@ README "Profile checks" lists every code. Core module: no Textual, no torch.
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from runai_tui.errors import UsageError
 from runai_tui.knowledge import fixes
 from runai_tui.knowledge.findings import Finding, Severity, worst_first
 from runai_tui.knowledge.trainer_facts import (
+    TrainerArgs,
     parse_trainer_args,
     trainer_args,
     trainer_args_problem,
@@ -50,18 +51,25 @@ def finding_line(profile: str, finding: Finding) -> str:
     )
 
 
-class Hit(namedtuple("Hit", ["message", "fix", "severity", "field"], defaults=(None, None))):
+@dataclass(frozen=True)
+class Hit:
     """What a rule found: `message` and `fix`; `severity` and `field` (None: the rule's)."""
 
-    __slots__ = ()
+    message: str
+    fix: str
+    severity: Severity | None = None
+    field: str | None = None
 
 
-class Facts(namedtuple("Facts", ["profile", "trainer", "trainer_error"])):
-    """The `profile` plus what several rules derive from it: the `trainer`'s arguments
-    (TrainerArgs; None when the command does not run the trainer) and `trainer_error` (why they
-    do not parse, "" when they do)."""
+@dataclass(frozen=True)
+class Facts:
+    """The `profile` plus what several rules derive from it: the `trainer`'s arguments (None when
+    the command does not run the trainer) and `trainer_error` (why they do not parse, "" when
+    they do)."""
 
-    __slots__ = ()
+    profile: Profile
+    trainer: TrainerArgs | None
+    trainer_error: str
 
     @property
     def env(self) -> dict[str, str]:
@@ -96,10 +104,15 @@ class Facts(namedtuple("Facts", ["profile", "trainer", "trainer_error"])):
 Check = Callable[[Facts], Iterable[Hit]]
 
 
-class Rule(namedtuple("Rule", ["code", "severity", "field", "summary", "check"])):
+@dataclass(frozen=True)
+class Rule:
     """A registered rule: its `code`, `severity`, `field`, `summary` and `check` function."""
 
-    __slots__ = ()
+    code: str
+    severity: Severity
+    field: str
+    summary: str
+    check: Check
 
 
 RULES: dict[str, Rule] = {}

@@ -15,6 +15,72 @@ from typing import Any
 LOSS_HISTORY = 400
 # Step-time windows kept for a robust estimate (each record averages --log-every steps).
 STEP_TIME_HISTORY = 200
+# Train records kept for the curves (loss and every rank's images/s against step).
+CURVE_HISTORY = 2000
+# What a train record's "ranks" object lists, one value per global rank (trainer/engine.py).
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One rank's figures in one train record: seconds per step, seconds of data wait per
+    step, images/s of this rank alone, seconds per step in the model's own forward pass (no
+    wait for other ranks in it; None from a trainer that did not write it); `step` and `time`
+    (unix seconds) are the record's."""
+
+    rank: int
+    step: int | None
+    step_time: float | None
+    data_time: float | None
+    img_s: float | None
+    time: float | None
+    forward_time: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "step": self.step,
+            "step_time": self.step_time,
+            "data_time": self.data_time,
+            "img_s": self.img_s,
+            "forward_time": self.forward_time,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """What the curves plot from one train record."""
+
+    step: int
+    loss: float | None
+    img_s: tuple[float | None, ...]  # per rank; empty when the record has no "ranks"
+
+
+def rank_figures(record: dict[str, Any]) -> list[RankFigures]:
+    """Every rank's figures in a train record (empty when it carries no "ranks" object)."""
+    ranks = record.get("ranks")
+    if not isinstance(ranks, dict):
+        return []
+    columns = [ranks.get(name) for name in RANK_FIGURES]
+    lengths = {len(c) for c in columns if isinstance(c, list)}
+    if len(lengths) != 1:
+        return []
+    size = lengths.pop()
+    values = [c if isinstance(c, list) else [None] * size for c in columns]
+    step, stamp = _int(record.get("step"), None), _float(record.get("time"), None)
+    return [
+        RankFigures(
+            rank,
+            step,
+            _float(values[0][rank], None),
+            _float(values[1][rank], None),
+            _float(values[2][rank], None),
+            stamp,
+            _float(values[3][rank], None),
+        )
+        for rank in range(size)
+    ]
 
 
 @dataclass
@@ -35,6 +101,8 @@ class TrainingProgress:
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
     lines_parsed: int = 0
     finished: str = ""  # "done" or "stopped" once the trainer says so
+    ranks: list[RankFigures] = field(default_factory=list)  # every rank, latest record
+    curve: deque[CurvePoint] = field(default_factory=lambda: deque(maxlen=CURVE_HISTORY))
 
     @property
     def seen(self) -> bool:
@@ -62,6 +130,11 @@ class TrainingProgress:
             if loss is not None:
                 self.loss = loss
                 self.losses.append(loss)
+            figures = rank_figures(record)
+            if figures:
+                self.ranks = figures
+            if self.step is not None:
+                self.curve.append(CurvePoint(self.step, loss, tuple(f.img_s for f in figures)))
         elif kind == "eval":
             self.eval = {
                 k: v for k, v in record.items() if k not in ("kind", "step", "epoch", "eval_time")

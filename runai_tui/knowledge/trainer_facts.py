@@ -2,22 +2,19 @@
 datasets and models (trainer/config.py is the source; tests/trainer/test_plan_tables.py compares),
 and reading its arguments from a profile.
 
-Split from plan.py so that `lint` (and the checks `submit` runs) import no dataclasses, statistics
-or progress parsing: the headless dry run's start-up cost (issue 12). plan.py re-exports it all.
+Split from plan.py so that `lint` (and the checks `submit` runs) import no statistics or progress
+parsing. plan.py re-exports it all.
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from runai_tui.errors import UsageError
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-
 if TYPE_CHECKING:
-    from typing import Any
-
     from runai_tui.profiles import Profile
 
 # ---------------------------------------------------------------------------------------------
@@ -25,46 +22,51 @@ if TYPE_CHECKING:
 
 ENTRY_SCRIPT = "train-retinanet-ddp.sh"
 
+
+@dataclass(frozen=True)
+class TrainerArgs:
+    """The trainer flags the plan and the checks read, each with the trainer's default
+    (trainer/config.py), and `given`: the ones the profile sets."""
+
+    dataset: str = "openimages"
+    synthetic_train_images: int = 256
+    synthetic_classes: int = 3
+    classes: str | None = None
+    workers: int = 4
+    model: str = "retinanet_resnet50_fpn_v2"
+    weights: str | None = None
+    weights_backbone: str = "none"
+    trainable_backbone_layers: int | None = None
+    epochs: int = 26
+    max_steps: int = 0
+    batch_size: int = 2
+    grad_accum: int = 1
+    optimizer: str = "sgd"
+    lr: float | None = None
+    lr_base_batch: int = 16
+    sync_bn: bool = False
+    amp: str = "none"
+    given: frozenset[str] = frozenset()
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every flag's value by name."""
+        return {name: getattr(self, name) for name in TRAINER_DEFAULTS}
+
+
 TRAINER_DEFAULTS: dict[str, Any] = {
-    "dataset": "openimages",
-    "synthetic_train_images": 256,
-    "synthetic_classes": 3,
-    "classes": None,
-    "workers": 4,
-    "model": "retinanet_resnet50_fpn_v2",
-    "weights": None,
-    "weights_backbone": "none",
-    "trainable_backbone_layers": None,
-    "epochs": 26,
-    "max_steps": 0,
-    "batch_size": 2,
-    "grad_accum": 1,
-    "optimizer": "sgd",
-    "lr": None,
-    "lr_base_batch": 16,
-    "sync_bn": False,
-    "amp": "none",
+    f.name: f.default for f in fields(TrainerArgs) if f.name != "given"
 }
+
+
+def _value_type(annotation: Any) -> type:
+    """`int` for `int` and for `int | None`."""
+    return next((t for t in get_args(annotation) if t is not type(None)), annotation)
+
+
 # The type of each flag's value (`--lr` is a float even though its default is None).
 TRAINER_TYPES: dict[str, type] = {
-    "dataset": str,
-    "synthetic_train_images": int,
-    "synthetic_classes": int,
-    "classes": str,
-    "workers": int,
-    "model": str,
-    "weights": str,
-    "weights_backbone": str,
-    "trainable_backbone_layers": int,
-    "epochs": int,
-    "max_steps": int,
-    "batch_size": int,
-    "grad_accum": int,
-    "optimizer": str,
-    "lr": float,
-    "lr_base_batch": int,
-    "sync_bn": bool,
-    "amp": str,
+    name: _value_type(hint) for name, hint in get_type_hints(TrainerArgs).items() if name != "given"
 }
 # The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
 OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
@@ -122,21 +124,6 @@ def trainer_args(profile: Profile) -> list[str] | None:
     return None
 
 
-# A namedtuple, not a dataclass or a typing.NamedTuple: `submit` reads it, start-up cost (issue
-# 12; see runai_tui/profiles/schema.py).
-class TrainerArgs(namedtuple("TrainerArgs", ["values", "given"])):
-    """The trainer flags the plan and the checks read (`values`, by flag name, also readable as
-    attributes); `given` names the ones the profile sets (a frozenset)."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        values = self.values
-        if name in values:
-            return values[name]
-        raise AttributeError(name)
-
-
 def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
     """The flags of TRAINER_DEFAULTS as the trainer's argparse reads them (last one wins).
 
@@ -176,7 +163,7 @@ def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
             )
         values[key] = _convert(name, raw, kind)
         given.add(key)
-    return TrainerArgs(values, frozenset(given))
+    return TrainerArgs(**values, given=frozenset(given))
 
 
 def trainer_args_problem(args: TrainerArgs) -> str:

@@ -451,7 +451,9 @@ def cmd_project_list(p: Parsed, argv: list[str]) -> int:
     """The projects: the default one (config `project`) and every project holding a workload."""
     default = load_config().project
     found = sorted({d.parent.name for d in state.iter_job_dirs()} - {default})
-    projects = [{"name": name, "default": name == default} for name in [default, *found]]
+    projects: list[dict[str, Any]] = [
+        {"name": name, "default": name == default} for name in [default, *found]
+    ]
     if p["json"] or p["yaml"]:  # JSON is valid YAML
         _out(json.dumps({"projects": projects}, indent=2))
         return 0

@@ -52,12 +52,12 @@ def _convert(flag: Flag, text: str) -> Any:
         return value
     if flag.kind == "float":
         try:
-            value = float(text)
+            number = float(text)
         except ValueError:
             raise FlagError(bad + f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
-        if value < 0:
+        if number < 0:
             raise FlagError(bad + "must be a non-negative number")
-        return value
+        return number
     if flag.kind == "duration":
         if not _DURATION.match(text):
             raise FlagError(bad + f'time: invalid duration "{text}"')

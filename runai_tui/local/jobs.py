@@ -218,7 +218,7 @@ def _wait_dead(pid: int | None, ticks: int | None, timeout: float) -> bool:
 def _stop_supervisor(view: JobView, status: dict[str, Any]) -> None:
     sup = status.get("supervisor") or {}
     pid, ticks = sup.get("pid"), sup.get("startTicks")
-    if state.process_alive(pid, ticks):
+    if pid is not None and state.process_alive(pid, ticks):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
         # The supervisor gives pods the grace period, then KILLs; allow for that plus slack.

@@ -250,6 +250,11 @@ def _expect(ok: bool, path: Path, field: str, expected: str) -> None:
         )
 
 
+def _expect_list(value: Any, path: Path, field: str, expected: str, nonempty: bool) -> list[Any]:
+    _expect(isinstance(value, list) and (bool(value) or not nonempty), path, field, expected)
+    return value
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -271,8 +276,7 @@ def check_spec(spec: dict[str, Any], path: Path) -> dict[str, Any]:
         "resources.gpu.total",
         "an integer",
     )
-    pods = spec.get("pods")
-    _expect(isinstance(pods, list) and bool(pods), path, "pods", "a non-empty list")
+    pods = _expect_list(spec.get("pods"), path, "pods", "a non-empty list", nonempty=True)
     for i, pod in enumerate(pods):
         where = f"pods[{i}]"
         _expect(isinstance(pod, dict), path, where, "a mapping")
@@ -297,8 +301,7 @@ def check_spec(spec: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def check_status(status: dict[str, Any], path: Path) -> dict[str, Any]:
     _expect(isinstance(status.get("phase"), str), path, "phase", "a string")
-    pods = status.get("pods")
-    _expect(isinstance(pods, list), path, "pods", "a list")
+    pods = _expect_list(status.get("pods"), path, "pods", "a list", nonempty=False)
     for i, pod in enumerate(pods):
         _expect(
             isinstance(pod, dict) and isinstance(pod.get("name"), str), path, f"pods[{i}]", "a pod"

@@ -3,7 +3,7 @@ validated field by field, and saved atomically.
 
 - fields.py      THE field table: every field, its check, flag, CLI generations, help, example
 - validators.py  the value checks the table uses
-- schema.py      derived from the table: SCHEMA, validation, the `Profile` class, problems
+- schema.py      derived from the table: SCHEMA, validation, problems; the `Profile` dataclass
 - document.py    YAML with the line of every field; the `extends` merge
 - store.py       shipped + user profiles, `extends` resolution, validated atomic saves
 - overrides.py   `--set FIELD=VALUE`
@@ -25,7 +25,6 @@ from runai_tui.profiles.fields import BY_NAME, FIELDS, RESTART, Field, SubField
 from runai_tui.profiles.overrides import apply_overrides
 from runai_tui.profiles.schema import (
     FIELD_NAMES,
-    PROFILE_DEFAULTS,
     SCHEMA,
     FieldSpec,
     GroupSpec,
@@ -64,7 +63,6 @@ __all__ = [
     "FIELDS",
     "FIELD_NAMES",
     "MAX_PROFILE_BYTES",
-    "PROFILE_DEFAULTS",
     "PROFILE_NAME",
     "PROJECT_ROOT",
     "QUALIFIED_KEY",

@@ -3,29 +3,28 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 
 from __future__ import annotations
 
-from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from runai_tui.profiles.schema import Problem, ProfileError
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
-
 MAX_PROFILE_BYTES = 256 * 1024
 # libyaml's parser when PyYAML was built with it (it gives the same nodes, marks and errors,
-# worded by libyaml): parsing a profile is then ~5x faster, a headless start's cost (issue 12).
+# worded by libyaml): parsing a profile is then ~5x faster, a headless start's cost.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-# A namedtuple, not a dataclass or a typing.NamedTuple: start-up cost (see schema.py).
-class Document(namedtuple("Document", ["data", "lines", "path"])):
+@dataclass(frozen=True)
+class Document:
     """Parsed YAML: `data`, the 1-based line of every field path in `lines` (("env", "X") -> 3)
     and the file's `path` (a label)."""
 
-    __slots__ = ()
+    data: dict[str, Any]
+    lines: dict[tuple[str, ...], int]
+    path: str
 
 
 def read_text(path: Path) -> str:

@@ -1,11 +1,12 @@
 """THE profile field table: every field a profile may set, written once.
 
-Everything else is derived from these rows: the validation schema (schema.py), the `Profile`
-class (schema.py), the argv builder (runai_tui/runai/command.py turns each row's `flag` and `emit`
-into argv elements — the one place where a field becomes a command-line word), `runai-tui
-profiles fields`, the README field table (docs.py; a test keeps README.md current) and the CLI
-generation check (runai_tui/runai/generations.py). The local cluster's own flag parser
-(runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py.
+Everything else is derived from these rows: the validation schema (schema.py), the argv builder
+(runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
+where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
+(docs.py; a test keeps README.md current) and the CLI generation check
+(runai_tui/runai/generations.py). The local cluster's own flag parser
+(runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
+`Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
 Row order is argv order: the builder emits flags in the order of this table.
 Flag spellings and generations: docs/runai-cli.md §1.3 (v2.25), §1.4 (drift)
@@ -14,57 +15,51 @@ and §7 (field → flag per generation).
 
 from __future__ import annotations
 
-from collections import namedtuple
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from runai_tui.profiles import validators as v
 from runai_tui.runai.generations import ALL, V2, V2_LATE_ONLY
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
-
 RESTART = ("Always", "OnFailure", "Never")
 
-
-# Rows are namedtuples, not dataclasses or typing.NamedTuples: importing `dataclasses` or
-# `typing` costs every start of the headless CLI milliseconds (issue 12; see schema.py).
+Check = Callable[[Any], Any]  # a value's check: the normalised value, or raises Invalid
 
 
-class SubField(namedtuple("SubField", ["name", "check", "help", "flag"])):
-    """A fixed sub-field of a group (cpu.request…), with its own flag: `name`, `check` (the
-    value's check), `help` and `flag`."""
+@dataclass(frozen=True)
+class SubField:
+    """A fixed sub-field of a group (cpu.request…), with its own flag."""
 
-    __slots__ = ()
+    name: str
+    check: Check
+    help: str
+    flag: str
 
 
-# A row's optional columns, in order, with their default.
-_OPTIONAL: dict[str, Any] = {
-    "check": None,  # value/list: the value's check (a callable)
-    "sub": (),  # group: its fixed sub-fields (SubField rows)
-    "key": None,  # mapping: each key's check
-    "value": None,  # mapping: each value's check
+@dataclass(frozen=True)
+class Field:
+    """One row: `name`, `help`, `example` (a YAML value, shown in the README and `profiles
+    fields`), `kind` ("value" | "list" | "group" | "mapping": how it is validated and merged),
+    then the optional columns."""
+
+    name: str
+    help: str
+    example: str
+    kind: str
+    check: Check | None = None  # value/list: the value's check
+    sub: tuple[SubField, ...] = ()  # group: its fixed sub-fields
+    key: Check | None = None  # mapping: each key's check
+    value: Check | None = None  # mapping: each value's check
     # How command.py spells it: "" (no flag), "positional", "value", "count" (left out at 0),
     # "switch" (a bare flag when true), "group" (each sub-field's flag), "repeat" (the flag once
     # per item, formatted with `item`), "command" / "args" (after `--`, last).
-    "emit": "",
-    "flag": "",
-    "item": "{}",  # repeat: one item as a flag value ({key}/{value} for mappings)
-    "cli": ALL,  # CLI generations whose `submit` knows the flag (a frozenset)
-    "text": False,  # `--set` takes the value exactly as written (no YAML parsing)
-    "empty": None,  # the Profile attribute's value when the field is not set
-}
-
-
-class Field(
-    namedtuple(
-        "Field", ["name", "help", "example", "kind", *_OPTIONAL], defaults=_OPTIONAL.values()
-    )
-):
-    """One row: `name`, `help`, `example` (a YAML value, shown in the README and `profiles
-    fields`), `kind` ("value" | "list" | "group" | "mapping": how it is validated and merged),
-    then the optional columns of _OPTIONAL."""
-
-    __slots__ = ()
+    emit: str = ""
+    flag: str = ""
+    item: str = "{}"  # repeat: one item as a flag value ({key}/{value} for mappings)
+    cli: frozenset[str] = ALL  # CLI generations whose `submit` knows the flag
+    text: bool = False  # `--set` takes the value exactly as written (no YAML parsing)
+    empty: Any = None  # the Profile attribute's value when the field is not set
 
     @property
     def flags(self) -> list[str]:

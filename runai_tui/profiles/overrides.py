@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 from runai_tui.profiles.document import merge
@@ -19,10 +21,6 @@ from runai_tui.profiles.schema import (
     make_profile,
     validate_data,
 )
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def apply_sets(
@@ -69,7 +67,9 @@ def apply_sets(
     return out
 
 
-def _parse_set_value(raw: str, spec: FieldSpec | MappingSpec | GroupSpec, path: tuple) -> Profile:
+def _parse_set_value(
+    raw: str, spec: FieldSpec | MappingSpec | GroupSpec, path: tuple[str, ...]
+) -> Any:
     # Text fields (and mapping values) take the value exactly as written; typed fields parse it
     # as a YAML scalar or list. A command or args not written as a [list] is one argv word.
     row = BY_NAME[path[0]]
@@ -83,7 +83,7 @@ def _parse_set_value(raw: str, spec: FieldSpec | MappingSpec | GroupSpec, path: 
         return raw
 
 
-def apply_overrides(profile: Any, sets: list[str]) -> Profile:
+def apply_overrides(profile: Profile, sets: list[str]) -> Profile:
     """A copy of profile with `--set FIELD=VALUE` overrides applied and re-validated."""
     origins = {tuple(k.split(".")): v for k, v in profile.origins.items()}
     merged = apply_sets(profile.data, sets, origins)

@@ -1,34 +1,29 @@
-"""The schema derived from the field table: problems, validation, and the `Profile` class.
-
-The records here are namedtuples and plain classes, not dataclasses or typing.NamedTuples:
-importing `dataclasses` (and `inspect` with it) costs ~7 ms at every start of the headless CLI, a
-fifth of its budget, and `typing` ~2 ms (issue 12; benchmarks/fig_cli.py measures it,
-tests/test_startup_imports.py keeps them off that path).
-"""
+"""The schema derived from the field table: problems, validation, and the `Profile` class."""
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runai_tui.errors import UsageError
-from runai_tui.profiles.fields import BY_NAME, FIELDS, Field
+from runai_tui.profiles.fields import BY_NAME, FIELDS, Check, Field
 from runai_tui.profiles.validators import Invalid, show
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 # ---------------------------------------------------------------------------------------------
 # Problems
 
 
-class Problem(namedtuple("Problem", ["file", "line", "field", "message"])):
+@dataclass(frozen=True)
+class Problem:
     """One thing wrong with a profile: where (`file`, `line` or None), which `field` ("" for the
     whole file), and the `message`: what value, what is expected."""
 
-    __slots__ = ()
+    file: str
+    line: int | None
+    field: str
+    message: str
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -51,22 +46,29 @@ class ProfileError(UsageError):
 # Specs by shape (derived from the table; kept for callers that walk SCHEMA)
 
 
-class FieldSpec(namedtuple("FieldSpec", ["check", "help"])):
+@dataclass(frozen=True)
+class FieldSpec:
     """A value (or list) field: the value's `check` and the field's `help`."""
 
-    __slots__ = ()
+    check: Check
+    help: str
 
 
-class MappingSpec(namedtuple("MappingSpec", ["key", "value", "help"])):
+@dataclass(frozen=True)
+class MappingSpec:
     """A mapping with free keys (env, labels…): each `key` and `value` checked."""
 
-    __slots__ = ()
+    key: Check
+    value: Check
+    help: str
 
 
-class GroupSpec(namedtuple("GroupSpec", ["fields", "help"])):
+@dataclass(frozen=True)
+class GroupSpec:
     """A mapping with fixed sub-fields (cpu, memory, run_as): `fields` maps each to its FieldSpec."""
 
-    __slots__ = ()
+    fields: dict[str, FieldSpec]
+    help: str
 
 
 def _spec(row: Field) -> FieldSpec | MappingSpec | GroupSpec:
@@ -85,7 +87,7 @@ FIELD_NAMES = sorted(SCHEMA)
 
 def field_paths() -> list[str]:
     """Every name `--set` accepts (groups as `cpu.request`; free mappings as `env.NAME`)."""
-    out = []
+    out: list[str] = []
     for row in FIELDS:
         if row.kind == "group":
             out.extend(f"{row.name}.{sub.name}" for sub in row.sub)
@@ -97,7 +99,7 @@ def field_paths() -> list[str]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib  # lazy: only a misspelt name needs it (start-up cost, issue 12)
+    import difflib  # lazy: only a misspelt name needs it
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -107,44 +109,46 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 # The resolved profile: one attribute per table row (its `empty` value when unset)
 
 
-# Every Profile attribute after `name`, in order, with its value when unset: `source`, one per
-# table row (its `empty`), then the resolved document (what `profiles show --resolved` prints)
-# and where each field came from ("env.NCCL_DEBUG" -> (file, line)). A list or dict is copied.
-PROFILE_DEFAULTS: dict[str, Any] = {
-    "source": None,
-    **{row.name: row.empty for row in FIELDS},
-    "data": {},
-    "origins": {},
-}
-_NOT_SHOWN = ("data", "origins")  # left out of repr (long), still compared
-
-
+@dataclass
 class Profile:
-    """A resolved, validated profile: `name`, `source`, one attribute per field of the table in
-    runai_tui/profiles/fields.py (`extends` is the direct parent), `data` and `origins`.
-    Compared by value, shown by repr, like a dataclass (see the module's note for why not one)."""
+    """A resolved, validated profile: `name`, `source`, one attribute per row of the field table in
+    runai_tui/profiles/fields.py, in its order and with its `empty` value when unset (`extends` is
+    the direct parent; tests/core/test_fields.py keeps the two in step), then the resolved document
+    (`data`, what `profiles show --resolved` prints) and where each field came from (`origins`,
+    "env.NCCL_DEBUG" -> (file, line)). Mutable, so unhashable."""
 
-    def __init__(self, name: str, **fields: Any) -> None:
-        unknown = sorted(fields.keys() - PROFILE_DEFAULTS.keys())
-        if unknown:
-            raise TypeError(f"Profile() got unexpected fields: {', '.join(unknown)}")
-        self.name = name
-        for key, default in PROFILE_DEFAULTS.items():
-            if key in fields:
-                setattr(self, key, fields[key])
-            else:
-                setattr(self, key, default.copy() if isinstance(default, list | dict) else default)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k not in _NOT_SHOWN)
-        return f"Profile({shown})"
+    name: str
+    source: Path | None = None
+    description: str = ""
+    extends: str | None = None
+    job_name: str | None = None
+    project: str | None = None
+    image: str | None = None
+    image_pull_policy: str | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    extended_resources: dict[str, str] = field(default_factory=dict)
+    large_shm: bool = False
+    workers: int | None = None
+    gpus: int | None = None
+    master_gpus: int | None = None
+    cpu: dict[str, float] = field(default_factory=dict)
+    memory: dict[str, str] = field(default_factory=dict)
+    run_as: dict[str, int] = field(default_factory=dict)
+    working_dir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    pvcs: list[dict[str, str]] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)
+    node_pools: list[str] = field(default_factory=list)
+    preemptibility: str | None = None
+    restart_policy: str | None = None
+    master_restart_policy: str | None = None
+    backoff_limit: int | None = None
+    clean_pod_policy: str | None = None
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict, repr=False)  # long: left out of repr
+    origins: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
 
 
 def make_profile(

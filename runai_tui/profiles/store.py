@@ -4,8 +4,9 @@ field; validated loads; atomic, validated saves."""
 from __future__ import annotations
 
 import re
-from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runai_tui import paths
 from runai_tui.atomic import atomic_write
@@ -22,29 +23,24 @@ from runai_tui.profiles.schema import (
 )
 from runai_tui.profiles.validators import DNS1123_LABEL, PROFILE_NAME, Invalid, dns_label, show
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
-
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # The shipped profiles are package data (pyproject.toml), so a wheel install has them. In a source
 # tree `runai_tui/shipped_profiles` is a symlink to the project's `profiles/`, where they live.
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "shipped_profiles"
 
 
-# A namedtuple, not a dataclass or a typing.NamedTuple: start-up cost (see schema.py).
-class ProfileEntry(
-    namedtuple(
-        "ProfileEntry",
-        ["name", "path", "origin", "description", "shadows", "error"],
-        defaults=("", None, None),
-    )
-):
-    """One listed profile: `name`, `path`, `origin` ("project" or "user"), its `description`
-    (default ""), the shipped profile it hides (`shadows`, a Path or None) and why it does not
-    load (`error`, None when it does)."""
+@dataclass(frozen=True)
+class ProfileEntry:
+    """One listed profile: `name`, `path`, `origin` ("project" or "user"), its `description`,
+    the shipped profile it hides (`shadows`) and why it does not load (`error`, None when it
+    does)."""
 
-    __slots__ = ()
+    name: str
+    path: Path
+    origin: str
+    description: str = ""
+    shadows: Path | None = None
+    error: str | None = None
 
 
 def default_dirs() -> list[Path]:

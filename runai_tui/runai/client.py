@@ -13,7 +13,14 @@ import collections
 import contextlib
 import functools
 import os
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Generator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -271,7 +278,7 @@ class RunaiClient:
         for _page in range(MAX_PAGES):
             done = await self._run(self.list_args(token))
             page, token = self._parse_or_classify(
-                done, lambda d=done: parse_list_page(d.stdout or d.stderr)
+                done, functools.partial(parse_list_page, done.stdout or done.stderr)
             )
             jobs.extend(page)
             if not token or token in seen:
@@ -408,7 +415,7 @@ class RunaiClient:
         tail: int | None = None,
         since: str | None = None,
         previous: bool = False,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """Blocking twin of `stream_logs` (default: no --follow). Closing the iterator kills
         `logs`."""
         return runner.iterate_sync(self.stream_logs(name, pod, follow, tail, since, previous))

@@ -11,12 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from runai_tui.profiles import FIELDS, Field, Profile
-
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
 
 SUBMIT = ["runai", "training", "pytorch", "submit"]
 

@@ -24,29 +24,29 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
 from runai_tui.errors import ErrorKind, RunaiError
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING; importing typing costs ~2 ms a start (issue 12)
-if TYPE_CHECKING:  # the Protocols too: only annotations use them
-    from typing import Any, Protocol
-
+if TYPE_CHECKING:  # the backend only when it runs; profiles import this module's constants
     from runai_tui.profiles import Profile
     from runai_tui.runai.backend import Backend
 
-    class _VersionClient(Protocol):
-        backend: Backend
 
-        def version(self) -> str: ...
+class _VersionClient(Protocol):
+    backend: Backend
 
-    class _AsyncVersionClient(Protocol):
-        backend: Backend
+    def version(self) -> str: ...
 
-        async def aversion(self) -> str: ...
+
+class _AsyncVersionClient(Protocol):
+    backend: Backend
+
+    async def aversion(self) -> str: ...
 
 
 V1 = "v1"
@@ -67,19 +67,21 @@ DESCRIBE_LIMITS = V2_LATE_ONLY
 NO_DESCRIBE_LIMITS = ["--pod-limit", "-1", "--event-limit", "-1"]
 
 CACHE_NAME = "cli-version.json"
-# Patterns as text: `re` compiles them at the first `classify`, not at every start (issue 12).
+# Patterns as text: `re` compiles them at the first `classify`, not at every start.
 _LOCAL = r"^runai-local\s+(\S+).*\(embedded local cluster\)"
 _V1 = r"^Version:\s*v?(\d+)\.(\d+)"
 _NUMBER = r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?"
 
 
-# Namedtuples, not dataclasses or typing.NamedTuples: start-up cost (profiles/schema.py).
-class CliVersion(namedtuple("CliVersion", ["generation", "version", "line"], defaults=("",))):
+@dataclass(frozen=True)
+class CliVersion:
     """What `runai version` said: the `generation` (None when unknown), the `version` text
     ("2.20.1", "runai-local 0.1.0", or the line as printed when unreadable) and the first
-    meaningful `line` of `runai version` (default "")."""
+    meaningful `line` of `runai version`."""
 
-    __slots__ = ()
+    generation: str | None
+    version: str
+    line: str = ""
 
     @property
     def label(self) -> str:
@@ -111,11 +113,13 @@ def classify(line: str) -> CliVersion:
 # --- detection, cached per executable ---------------------------------------------------------
 
 
-class Detection(namedtuple("Detection", ["cli", "warning"], defaults=("",))):
-    """The `cli` (a CliVersion) and a `warning`, said once: when the answer was just asked and
-    could not be read (default "")."""
+@dataclass(frozen=True)
+class Detection:
+    """The `cli` and a `warning`, said once: when the answer was just asked and could not be
+    read ("" otherwise)."""
 
-    __slots__ = ()
+    cli: CliVersion
+    warning: str = ""
 
 
 def cache_path() -> Path:

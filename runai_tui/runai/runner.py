@@ -15,7 +15,15 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Generator,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -108,7 +116,7 @@ class LineStream:
         self.returncode: int | None = None
         self.stderr = b""
 
-    async def lines(self) -> AsyncIterator[str]:
+    async def lines(self) -> AsyncGenerator[str, None]:
         proc = await _spawn(self.argv, self.env)
         assert proc.stdout is not None and proc.stderr is not None
         # stderr is drained concurrently so a chatty stderr cannot fill its pipe and stall stdout.
@@ -197,7 +205,7 @@ def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
         driver.close()
 
 
-def iterate_sync(stream: AsyncIterator[_T]) -> Iterator[_T]:
+def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:
     """The items of an async iterator as a plain iterator, on a private event loop. Closing the
     iterator (or Ctrl-C) closes the async one inside the loop, so its cleanup runs."""
     driver = _Driver()

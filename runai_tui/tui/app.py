@@ -16,11 +16,14 @@ from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.tui.health_view import HealthCache
+from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
 from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
     from runai_tui.runai.client import RunaiClient
@@ -37,7 +40,7 @@ class ScreenActions(Provider):
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         screen = self.screen
-        commands = []
+        commands: list[tuple[str, str, Callable[[], Any]]] = []
         for binding in getattr(screen, "BINDINGS", []):
             if not isinstance(binding, Binding) or not binding.description:
                 continue
@@ -84,8 +87,10 @@ class RunaiTuiApp(App[int]):
         clock: Callable[[], datetime] | None = None,
         save_dir: Path | None = None,
         first_list: FirstList | None = None,
+        notify: bool = True,
     ) -> None:
         super().__init__()
+        self.terminal_driver: Driver | None = None  # set by the driver (tui/job_end_word.py)
         # The first job list, already being fetched while the app loaded (tui/launch.py).
         self.first_list = first_list
         self.client = client
@@ -109,6 +114,16 @@ class RunaiTuiApp(App[int]):
         }
         self._last_error = ""
         self._last_internal = ""
+        self.ring_on_end = notify  # `notify = false` in config.toml: notifications only
+        self.end_watcher = EndWatcher()
+
+    def get_driver_class(self) -> type[Driver]:
+        return driver_class_with_handle(super().get_driver_class())
+
+    def watch_job_ends(self, jobs: list[Job]) -> None:
+        """The jobs screen's every list: word of each job that went from Running to an end."""
+        for job in self.end_watcher.ends(jobs):
+            announce(self, job, ring=self.ring_on_end)
 
     # -- state shared by the screens -----------------------------------------------------------
 
@@ -129,7 +144,7 @@ class RunaiTuiApp(App[int]):
         self.push_screen(JobsScreen())
         # The backend check (two runai calls: version, whoami) waits for the first job list,
         # which is what the user waits for: run alongside it, they share the CPU and delay the
-        # first paint (issue 12, benchmarks/fig_tui_paint.py). The timer covers a slow list.
+        # first paint (benchmarks/fig_tui_paint.py). The timer covers a slow list.
         self._backend_checked = False
         self.set_timer(2.0, self.first_fetch_done)
 

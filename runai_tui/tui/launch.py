@@ -48,6 +48,7 @@ def run_tui(
     project: str | None,
     timeout: float = 60.0,
     project_explicit: bool = False,
+    notify: bool = True,
 ) -> int:
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
@@ -65,7 +66,9 @@ def run_tui(
     first_list = FirstList(client)
     from runai_tui.tui.app import RunaiTuiApp  # Textual is imported here, while the list runs
 
-    app = RunaiTuiApp(client, readonly=readonly, refresh_interval=refresh, first_list=first_list)
+    app = RunaiTuiApp(
+        client, readonly=readonly, refresh_interval=refresh, first_list=first_list, notify=notify
+    )
     app.project_explicit = project_explicit
     result = app.run()
     return int(result or app.return_code or 0)

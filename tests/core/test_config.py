@@ -28,6 +28,7 @@ def test_defaults_without_a_file() -> None:
         ("backend", "auto", "default"),
         ("project", None, "default"),
         ("refresh", 2.0, "default"),
+        ("notify", True, "default"),
     ]
 
 
@@ -109,6 +110,7 @@ def test_info_shows_where_each_setting_came_from(monkeypatch, capsys) -> None:
         "backend": {"value": "local", "source": f"config {path}:1"},
         "project": {"value": "team-e", "source": "env RUNAI_TUI_PROJECT"},
         "refresh": {"value": 1.0, "source": "flag --refresh"},
+        "notify": {"value": True, "source": "default"},
     }
     assert data["config_file"] == {"path": str(path), "exists": True}
     assert data["backend"]["kind"] == "local" and data["backend"]["version"].startswith(
@@ -130,3 +132,16 @@ def test_submit_dry_run_shows_the_project_that_will_be_used(capsys) -> None:
     assert main(["-p", "team-d", "submit", "--profile", "own", "--dry-run", "--json"]) == 0
     argv = json.loads(capsys.readouterr().out)["argv"]
     assert "team-d" in argv and "team-own" not in argv  # ...but not over an explicit -p
+
+
+def test_notify_false_in_the_file_and_a_bad_value(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("refresh = 5\nnotify = false\n")
+    settings = load_settings({}, environ={}, path=path)
+    assert (settings.notify.value, settings.notify.source) == (False, f"config {path}:2")
+    assert load_settings({}, environ={"RUNAI_TUI_NOTIFY": "0"}, path=path).notify.value is False
+    path.write_text('notify = "loud"\n')
+    with pytest.raises(UsageError) as caught:
+        load_settings({}, environ={}, path=path)
+    assert caught.value.message == f"{path}:1: notify: 'loud': expected true or false"
+    assert caught.value.hint == f"fix it in {path}, e.g. notify = false"

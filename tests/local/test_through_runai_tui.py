@@ -84,6 +84,7 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
         pytest.skip("scripts/train-retinanet-ddp.sh (the trainer's entry script) is not there yet")
     res = tui("submit", "--profile", "retinanet-local")
     assert res.returncode == 0, res.stderr
+    check_wait_while_running("retinanet-local")
     # `logs -f` ends when the master pod ends; the whole run takes about a minute on 2 cores.
     follow = tui("logs", "retinanet-local", "-f", timeout=900)
     assert follow.returncode == 0, follow.stderr
@@ -103,5 +104,42 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
     assert [c.name for c in checkpoints][-1] == "step-000000020.pt"
     worker_log = tui("logs", "retinanet-local", "--pod", "retinanet-local-worker-0").stdout
     assert "node-rank=1" in worker_log
+    check_ranks_metrics_and_wait_after_the_end("retinanet-local", metrics)
     res = tui("delete", "retinanet-local", "--yes")
     assert res.returncode == 0 and "retinanet-local" not in jobs()
+
+
+def check_wait_while_running(name: str) -> None:
+    """`wait` on a real job: bad input, a timeout, then Running reached."""
+    bad = tui("wait", "no-such-job", "--interval", "0.2")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown job 'no-such-job'")
+    bad = tui("wait", name, "--for", "soon")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --for 'soon': not one of")
+    late = tui("wait", name, "--for", "completed", "--timeout", "0", "--json")
+    assert late.returncode == 2 and json.loads(late.stdout)["outcome"] == "timeout"
+    running = tui("wait", name, "--for", "running", "--interval", "0.2", "--json", timeout=300)
+    assert running.returncode == 0, running.stderr
+    assert json.loads(running.stdout)["phase"] in ("Running", "Completed")
+
+
+def check_ranks_metrics_and_wait_after_the_end(name: str, records: list[dict]) -> None:
+    """Every rank's figures, as the real 2-pod run wrote them, through the headless commands."""
+    done = tui("wait", name, "--for", "completed", "--timeout", "120", "--interval", "0.2")
+    assert done.returncode == 0 and done.stdout.strip() == f"job {name} is Completed"
+    ranks = json.loads(tui("ranks", name, "--json").stdout)
+    assert ranks["pod"] == f"{name}-master-0"
+    last_train = [r for r in records if r["kind"] == "train"][-1]
+    assert [r["rank"] for r in ranks["ranks"]] == [0, 1]
+    for r in ranks["ranks"]:
+        assert r["step"] == 20 and r["img_s"] > 0 and 0 <= r["data_time"] < r["step_time"]
+        assert r["step_time"] == last_train["ranks"]["step_time"][r["rank"]]
+    text = tui("ranks", name).stdout
+    assert "RANK  STEP  IMG/S" in text and len(text.splitlines()) == 4
+    csv_rows = tui("metrics", name, "--csv").stdout.splitlines()
+    assert csv_rows[0].startswith("pod,rank,kind,step,epoch,time,")
+    train_rows = [r for r in csv_rows[1:] if ",train," in r]
+    assert len(train_rows) == 2 * 20  # one row per record and rank
+    assert {r.split(",")[1] for r in train_rows} == {"0", "1"}
+    rows = json.loads(tui("metrics", name, "--json").stdout)
+    assert {r["pod"] for r in rows} == {f"{name}-master-0"}  # rank 0's pod writes the records
+    assert rows[-1]["kind"] == "done"

@@ -23,7 +23,7 @@ def test_trainer_defaults_and_flags_match_the_config() -> None:
     assert set(plan.TRAINER_TYPES) == set(plan.TRAINER_DEFAULTS)
     flags = {s for action in build_parser()._actions for s in action.option_strings}
     assert {"--" + name.replace("_", "-") for name in plan.TRAINER_DEFAULTS} <= flags
-    assert {k: v["lr"] for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
+    assert {k: v.lr for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
 
 
 def test_the_plan_reads_arguments_as_the_trainer_does() -> None:

@@ -145,7 +145,12 @@ async def test_no_plan_for_a_command_that_is_not_the_trainer(store: ProfileStore
         await wait_for(pilot, lambda: screen.profile_name == "shell-job")
         await wait_for(pilot, lambda: "no plan" in plan_text(screen))
         assert "does not run the trainer" in plan_text(screen)
-        assert "Checks: none" in screen_text(app) and "no findings" in checks_text(screen)
+        # The checks panel and its title update on their own refresh, after the plan's.
+        await wait_for(
+            pilot,
+            lambda: "Checks: none" in screen_text(app) and "no findings" in checks_text(screen),
+            "the checks of shell-job",
+        )
 
 
 async def test_a_job_name_without_a_job_says_so(store: ProfileStore) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 from trainer.config import TrainConfig
 from trainer.data.coco import build_coco_index
@@ -42,7 +43,7 @@ def build_datasets(
     cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None]
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     """(train, validation); validation is None when evaluation is off."""
-    common = {
+    common: dict[str, Any] = {
         "min_size": cfg.min_size,
         "max_size": cfg.max_size,
         "seed": cfg.seed,
@@ -169,18 +170,18 @@ def _check_same_classes(train: DetectionIndex, val: DetectionIndex, a: str, b: s
 
 
 def _synthetic(
-    cfg: TrainConfig, ctx: DistContext, common: dict, want_val: bool
+    cfg: TrainConfig, ctx: DistContext, common: dict[str, Any], want_val: bool
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     """Rendered on the fly, or (--synthetic-jpeg-size) as JPEG files written once by rank 0."""
     jpeg_size = cfg.synthetic_jpeg_size
     splits = [("train", cfg.synthetic_train_images)]
     if want_val:
         splits.append(("val", cfg.synthetic_val_images))
-    datasets = []
+    datasets: list[DetectionDataset] = []
     for split, count in splits:
         size = jpeg_size or cfg.min_size
         index = make_synthetic_index(count, cfg.synthetic_classes, cfg.seed, size, split)
-        options = {"train": split == "train", **common}
+        options: dict[str, Any] = {"train": split == "train", **common}
         if split == "train":
             options["hflip_probability"] = cfg.hflip
         if not jpeg_size:

@@ -59,6 +59,9 @@ def build_train_data(
     pin_memory = cfg.pin_memory and ctx.device.type == "cuda"
     manifest: Manifest | None = None
     val_manifest: Manifest | None = None
+    feed: ShardFeed | FileFeed
+    val_set: DetectionDataset | None = None
+    meter: InputMeter | None = None
     if cfg.data_format == "shards":
         manifest = load_manifest(str(cfg.manifest))
         class_names = manifest.class_names
@@ -88,8 +91,9 @@ def build_train_data(
             fast_decode=cfg.fast_decode, cache_dir=cfg.cache_dir,
             cache_max_bytes=parse_size(cfg.cache_max_bytes),
         )  # fmt: skip
-        feed: ShardFeed | FileFeed = ShardFeed(stream, cfg.workers, pin_memory, cfg.prefetch_factor)
-        meter = InputMeter(feed.take_io, cached=bool(cfg.cache_dir))
+        shard_feed = ShardFeed(stream, cfg.workers, pin_memory, cfg.prefetch_factor)
+        feed = shard_feed
+        meter = InputMeter(shard_feed.take_io, cached=bool(cfg.cache_dir))
         slots = ctx.world_size * stream.workers
         if len(manifest.shards) < slots:
             log(
@@ -115,7 +119,7 @@ def build_train_data(
         sampler = DistributedGroupedBatchSampler(
             groups, cfg.batch_size, ctx.rank, ctx.world_size, cfg.seed
         )
-        loader_options = {}
+        loader_options: dict[str, Any] = {}
         if cfg.workers > 0:
             loader_options = {"persistent_workers": True, "prefetch_factor": cfg.prefetch_factor}
         loader = DataLoader(

@@ -102,7 +102,7 @@ class DetectionIndex:
             f.write(MAGIC + struct.pack("<Q", len(header)) + header)
             f.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
             for arr in arrays.values():
-                f.write(memoryview(arr.reshape(-1).view(np.uint8)))
+                f.write(arr.reshape(-1).view(np.uint8).data)
                 f.write(b"\0" * (_aligned(arr.nbytes) - arr.nbytes))
 
     @classmethod

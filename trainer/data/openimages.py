@@ -96,7 +96,7 @@ class _Columns:
     image: int
     label: int
     group: int
-    coords: tuple[int, int, int, int]  # XMin, YMin, XMax, YMax: stored as x1, y1, x2, y2
+    coords: tuple[int, ...]  # the 4 of XMin, YMin, XMax, YMax: stored as x1, y1, x2, y2
     label_of: dict[str, int]
     all_mids: set[str]
     group_of: str
@@ -250,10 +250,10 @@ def _split_fields(
     ends = ends - ((ends > starts) & (buf[ends - 1] == 13))  # CRLF
     nonempty = ends > starts
     starts, ends, lines = starts[nonempty], ends[nonempty], lines[nonempty]
-    commas = np.flatnonzero(buf == 44)
-    if len(commas) != len(starts) * (count - 1):
+    found = np.flatnonzero(buf == 44)
+    if len(found) != len(starts) * (count - 1):
         return None
-    commas = commas.reshape(len(starts), count - 1)
+    commas = found.reshape(len(starts), count - 1)
     if len(starts) and not ((commas[:, 0] >= starts).all() and (commas[:, -1] < ends).all()):
         return None  # the counts add up but some row has too many and another too few
     return buf, starts, ends, commas, lines

@@ -299,8 +299,10 @@ class ShardWriter:
         name = f"{self.prefix}-{len(self.shards):06d}.tar"
         self._ctx = atomic_open(os.path.join(self.out_dir, name))
         self._writer = HashingWriter(self._ctx.__enter__())
-        self._tar = tarfile.open(  # noqa: SIM115 -- closed in _close
-            fileobj=self._writer,  # type: ignore[arg-type]
+        # Closed in _close. The stub asks every fileobj for read/seek/tell; stream mode "w|" only
+        # writes, which is all HashingWriter offers.
+        self._tar = tarfile.open(  # type: ignore[call-overload]  # noqa: SIM115
+            fileobj=self._writer,
             mode="w|",
             format=tarfile.USTAR_FORMAT,
         )
@@ -484,10 +486,10 @@ def _checked_images(
             yield from zip(ids, pool.map(lambda p: check_image(p, quality), paths), strict=True)
 
 
-def _run(argv: list[str], prog: str, body: Callable[[argparse.Namespace], int]) -> int:
+def _run(argv: list[str], prog: str, body: Callable[[list[str]], int]) -> int:
     debug = "--debug" in argv
     try:
-        return body(argv)  # type: ignore[arg-type]
+        return body(argv)
     except TrainerError as exc:
         if debug:
             traceback.print_exc()

@@ -41,6 +41,7 @@ class ShardCache:
     def open(self, source: str, shard: ShardInfo) -> tuple[BinaryIO, bool, int]:
         """(read handle, hit, bytes copied into the cache)."""
         path = self.cached_path(shard)
+        handle: BinaryIO
         try:
             handle = open(path, "rb")  # noqa: SIM115 -- the caller closes it
         except FileNotFoundError:

@@ -422,7 +422,13 @@ class ShardEvalDataset(DetectionDataset):
     from the shards' JSON members, images by offset from the tar (random access, no extraction)."""
 
     def __init__(self, manifest: Manifest, **options: Any) -> None:
-        names, rows_img, boxes, labels, groups, heights, widths = [], [], [], [], [], [], []
+        names: list[str] = []
+        rows_img: list[int] = []
+        boxes: list[list[float]] = []
+        labels: list[int] = []
+        groups: list[bool] = []
+        heights: list[int] = []
+        widths: list[int] = []
         self.locations: list[tuple[str, int, int]] = []
         for shard in manifest.shards:
             path = manifest.shard_path(shard)

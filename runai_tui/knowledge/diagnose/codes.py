@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from runai_tui.knowledge import fixes
 from runai_tui.knowledge.findings import ERROR, INFO, WARNING, Finding, Severity
+from runai_tui.knowledge.stragglers import FIX as STRAGGLER_FIX
 
 EVIDENCE_MAX = 300  # characters of an evidence line that are kept
 
@@ -194,6 +195,16 @@ CODES: dict[str, Code] = {
             "storage, or give the pod more CPU",
             '{"kind": "train", "step": 40, "epoch": 0, "loss": 1.1, "lr": 0.01, '
             '"images_per_sec": 12.0, "data_time": 0.61, "step_time": 1.02, "time": 1795000000.0}',
+        ),
+        Code(
+            "straggler",
+            WARNING,
+            "one rank is slower than the others (its median step or forward time at least 1.5x "
+            "theirs), or its data wait dominates its step: the whole job runs at its pace",
+            STRAGGLER_FIX,
+            "rank 1: median step 2.224 s against 1.955 s for the other ranks (1.14x); data wait "
+            "0.001 s a step (0% of its step); forward 0.408 s against 0.159 s (2.56x), over the "
+            "newest 6 records",
         ),
         Code(
             "stalled",

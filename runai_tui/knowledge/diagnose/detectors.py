@@ -1,5 +1,5 @@
 """The detectors of the codes no single line shows: tcp-fallback (from the transport),
-data-starved and stalled (from the trainer's records). Each takes the whole job (JobLogs)
+data-starved, straggler and stalled (from the trainer's records). Each takes the whole job (JobLogs)
 and returns its findings; report.DETECTORS runs them in order."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from runai_tui.knowledge.diagnose.codes import make_finding
 from runai_tui.knowledge.diagnose.joblogs import JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import TRANSPORT_IB, TRANSPORT_SOCKET
 from runai_tui.knowledge.findings import Finding
+from runai_tui.knowledge.stragglers import stragglers_in_lines
 
 DATA_STARVED_RATIO = 1 / 3  # data wait above this share of step time
 STALL_FACTOR = 20  # "stalled": no record for this many usual record intervals...
@@ -35,6 +36,15 @@ def data_starved(job: JobLogs) -> Iterator[Finding]:
         if rec.step_sum > 0 and rec.data_sum / rec.step_sum > DATA_STARVED_RATIO:
             assert rec.worst is not None
             yield make_finding("data-starved", pod.pod, rec.worst[1], rec.worst[2])
+
+
+def straggler(job: JobLogs) -> Iterator[Finding]:
+    """A rank slower than the others, or waiting for its data (the rule: knowledge/stragglers.py)."""
+    for pod in job.pods:
+        for found in stragglers_in_lines(pod.record_lines()):
+            finding = make_finding("straggler", pod.pod, found.line, found.evidence)
+            finding.fix = found.fix  # where to look, for this rank's figures
+            yield finding
 
 
 def stalled(job: JobLogs) -> Iterator[Finding]:

@@ -16,6 +16,7 @@ from runai_tui.models import JobDetail
 DETECTORS: tuple[Detector, ...] = (
     detectors.tcp_fallback,
     detectors.data_starved,
+    detectors.straggler,
     detectors.stalled,
 )
 

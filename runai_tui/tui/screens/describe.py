@@ -25,6 +25,7 @@ from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import format_age, format_pods, status_text
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
+from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
@@ -115,6 +116,8 @@ class DescribeScreen(AppScreen):
         Binding("ctrl+d", "delete", "Delete"),
         Binding("r", "refresh", "Refresh"),
         Binding("w", "toggle_raw", "Summary/raw"),
+        Binding("g", "ranks_tab", "Ranks"),
+        Binding("y", "log_scale", "Log y"),
     ]
 
     def __init__(self, job: Job) -> None:
@@ -124,6 +127,7 @@ class DescribeScreen(AppScreen):
         self._timer: Timer | None = None
         self._metrics_pod: str | None = None
         self._diagnosed = False
+        self._ranks_stale = False  # records arrived since the curves were drawn
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -133,12 +137,16 @@ class DescribeScreen(AppScreen):
             with TabPane("Summary", id="tab-summary"), VerticalScroll(id="summary-scroll"):
                 yield HealthPanel(id="describe-health")
                 yield Static("loading…", id="describe-summary")
+            with TabPane("Ranks & curves", id="tab-ranks"), VerticalScroll(id="ranks-scroll"):
+                yield RanksPanel("no per-rank figures yet", id="describe-ranks")
+                yield CurvesPanel(id="describe-curves")
             with TabPane("Raw", id="tab-raw"):
                 yield LogView(max_lines=50_000, id="describe-raw")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()
+        self.set_interval(1.0, self.show_ranks)  # the age column moves; new records batch up
 
     @work(exclusive=True, group="describe", exit_on_error=False)
     async def load(self) -> None:
@@ -202,11 +210,21 @@ class DescribeScreen(AppScreen):
         )
         try:
             async for line in stream:
-                panel.feed_lines([line])
+                if panel.feed_lines([line]):
+                    self._ranks_stale = True
         except RunaiError:
             pass
         finally:
             await stream.aclose()
+            self.show_ranks()
+
+    def show_ranks(self) -> None:
+        """The ranks panel (its ages move every second) and, on new records, the curves."""
+        progress = self.query_one(TrainingPanel).progress
+        self.query_one(RanksPanel).show(progress, self.tui.now().timestamp())
+        if self._ranks_stale:
+            self._ranks_stale = False
+            self.query_one(CurvesPanel).show(progress)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.tui.readonly and action in {"shell", "delete"}:
@@ -234,6 +252,13 @@ class DescribeScreen(AppScreen):
     def action_toggle_raw(self) -> None:
         tabs = self.query_one(TabbedContent)
         tabs.active = "tab-raw" if tabs.active == "tab-summary" else "tab-summary"
+
+    def action_ranks_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "tab-summary" if tabs.active == "tab-ranks" else "tab-ranks"
+
+    def action_log_scale(self) -> None:
+        self.query_one(CurvesPanel).toggle_log_scale()
 
     def action_logs(self) -> None:
         from runai_tui.tui.screens.logs import LogsScreen

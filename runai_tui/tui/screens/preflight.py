@@ -63,7 +63,7 @@ class PreflightScreen(ModalScreen[None]):
         status = self.query_one("#preflight-status", Static)
         status.update("running the checks in each running pod…")
         try:
-            report = await preflight_job(self.tui.client, self.job.name)  # type: ignore[arg-type]
+            report = await preflight_job(self.tui.client, self.job.name)
         except RunaiError as error:
             status.update(f"preflight failed: {error.message}")
             self.tui.report_error(error)

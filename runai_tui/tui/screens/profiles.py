@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -17,6 +18,9 @@ from runai_tui.errors import UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.log_view import LogView
+
+if TYPE_CHECKING:
+    from runai_tui.profiles import ProfileEntry
 
 
 class ProfilesScreen(AppScreen):
@@ -33,7 +37,7 @@ class ProfilesScreen(AppScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.entries: dict[str, object] = {}
+        self.entries: dict[str, ProfileEntry] = {}
 
     def compose(self) -> ComposeResult:
         yield self.make_header()

@@ -4,6 +4,7 @@ submit. Dismisses with the new job's name so the jobs screen can select it."""
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,6 +17,10 @@ from runai_tui.errors import RunaiError, UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.insight import InsightPanel
+
+if TYPE_CHECKING:
+    from runai_tui.profiles import Profile
+    from runai_tui.runai.generations import CliVersion
 
 # Form inputs and the profile field each one overrides.
 FIELDS: list[tuple[str, str, str]] = [
@@ -57,13 +62,11 @@ class SubmitScreen(AppScreen):
     def __init__(self, profile: str | None = None) -> None:
         super().__init__()
         self.profile_name = profile
-        self.base = None  # the loaded Profile
+        self.base: Profile | None = None  # the loaded profile
         self.argv: list[str] | None = None
         self.errors: dict[str, str] = {}
         self.submitting = False
-        self.cli = (
-            None  # the runai CLI generation (runai_tui.runai.generations.CliVersion), once known
-        )
+        self.cli: CliVersion | None = None  # the runai CLI generation, once known
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -161,9 +164,8 @@ class SubmitScreen(AppScreen):
 
     # -- validation ------------------------------------------------------------------------------
 
-    def overrides(self) -> tuple[list[str], dict[str, str]]:
-        """The --set overrides the form asks for, and form-level errors by field."""
-        profile = self.base
+    def overrides(self, profile: Profile) -> tuple[list[str], dict[str, str]]:
+        """The --set overrides the form asks for over `profile`, and form-level errors by field."""
         sets: list[str] = []
         errors: dict[str, str] = {}
         current = {
@@ -192,14 +194,15 @@ class SubmitScreen(AppScreen):
         from runai_tui.runai.command import build_submit_argv, display_argv, with_project
         from runai_tui.runai.generations import check_profile
 
-        if self.base is None:
+        base = self.base
+        if base is None:
             return False
-        sets, errors = self.overrides()
+        sets, errors = self.overrides(base)
         general: list[str] = []
-        profile = self.base
+        profile = base
         # Validate whatever parsed, so every field's problem shows at once.
         try:
-            profile = apply_overrides(self.base, sets)
+            profile = apply_overrides(base, sets)
             if self.cli is not None:
                 check_profile(profile, self.cli)  # a field this runai lacks: said before submit
         except ProfileError as error:

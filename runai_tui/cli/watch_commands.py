@@ -1,0 +1,208 @@
+"""Watching a job: `ranks` (every rank's latest figures), `metrics` (every trainer record of every
+pod) and `wait` (block until it runs, completes or ends; for CI scripts).
+
+Logic: runai_tui/knowledge/records.py and runai_tui/knowledge/job_end.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from runai_tui.cli.common import client_for, print_json, table
+from runai_tui.errors import RuntimeFailure, UsageError
+from runai_tui.text import literal
+
+if TYPE_CHECKING:
+    from runai_tui.models import Phase
+
+WAIT_INTERVAL = 2.0  # seconds between two looks at the job
+
+
+def add_parsers(sub: Any) -> None:
+    rk = sub.add_parser(
+        "ranks", help="every rank's step, images/s, data wait, step and forward time, record age"
+    )
+    rk.add_argument("job")
+    rk.add_argument("--json", action="store_true", help='{"job", "pod", "ranks": [...]}')
+    mt = sub.add_parser("metrics", help="every trainer record of every pod, with pod and rank")
+    mt.add_argument("job")
+    fmt = mt.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", action="store_true", help="CSV, one row per record and rank")
+    fmt.add_argument("--json", action="store_true", help="a JSON list of the same rows")
+    wt = sub.add_parser("wait", help="block until a job is running, completed or done")
+    wt.add_argument("job")
+    wt.add_argument(
+        "--for",
+        dest="target",
+        default="done",
+        metavar="STATE",
+        help="running (Running or already Completed), completed, or done (ended in any way; "
+        "the default)",
+    )
+    wt.add_argument(
+        "--timeout",
+        dest="wait_timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds (exit 2); default: wait as long as it takes",
+    )
+    wt.add_argument(
+        "--interval", type=float, default=WAIT_INTERVAL, metavar="S", help="seconds between looks"
+    )
+    wt.add_argument("--json", action="store_true", help='{"job", "for", "phase", "outcome", ...}')
+
+
+def _age(stamp: float | None, now: float) -> str:
+    if stamp is None:
+        return "-"
+    seconds = max(0.0, now - stamp)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def cmd_ranks(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui.knowledge.records import read_progress
+
+    pod, progress = asyncio.run(read_progress(client_for(args), args.job))
+    if not progress.ranks:
+        why = "it has no pods yet" if pod is None else f"no per-rank record in {pod}'s log yet"
+        raise RuntimeFailure(
+            f"job {args.job!r}: {why}",
+            "the trainer writes them every --log-every steps once training starts",
+        )
+    now = time.time()
+    if args.json:
+        print_json(
+            {
+                "job": args.job,
+                "pod": pod,
+                "now": round(now, 3),
+                "ranks": [f.to_dict() for f in progress.ranks],
+            }
+        )
+        return 0
+    rows = [
+        [
+            str(f.rank),
+            "-" if f.step is None else str(f.step),
+            _num(f.img_s, ".2f"),
+            _num(f.data_time, ".3f"),
+            _num(f.step_time, ".3f"),
+            _num(f.forward_time, ".3f"),
+            _age(f.time, now),
+        ]
+        for f in progress.ranks
+    ]
+    print(f"job {literal(args.job)}, records from pod {literal(pod or '-')}")
+    print(table(rows, ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "AGE"]))
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui.knowledge.records import metric_columns, metric_rows, read_job_records
+
+    rows = metric_rows(asyncio.run(read_job_records(client_for(args), args.job)))
+    if args.json:
+        print_json(rows)
+        return 0
+    if args.csv:
+        import csv  # lazy: only this command writes CSV
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=metric_columns(rows), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(
+                {k: (v if isinstance(v, (str, int, float)) or v is None else _json(v))
+                 for k, v in row.items()}
+            )  # fmt: skip
+        return 0
+    if not rows:
+        print(f"no trainer records in job {literal(args.job)}'s logs yet")
+        return 0
+    shown = [
+        [
+            literal(str(r["pod"])),
+            str(r["rank"]),
+            literal(str(r.get("kind", ""))),
+            str(r.get("step", "-")),
+            _cell(r.get("loss"), ".4f"),
+            _cell(r.get("rank_img_s", r.get("images_per_sec")), ".2f"),
+            _cell(r.get("rank_data_time", r.get("data_time")), ".3f"),
+        ]
+        for r in rows
+    ]
+    print(table(shown, ["POD", "RANK", "KIND", "STEP", "LOSS", "IMG/S", "DATA WAIT S"]))
+    return 0
+
+
+def _cell(value: object, fmt: str) -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+
+def _json(value: object) -> str:
+    import json  # lazy
+
+    return json.dumps(value)
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runai_tui.knowledge.job_end import TARGETS, wait_for
+
+    if args.target not in TARGETS:
+        raise UsageError(
+            f"--for {args.target!r}: not one of {', '.join(TARGETS)}",
+            "e.g. runai-tui wait JOB --for completed",
+        )
+    if args.wait_timeout is not None and args.wait_timeout < 0:
+        raise UsageError(
+            f"--timeout {args.wait_timeout:g}: must be 0 or more", "e.g. --timeout 600"
+        )
+    if args.interval <= 0:
+        raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 2")
+
+    def waiting(phase: Phase) -> None:
+        print(f"waiting for job {literal(args.job)} ({phase.value}) to be {args.target}…",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    result = asyncio.run(
+        wait_for(
+            client_for(args),
+            args.job,
+            args.target,
+            args.wait_timeout,
+            args.interval,
+            on_waiting=waiting,
+        )  # fmt: skip
+    )
+    if args.json:
+        print_json(result.to_dict())
+    elif result.outcome == "reached":
+        print(result.text())
+    else:
+        print(f"error: {literal(result.text())}", file=sys.stderr)
+    return result.exit_code
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "ranks": cmd_ranks,
+    "metrics": cmd_metrics,
+    "wait": cmd_wait,
+}

@@ -1,0 +1,112 @@
+"""A job's trainer records, read from its pods' logs: every rank's latest figures (`ranks`) and
+every record of every pod as flat rows (`metrics`, for spreadsheets and notebooks).
+
+Core: the client is a parameter (anything with `adescribe` and `stream_logs`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runai_tui.knowledge.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
+from runai_tui.models import JobDetail, Pod
+
+# Columns every metrics row starts with; the records' own keys follow in order of appearance.
+LEAD_COLUMNS = ("pod", "rank", "kind", "step", "epoch", "time")
+RANK_COLUMNS = tuple(f"rank_{name}" for name in RANK_FIGURES)
+
+
+class RecordSource(Protocol):
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncIterator[str]: ...
+
+
+def master_pod(pods: list[Pod]) -> Pod | None:
+    """The pod whose log carries the trainer's records (rank 0): the master, else the first."""
+    for pod in pods:
+        if pod.role == "master" or pod.name.endswith("-master-0"):
+            return pod
+    return pods[0] if pods else None
+
+
+@dataclass
+class PodRecords:
+    pod: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def read_pod_records(client: RecordSource, name: str, pod: str) -> PodRecords:
+    """Every trainer record in one pod's log (the whole log, not followed)."""
+    out = PodRecords(pod)
+    stream = client.stream_logs(name, pod=pod, follow=False)
+    try:
+        async for line in stream:
+            record = parse_metric_line(line)
+            if record is not None:
+                out.records.append(record)
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()  # type: ignore[attr-defined]
+    return out
+
+
+async def read_job_records(client: RecordSource, name: str) -> list[PodRecords]:
+    """Every pod's records, pod by pod (describe raises for an unknown job)."""
+    detail = await client.adescribe(name)
+    return [await read_pod_records(client, name, p.name) for p in detail.pods]
+
+
+async def read_progress(client: RecordSource, name: str) -> tuple[str | None, TrainingProgress]:
+    """The master pod's name and its progress (every rank's latest figures in `.ranks`)."""
+    detail = await client.adescribe(name)
+    progress = TrainingProgress()
+    pod = master_pod(detail.pods)
+    if pod is None:
+        return None, progress
+    stream = client.stream_logs(name, pod=pod.name, follow=False)
+    try:
+        async for line in stream:
+            progress.feed(line)
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()  # type: ignore[attr-defined]
+    return pod.name, progress
+
+
+def metric_rows(pods: list[PodRecords]) -> list[dict[str, Any]]:
+    """One row per record and rank: a train record with every rank's figures gives a row per
+    rank (its `rank_step_time`, `rank_data_time`, `rank_img_s`); any other record one row, rank 0
+    (the rank that writes them). Nested values other than "ranks" are kept as they are."""
+    rows: list[dict[str, Any]] = []
+    for pod in pods:
+        for record in pod.records:
+            base = {k: v for k, v in record.items() if k != "ranks"}
+            ranks = record.get("ranks")
+            columns = [ranks.get(n) for n in RANK_FIGURES] if isinstance(ranks, dict) else []
+            size = max((len(c) for c in columns if isinstance(c, list)), default=0)
+            if not size:
+                rows.append({"pod": pod.pod, "rank": 0, **base})
+                continue
+            for rank in range(size):
+                figures = {
+                    col: (c[rank] if isinstance(c, list) and rank < len(c) else None)
+                    for col, c in zip(RANK_COLUMNS, columns, strict=True)
+                }
+                rows.append({"pod": pod.pod, "rank": rank, **base, **figures})
+    return rows
+
+
+def metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The CSV header: the lead columns, then every other key in order of first appearance."""
+    columns = list(LEAD_COLUMNS)
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    return columns

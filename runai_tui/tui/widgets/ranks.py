@@ -1,0 +1,115 @@
+"""RanksPanel: one row per rank (step, images/s, data wait, step time, forward time, age of the
+last record) from the master's records; CurvesPanel: loss and every rank's images/s against
+step, with a log scale to toggle."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from runai_tui.knowledge.progress import TrainingProgress
+
+
+def record_age(stamp: float | None, now: float) -> str:
+    if stamp is None:
+        return "-"
+    seconds = max(0.0, now - stamp)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
+    if not progress.ranks:
+        return Text("no per-rank figures yet (the trainer writes them every --log-every steps)")
+    table = Table(show_edge=False)
+    for column in ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "FORWARD", "AGE"):
+        table.add_column(column, justify="left" if column == "RANK" else "right")
+    for f in progress.ranks:
+        share = f.data_time / f.step_time if f.data_time is not None and f.step_time else 0.0
+        table.add_row(
+            str(f.rank),
+            "-" if f.step is None else str(f.step),
+            _num(f.img_s, ".2f"),
+            Text(f"{_num(f.data_time, '.3f')} s", style="bold yellow" if share >= 0.5 else ""),
+            f"{_num(f.step_time, '.3f')} s",
+            f"{_num(f.forward_time, '.3f')} s",
+            record_age(f.time, now),
+        )
+    return table
+
+
+class RanksPanel(Static):
+    DEFAULT_CSS = """
+    RanksPanel { height: auto; border: round $accent; border-title-color: $accent; padding: 0 1; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "ranks"
+
+    def show(self, progress: TrainingProgress, now: float) -> None:
+        self.update(ranks_table(progress, now))
+
+
+class CurvesPanel(PlotextPlot):
+    """Two plots: loss, and images/s per rank, against step."""
+
+    DEFAULT_CSS = """
+    CurvesPanel { height: 24; border: round $accent; border-title-color: $accent; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.log_scale = False
+        self.progress = TrainingProgress()
+
+    def on_mount(self) -> None:
+        self.border_title = "curves"
+        self.draw()
+
+    def show(self, progress: TrainingProgress) -> None:
+        self.progress = progress
+        self.draw()
+
+    def toggle_log_scale(self) -> None:
+        self.log_scale = not self.log_scale
+        self.draw()
+
+    def draw(self) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        scale = "log" if self.log_scale else "linear"
+        self.border_subtitle = f"y: {scale}"
+        points = list(self.progress.curve)
+        plt.subplots(2, 1)
+        top, bottom = plt.subplot(1, 1), plt.subplot(2, 1)  # each call below names its plot
+        top.title("loss")
+        loss = [(p.step, p.loss) for p in points if p.loss is not None and p.loss > 0]
+        if loss:
+            top.plot([s for s, _ in loss], [v for _, v in loss], marker="braille")
+        top.yscale(scale)
+        bottom.title("images/s per rank")
+        bottom.xlabel("step")
+        for rank in range(max((len(p.img_s) for p in points), default=0)):
+            series = [
+                (p.step, value)
+                for p in points
+                if rank < len(p.img_s) and (value := p.img_s[rank]) is not None and value > 0
+            ]
+            if series:
+                bottom.plot(
+                    [s for s, _ in series],
+                    [v for _, v in series],
+                    marker="braille",
+                    label=f"rank {rank}",
+                )
+        bottom.yscale(scale)
+        self.refresh()
