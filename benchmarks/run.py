@@ -40,9 +40,10 @@ FIGURES = {
     "diagnose": "benchmarks.fig_diagnose:measure",
     "trainer": "benchmarks.fig_trainer:measure",
     "trainer-cpu": "benchmarks.fig_trainer:measure_cpu_options",
+    "flight-recorder": "benchmarks.fig_flight_recorder:measure",
 }
 # Minutes of CPU each: only with --only (trainer also runs by default given --reference-dir).
-OPT_IN = {"trainer", "trainer-cpu"}
+OPT_IN = {"trainer", "trainer-cpu", "flight-recorder"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.distributed import init_distributed
         from trainer.train import train
 
-        ctx = init_distributed(cfg.device, cfg.dist_timeout)
+        ctx = init_distributed(cfg.device, cfg.dist_timeout, cfg.output_dir)
         return train(cfg, ctx)
     except TrainerError as exc:
         rank = f"[rank {ctx.rank}] " if ctx and ctx.distributed else ""
@@ -48,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"trainer: error: {rank}{exc}", file=sys.stderr, flush=True)
         return exc.exit_code
+    except Exception:
+        if ctx is not None and ctx.distributed:
+            # A collective that timed out or lost a peer, or a failure that leaves the others
+            # waiting in one: where every rank was is what names the culprit.
+            from trainer.flight_recorder import dump
+
+            dump("collective failed")
+        raise
     finally:
         if ctx is not None:
             from trainer.distributed import shutdown

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from trainer import flight_recorder, test_hooks
 from trainer.errors import ConfigError
 
 
@@ -43,7 +44,9 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"environment {name}={value!r}: expected an integer") from None
 
 
-def init_distributed(device_choice: str = "auto", timeout_minutes: int = 30) -> DistContext:
+def init_distributed(
+    device_choice: str = "auto", timeout_minutes: int = 30, output_dir: str | None = None
+) -> DistContext:
     """Join the process group torchrun prepared: NCCL on GPUs, gloo on CPU, one device per rank.
 
     torchrun sets RANK/WORLD_SIZE/LOCAL_RANK per process. Without them (plain ``python -m trainer``)
@@ -74,11 +77,14 @@ def init_distributed(device_choice: str = "auto", timeout_minutes: int = 30) -> 
     if world_size == 1:
         return DistContext(0, 1, 0, device, None)
     backend = "nccl" if use_cuda else "gloo"
+    if output_dir:
+        flight_recorder.prepare(output_dir)  # before the group: torch reads the dump prefix then
     dist.init_process_group(
         backend=backend,
-        timeout=datetime.timedelta(minutes=timeout_minutes),
+        timeout=datetime.timedelta(seconds=test_hooks.dist_timeout_seconds(timeout_minutes)),
         device_id=device if use_cuda else None,
     )
+    flight_recorder.start(dist.get_rank(), backend)
     return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend)
 
 
@@ -96,6 +102,7 @@ def die_with_launcher() -> None:
 
 
 def shutdown(ctx: DistContext) -> None:
+    flight_recorder.stop()
     if ctx.distributed and dist.is_initialized():
         dist.destroy_process_group()
 

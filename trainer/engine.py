@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainer import flight_recorder, test_hooks
 from trainer.config import TrainConfig
 from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
@@ -114,6 +115,7 @@ class StopRequest:
     def _handle(self, signum: int, _frame: object) -> None:
         self.requested = True
         self.signal_name = signal.Signals(signum).name
+        flight_recorder.dump_if_in_collective(self.signal_name)  # a stop that will never be agreed
 
 
 @dataclass
@@ -168,6 +170,7 @@ def train_one_epoch(
     fetch_start = time.perf_counter()
     for images, targets in loader:
         window.data_time += time.perf_counter() - fetch_start
+        test_hooks.stall(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
         inputs = to_model_input(images, ctx.device)

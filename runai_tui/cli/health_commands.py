@@ -24,6 +24,11 @@ def add_parsers(sub: Any) -> None:
         metavar="FILE",
         help="read a saved log instead (the pod is the file name without extension; repeatable)",
     )
+    dg.add_argument(
+        "--flight-recorder",
+        metavar="DIR",
+        help="read a local copy of the job's Flight Recorder dumps (rank-N files): the rank that hung",
+    )
     dg.add_argument("--json", action="store_true", help='{"pods": [...], "findings": [...]}')
     pf = sub.add_parser("preflight", help="check a running job's pods: memlock, shm, GPUs, network")
     pf.add_argument("job")
@@ -34,6 +39,13 @@ def add_parsers(sub: Any) -> None:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from runai_tui.knowledge import diagnose
 
+    if args.flight_recorder:
+        if args.job or args.logs:
+            raise UsageError(
+                "diagnose takes a JOB, --log FILE... or --flight-recorder DIR, one of them",
+                "runai-tui diagnose --flight-recorder DIR",
+            )
+        return _diagnose_dumps(Path(args.flight_recorder), args.json)
     if args.logs:
         if args.job or args.pod:
             raise UsageError(
@@ -59,6 +71,33 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         print(diagnose.render_text(report))
     return report.exit_code
+
+
+def _diagnose_dumps(directory: Path, as_json: bool) -> int:
+    from runai_tui.knowledge import flight_recorder as fr
+
+    try:
+        judgement = fr.judge(fr.read_dir(directory))
+    except fr.DumpProblem as problem:
+        raise UsageError(problem.message, problem.hint) from None
+    except OSError as exc:
+        raise UsageError(f"--flight-recorder {exc.filename}: {exc.strerror}", "check it") from None
+    reported = fr.findings(judgement)
+    if as_json:
+        print_json(
+            {
+                "ranks": [
+                    {"rank": d.rank, "file": d.name, "entered": d.entered, "completed": d.completed}
+                    for d in judgement.dumps
+                ],
+                "missing_ranks": judgement.missing,
+                "hangs": [h.to_dict() for h in judgement.hangs],
+                "findings": [{**vars(r), "severity": "error"} for r in reported],
+            }
+        )
+    else:
+        print(fr.render_text(judgement, reported))
+    return 1 if reported else 0
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:

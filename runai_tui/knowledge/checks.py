@@ -378,6 +378,27 @@ def _nccl_debug(f: Facts) -> Iterable[Hit]:
     )
 
 
+# The variables torch 2.15 reads (the first name set wins; the second is the older NCCL name).
+FR_BUFFER_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+FR_DUMP_VARS = ("TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT")
+
+
+@rule("flight-recorder-off", "info", "env", "a multi-pod job without the Flight Recorder")
+def _flight_recorder_off(f: Facts) -> Iterable[Hit]:
+    if not f.profile.workers:
+        return
+    buffer = next((f.env[v] for v in FR_BUFFER_VARS if f.env.get(v)), "")
+    dump = next((f.env[v] for v in FR_DUMP_VARS if f.env.get(v)), "")
+    if buffer.strip().isdigit() and int(buffer) > 0 and dump.strip().lower() in ("1", "true"):
+        return
+    yield Hit(
+        "the Flight Recorder is not set to dump on a collective timeout: when a rank hangs, "
+        "`runai-tui diagnose` cannot name it",
+        "--set env.TORCH_FR_BUFFER_SIZE=2000 --set env.TORCH_FR_DUMP_ON_TIMEOUT=1 (the shipped "
+        "profiles set both; the trainer writes the dumps to <output-dir>/flight-recorder)",
+    )
+
+
 @rule("clean-pod-policy-logs", "info", "clean_pod_policy", "a clean-pod policy that deletes pods")
 def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
     policy = f.profile.clean_pod_policy

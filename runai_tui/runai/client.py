@@ -15,9 +15,11 @@ import functools
 import os
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterator,
     Callable,
     Coroutine,
     Generator,
+    Iterator,
     Mapping,
     Sequence,
 )

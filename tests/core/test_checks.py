@@ -24,6 +24,8 @@ memory: {request: 4Gi, limit: 8Gi}
 env:
   NCCL_IB_DISABLE: "1"
   NCCL_DEBUG: WARN
+  TORCH_FR_BUFFER_SIZE: "2000"
+  TORCH_FR_DUMP_ON_TIMEOUT: "1"
 large_shm: true
 command: [/data/scripts/vision/shell/train-retinanet-ddp.sh]
 """
@@ -60,6 +62,19 @@ def only(found: list[Finding], code: str) -> list[Finding]:
 def test_the_clean_profile_has_no_findings(store: ProfileStore) -> None:
     assert lint(profile(store)) == []
     assert exit_code([]) == 0
+
+
+def test_flight_recorder_off_for_a_multi_pod_job_without_the_dump_variables(
+    store: ProfileStore,
+) -> None:
+    found = only(lint(profile(store, "env.TORCH_FR_DUMP_ON_TIMEOUT=null")), "flight-recorder-off")
+    assert [(f.severity, f.field) for f in found] == [("info", "env")]
+    assert "TORCH_FR_DUMP_ON_TIMEOUT=1" in found[0].fix
+    assert only(lint(profile(store, "env.TORCH_FR_BUFFER_SIZE=0")), "flight-recorder-off")
+    older_names = CLEAN.replace("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE").replace(
+        "TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"
+    )
+    assert not only(lint(profile(store, text=older_names)), "flight-recorder-off")
 
 
 def test_memory_unit(store: ProfileStore) -> None:

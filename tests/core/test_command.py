@@ -30,6 +30,8 @@ SEED_OPTIONS = [
     ("-e", "CUDA_VISIBLE_DEVICES=0"),
     ("--existing-pvc", "claimname=project-001,path=/data"),
 ]
+# What the profile adds to the seed: the Flight Recorder on (README "When a job hangs").
+FLIGHT_RECORDER = [("-e", "TORCH_FR_BUFFER_SIZE=2000"), ("-e", "TORCH_FR_DUMP_ON_TIMEOUT=1")]
 
 
 def split_options(argv: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
@@ -52,7 +54,7 @@ def test_retinanet_tcp_matches_the_seed_flag_for_flag() -> None:
     argv = build_submit_argv(ProfileStore().load("retinanet-tcp"))
     assert argv[:5] == ["runai", "training", "pytorch", "submit", "retinanet-tcp"]
     options, tail = split_options(argv[5:])
-    assert sorted(options, key=str) == sorted(SEED_OPTIONS, key=str)
+    assert sorted(options, key=str) == sorted(SEED_OPTIONS + FLIGHT_RECORDER, key=str)
     assert tail == ["--command", "--", "/data/scripts/vision/shell/train-retinanet-ddp.sh"]
 
 

@@ -33,7 +33,7 @@ description: CPU-only, nothing to warn about
 job_name: quiet
 image: img:1
 workers: 1
-env: {NCCL_DEBUG: INFO}
+env: {NCCL_DEBUG: INFO, TORCH_FR_BUFFER_SIZE: "2000", TORCH_FR_DUMP_ON_TIMEOUT: "1"}
 command: [sh, job.sh]
 """
 

@@ -32,7 +32,8 @@ workers: 1
 gpus: 2
 master_gpus: 2
 memory: {request: "3846", limit: 16Gi}
-env: {NCCL_IB_DISABLE: "1", NCCL_DEBUG: INFO, CUDA_VISIBLE_DEVICES: "0"}
+env: {NCCL_IB_DISABLE: "1", NCCL_DEBUG: INFO, CUDA_VISIBLE_DEVICES: "0",
+      TORCH_FR_BUFFER_SIZE: "2000", TORCH_FR_DUMP_ON_TIMEOUT: "1"}
 large_shm: true
 command: [/data/scripts/vision/shell/train-retinanet-ddp.sh]
 args: [--dataset, coco, --batch-size, "4"]
@@ -42,6 +43,7 @@ description: not the trainer
 job_name: shell-job
 image: busybox:1
 workers: 1
+env: {TORCH_FR_BUFFER_SIZE: "2000", TORCH_FR_DUMP_ON_TIMEOUT: "1"}
 command: [sh, -c, "echo hi"]
 """
 RECORDS = [

@@ -228,6 +228,21 @@ CODES: dict[str, Code] = {
             "wait for the pod to start, or check it with `runai-tui describe JOB`",
             "pod retinanet-tcp-worker-1 has not started yet",
         ),
+        Code(
+            "hang-rank",
+            ERROR,
+            "the Flight Recorder dumps name the rank that never entered a collective the others "
+            "waited in (knowledge/flight_recorder.py)",
+            "look at that rank's pod and node first: its log's last lines, preflight on it",
+            "rank 0 group 0: entered 3, completed 2; rank 1 group 0: entered 2, completed 2",
+        ),
+        Code(
+            "flight-recorder-unreadable",
+            WARNING,
+            "the job's Flight Recorder dumps could not be judged",
+            "copy the dump directory and run `runai-tui diagnose --flight-recorder DIR`",
+            "/data/runs/x/flight-recorder/rank-1: truncated or not a Flight Recorder dump",
+        ),
     )
 }
 

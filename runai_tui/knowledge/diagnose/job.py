@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS
-from runai_tui.knowledge.diagnose.codes import make_finding
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, flight_recorder
+from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
 from runai_tui.knowledge.findings import Finding
@@ -48,6 +48,7 @@ async def diagnose_job(
         )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
+    dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
 
     import asyncio  # lazy: `diagnose --log` needs no event loop
 
@@ -59,6 +60,7 @@ async def diagnose_job(
             try:
                 async for line in stream:
                     diagnoser.feed(line)
+                    dumps_at.feed(diagnoser.pod, line)
             except RunaiError as exc:
                 unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
             finally:
@@ -66,6 +68,9 @@ async def diagnose_job(
                     await stream.aclose()  # type: ignore[attr-defined]
 
     await asyncio.gather(*(read(d) for d in diagnosers))
+    for r in await flight_recorder.job_findings(client, detail, dumps_at):  # the rank that hung
+        severity = CODES[r.code].severity
+        unavailable.append(Finding(r.code, severity, r.message, r.fix, pod=r.pod, evidence=cut(r.evidence)))  # fmt: skip
     running = detail.job.phase is Phase.RUNNING
     return combine(diagnosers, running=running, now=now, extra=unavailable, detail=detail)
 
