@@ -121,6 +121,7 @@ class Profile:
     source: Path | None = None
     description: str = ""
     extends: str | None = None
+    tensorboard_port: int | None = None
     job_name: str | None = None
     project: str | None = None
     image: str | None = None

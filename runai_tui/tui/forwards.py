@@ -37,10 +37,8 @@ class Forwards:
                 profile = store.load(name)
             except (Failure, OSError):
                 continue
-            # Profile's attributes are made from the field table, unknown to a type checker.
-            port = getattr(profile, "tensorboard_port", None)
-            if getattr(profile, "job_name", None) == job and isinstance(port, int):
-                return port
+            if profile.job_name == job and profile.tensorboard_port is not None:
+                return profile.tensorboard_port
         return DEFAULT_TENSORBOARD_PORT
 
     def tensorboard(self, job: str) -> None:
