@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from runai_tui.profiles import FIELDS, SCHEMA, Profile, ProfileStore, field_paths
-from runai_tui.profiles.docs import current_block, field_rows, markdown_table
+from runai_tui.profiles.docs import FIELD_TABLE, field_rows, markdown_table
 from runai_tui.runai.command import build_submit_argv, field_argv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,9 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_readme_field_table_is_generated_from_the_table() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert current_block(readme) == markdown_table(), (
-        "README.md's field table is stale: run python -m runai_tui.profiles.docs README.md"
-    )
+    assert FIELD_TABLE.current(readme) == markdown_table(), FIELD_TABLE.stale
+    assert "run python -m runai_tui.profiles.docs README.md" in FIELD_TABLE.stale
     for row in FIELDS:
         assert f"| `{row.name}` |" in readme
 
