@@ -4,11 +4,29 @@ otherwise, on profiles loaded the real way (YAML, extends, --set overrides)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from runai_tui.knowledge.checks import RULES, Finding, exit_code, lint, quantity_bytes
+from runai_tui.knowledge.checks import (
+    RULES,
+    Finding,
+    exit_code,
+    finding_line,
+    lint,
+    quantity_bytes,
+)
+from runai_tui.knowledge.docs import (
+    EXAMPLE_PROFILE,
+    LINT_EXAMPLES,
+    LINT_RULES,
+    example_findings,
+    example_profile,
+    lint_examples_text,
+    lint_rules_table,
+)
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 
 REPO = Path(__file__).resolve().parents[2]
@@ -238,7 +256,40 @@ def test_the_shipped_seed_profile_is_flagged_as_expected() -> None:
     assert not [c for c in rdma if c.startswith(("ib-", "rdma-"))]
 
 
-def test_every_rule_code_is_documented_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text()
-    for code in RULES:
-        assert re.search(rf"^\| `{re.escape(code)}` \|", readme, re.M), code
+def test_readme_lint_tables_are_generated_from_the_rules() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert LINT_RULES.current(readme) == lint_rules_table(), LINT_RULES.stale
+    assert LINT_EXAMPLES.current(readme) == lint_examples_text(), LINT_EXAMPLES.stale
+    assert "run python -m runai_tui.knowledge.docs README.md" in LINT_RULES.stale
+    for code, spec in RULES.items():
+        assert re.search(rf"^\| `{re.escape(code)}` \| {spec.severity}", readme, re.M), code
+
+
+def test_the_example_profile_has_no_findings() -> None:
+    assert lint(example_profile()) == []
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_each_rules_example_triggers_exactly_that_rule(code: str) -> None:
+    found = example_findings(RULES[code])
+    assert codes(found) == [code]
+    assert found[0].message.strip() and found[0].fix.strip()
+    assert found[0].message in lint_examples_text() and found[0].fix in lint_examples_text()
+
+
+def test_the_example_overrides_are_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    """The README's example, saved and linted through the CLI, prints the README's line."""
+    (tmp_path / "lint-example.yaml").write_text(EXAMPLE_PROFILE)
+    spec = RULES["trainer-args"]
+    argv = ["lint", "lint-example.yaml"]
+    for item in spec.example:
+        argv += ["--set", item]
+    run = subprocess.run(
+        [sys.executable, "-m", "runai_tui.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    (finding,) = example_findings(spec)
+    assert run.returncode == 1, run.stderr
+    assert run.stdout == finding_line("lint-example.yaml", finding) + "\n"

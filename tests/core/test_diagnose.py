@@ -13,6 +13,7 @@ import pytest
 from runai_tui.cli import main
 from runai_tui.knowledge import diagnose
 from runai_tui.knowledge.diagnose import CODES, PodDiagnoser, combine, diagnose_files, render_text
+from runai_tui.knowledge.docs import DIAGNOSE_CODES, diagnose_codes_table
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 STALL_NOW = 1795000020.0 + 3600  # an hour after stalled.log's newest record
@@ -181,6 +182,7 @@ def test_readme_documents_every_code_with_its_evidence() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for spec in CODES.values():
         assert f"| `{spec.code}` | {spec.severity} | {spec.message} | `{spec.example}` |" in readme
+    assert DIAGNOSE_CODES.current(readme) == diagnose_codes_table(), DIAGNOSE_CODES.stale
     assert "runai-tui diagnose" in readme and "runai-tui preflight" in readme
 
 
