@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -28,7 +29,7 @@ def apply_sets(
     sets: list[str],
     origins: dict[tuple[str, ...], tuple[str, int | None]],
 ) -> dict[str, Any]:
-    out = merge({}, data)
+    out = merge({}, copy.deepcopy(data))  # the sets below write into nested mappings
     problems = []
     for item in sets:
         label = f"--set {item}"

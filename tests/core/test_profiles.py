@@ -176,6 +176,9 @@ def test_overrides(store: ProfileStore) -> None:
     assert out.command == ["python x.py"]  # one word, exactly as written
     assert apply_overrides(profile, ["args=[--lr, '0.1']"]).args == ["--lr", "0.1"]
     assert apply_overrides(profile, ["env.A="]).env["A"] == ""
+    before = (dict(profile.env), dict(profile.memory), repr(profile.data))
+    apply_overrides(profile, ["env.A=1", "memory.request=1Gi"])
+    assert (profile.env, profile.memory, repr(profile.data)) == before  # the input is untouched
     for bad, words in [
         (["wrkers=2"], "did you mean 'workers'"),
         (["workers=two"], "whole number"),
