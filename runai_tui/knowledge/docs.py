@@ -26,7 +26,7 @@ LINT_EXAMPLES = Block("lint-examples", MODULE)
 DIAGNOSE_CODES = Block("diagnose-codes", MODULE)
 
 EXAMPLE_NAME = "lint-example"
-# The shipped retinanet-tcp with its four findings fixed: lint finds nothing in it, so each
+# The shipped retinanet-tcp with its findings fixed: lint finds nothing in it, so each
 # rule's example (a few --set overrides) shows that rule alone.
 EXAMPLE_PROFILE = """\
 extends: retinanet-tcp
