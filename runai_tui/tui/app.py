@@ -15,11 +15,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.text import literal
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
 from runai_tui.tui.terminal import InteractiveRunner
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:

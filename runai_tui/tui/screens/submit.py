@@ -14,8 +14,8 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RunaiError, UsageError
+from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.insight import InsightPanel
 
 if TYPE_CHECKING:
