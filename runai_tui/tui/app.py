@@ -117,6 +117,7 @@ class RunaiTuiApp(App[int]):
         self._last_internal = ""
         self.ring_on_end = notify  # `notify = false` in config.toml: notifications only
         self.end_watcher = EndWatcher()
+        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     def get_driver_class(self) -> type[Driver]:
         return driver_class_with_handle(super().get_driver_class())
@@ -125,7 +126,6 @@ class RunaiTuiApp(App[int]):
         """The jobs screen's every list: word of each job that went from Running to an end."""
         for job in self.end_watcher.ends(jobs):
             announce(self, job, ring=self.ring_on_end)
-        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     # -- state shared by the screens -----------------------------------------------------------
 
