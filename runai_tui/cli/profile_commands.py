@@ -79,33 +79,29 @@ def _add_checks_parsers(sub: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from runai_tui.profiles import ProfileStore, apply_overrides, check_job_name
-    from runai_tui.runai.command import build_submit_argv, display_argv, with_project
+    from runai_tui.profiles import ProfileStore
+    from runai_tui.runai import submission
+    from runai_tui.runai.command import display_argv
 
-    store = ProfileStore()
-    profile = store.load(args.profile)
-    if args.sets:
-        profile = apply_overrides(profile, args.sets)
-    if args.name is not None:
-        check_job_name(args.name)
-    settings = settings_for(args)
-    argv = with_project(
-        build_submit_argv(profile, args.name),
-        settings.project.value,
-        override=settings.project.from_flag,  # an explicit -p beats the profile's own project
-    )
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
-    _submit_checks(profile, args.strict)
+    settings = settings_for(args)
+    prepared = submission.prepare(
+        ProfileStore().load(args.profile),
+        args.sets,
+        name=args.name,
+        project=settings.project.value,
+        project_explicit=settings.project.from_flag,
+    )
+    _submit_checks(prepared.profile, args.strict)
     if args.dry_run:
         if args.json:
-            print_json({"argv": argv})
+            print_json({"argv": prepared.argv})
         else:
-            print(display_argv(argv))
+            print(display_argv(prepared.argv))
         return 0
     client = client_for(args)
-    _check_cli_generation(client, profile)
-    result = client.submit(argv)
+    result = submission.submit(client, prepared, warn=_warn)
     where = " on the LOCAL cluster" if client.backend.is_local else ""
     print(f"Submitted job {result.name}{where}.")
     print(
@@ -114,14 +110,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_cli_generation(client: Any, profile: Any) -> None:
-    """Exit 2 before submitting when the installed runai lacks a flag the profile needs."""
-    from runai_tui.runai.generations import check_profile, detect
-
-    found = detect(client)
-    if found.warning:
-        print(f"warning: {found.warning}", file=sys.stderr)
-    check_profile(profile, found.cli)
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def _submit_checks(profile: Any, strict: bool) -> None:

@@ -1,7 +1,7 @@
 """Watching a job: `ranks` (every rank's latest figures), `metrics` (every trainer record of every
 pod) and `wait` (block until it runs, completes or ends; for CI scripts).
 
-Logic: runai_tui/knowledge/records.py and runai_tui/knowledge/job_end.py.
+Logic: runai_tui/knowledge/job_records.py and runai_tui/knowledge/job_end.py.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _num(value: float | None, fmt: str) -> str:
 def cmd_ranks(args: argparse.Namespace) -> int:
     import asyncio
 
-    from runai_tui.knowledge.records import read_progress
+    from runai_tui.knowledge.job_records import read_progress
 
     pod, progress = asyncio.run(read_progress(client_for(args), args.job))
     if not progress.ranks:
@@ -115,7 +115,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     import asyncio
 
-    from runai_tui.knowledge.records import metric_columns, metric_rows, read_job_records
+    from runai_tui.knowledge.job_records import metric_columns, metric_rows, read_job_records
 
     rows = metric_rows(asyncio.run(read_job_records(client_for(args), args.job)))
     if args.json:

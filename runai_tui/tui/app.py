@@ -15,11 +15,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.text import literal
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
 from runai_tui.tui.terminal import InteractiveRunner
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ class RunaiTuiApp(App[int]):
         self._last_internal = ""
         self.ring_on_end = notify  # `notify = false` in config.toml: notifications only
         self.end_watcher = EndWatcher()
+        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     def get_driver_class(self) -> type[Driver]:
         return driver_class_with_handle(super().get_driver_class())
@@ -125,7 +126,6 @@ class RunaiTuiApp(App[int]):
         """The jobs screen's every list: word of each job that went from Running to an end."""
         for job in self.end_watcher.ends(jobs):
             announce(self, job, ring=self.ring_on_end)
-        self.forwards = Forwards(self)  # `F`: port forwards, ended with the app
 
     # -- state shared by the screens -----------------------------------------------------------
 

@@ -13,7 +13,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 
 from runai_tui.errors import Failure
 from runai_tui.runai.client import Forwarding
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 if TYPE_CHECKING:
     from textual.worker import Worker

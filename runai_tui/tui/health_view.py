@@ -15,7 +15,7 @@ from runai_tui.knowledge.diagnose import TRANSPORT_IB, TRANSPORT_SOCKET, Diagnos
 from runai_tui.knowledge.findings import ERROR, WARNING
 from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
 from runai_tui.models import Job, Phase
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 # The jobs screen's background pass: Failed jobs (the ones whose logs explain something) and
 # Pending ones (their events say why they wait), one job at a time, the last lines of each pod

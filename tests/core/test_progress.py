@@ -6,7 +6,7 @@ import json
 import math
 
 from runai_tui.knowledge.progress import TrainingProgress, parse_metric_line
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 
 def test_literal_neutralises_escapes_and_keeps_markup_text() -> None:

@@ -17,8 +17,8 @@ import pytest
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.knowledge import diagnose
 from runai_tui.knowledge.job_end import ended, judge, wait_for
+from runai_tui.knowledge.job_records import PodRecords, metric_columns, metric_rows
 from runai_tui.knowledge.progress import TrainingProgress, rank_figures
-from runai_tui.knowledge.records import PodRecords, metric_columns, metric_rows
 from runai_tui.knowledge.stragglers import find_stragglers, stragglers_in_lines
 from runai_tui.models import Job, JobDetail, Phase
 

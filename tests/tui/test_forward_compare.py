@@ -113,3 +113,15 @@ async def test_equals_compares_the_previous_and_the_selected_job(
         table = str(screen.query_one("#compare-table").render())
         assert "== metrics: 0 of 11 differ" in table and "≠ name" in table
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is jobs, "back on the jobs screen")
+
+        # Two marked jobs are the pair, whichever row is selected, in the table's order.
+        for name in ("demo-b", "demo-a"):
+            assert jobs.table.toggle_mark(name)
+        assert jobs.table.select_name("demo-b")
+        await pilot.press("equals_sign")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), "a second compare")
+        marked = app.screen
+        assert isinstance(marked, CompareScreen)
+        assert (marked.job_a, marked.job_b) == ("demo-a", "demo-b")
+        assert marked.how == "the two marked jobs"

@@ -16,7 +16,7 @@ from textual.widgets import Static
 from runai_tui.errors import Failure
 from runai_tui.knowledge.compare import Comparison, compare, render, require_records
 from runai_tui.knowledge.run_sources import gather_job
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.tui.app import RunaiTuiApp

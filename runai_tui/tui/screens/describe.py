@@ -20,9 +20,9 @@ from textual.worker import get_current_worker
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
+from runai_tui.text import literal
 from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.screens.base import AppScreen
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel

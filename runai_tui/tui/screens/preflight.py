@@ -15,8 +15,8 @@ from textual.widgets import Static
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.preflight import Preflight, preflight_job
 from runai_tui.models import Job
+from runai_tui.text import literal
 from runai_tui.tui.health_view import checklist_renderable
-from runai_tui.tui.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.tui.app import RunaiTuiApp

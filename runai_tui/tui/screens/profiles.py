@@ -15,8 +15,8 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
 from runai_tui.errors import UsageError
+from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.log_view import LogView
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RuntimeFailure
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.tui.app import RunaiTuiApp

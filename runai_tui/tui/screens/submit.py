@@ -14,13 +14,14 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RunaiError, UsageError
+from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
-from runai_tui.tui.text import literal
 from runai_tui.tui.widgets.insight import InsightPanel
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
     from runai_tui.runai.generations import CliVersion
+    from runai_tui.runai.submission import Submission
 
 # Form inputs and the profile field each one overrides.
 FIELDS: list[tuple[str, str, str]] = [
@@ -63,10 +64,15 @@ class SubmitScreen(AppScreen):
         super().__init__()
         self.profile_name = profile
         self.base: Profile | None = None  # the loaded profile
-        self.argv: list[str] | None = None
+        self.prepared: Submission | None = None  # the form's profile and command, when valid
         self.errors: dict[str, str] = {}
         self.submitting = False
         self.cli: CliVersion | None = None  # the runai CLI generation, once known
+
+    @property
+    def argv(self) -> list[str] | None:
+        """The exact command a submit runs now; None while the form has errors."""
+        return None if self.prepared is None else self.prepared.argv
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -190,21 +196,26 @@ class SubmitScreen(AppScreen):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
-        from runai_tui.profiles import ProfileError, apply_overrides
-        from runai_tui.runai.command import build_submit_argv, display_argv, with_project
-        from runai_tui.runai.generations import check_profile
+        from runai_tui.profiles import ProfileError
+        from runai_tui.runai import submission
+        from runai_tui.runai.command import display_argv
 
         base = self.base
         if base is None:
             return False
         sets, errors = self.overrides(base)
         general: list[str] = []
-        profile = base
+        prepared = None
         # Validate whatever parsed, so every field's problem shows at once.
         try:
-            profile = apply_overrides(base, sets)
-            if self.cli is not None:
-                check_profile(profile, self.cli)  # a field this runai lacks: said before submit
+            # The project the app uses (-p) is part of the command shown and run.
+            prepared = submission.prepare(
+                base,
+                sets,
+                project=self.tui.client.project,
+                project_explicit=self.tui.project_explicit,
+                cli=self.cli,  # a field this runai lacks: said before submit
+            )
         except ProfileError as error:
             known = {field for field, _, _ in FIELDS}
             for problem in error.problems:
@@ -221,18 +232,14 @@ class SubmitScreen(AppScreen):
         self.errors = errors | ({"": "\n".join(general)} if general else {})
         command = self.query_one("#submit-command", Static)
         insight = self.query_one(InsightPanel)
-        if self.errors:
-            self.argv = None
+        if self.errors or prepared is None:
+            self.prepared = None
             command.update("(fix the errors above to see the command)")
             insight.show(None)
         else:
-            # The project the app uses (-p) is part of the command shown and run.
-            project = getattr(self.tui.client, "project", None)
-            self.argv = with_project(
-                build_submit_argv(profile), project, override=self.tui.project_explicit
-            )
-            command.update(literal(display_argv(self.argv), max_chars=100_000))
-            insight.show(profile)
+            self.prepared = prepared
+            command.update(literal(display_argv(prepared.argv), max_chars=100_000))
+            insight.show(prepared.profile)
         self.refresh_bindings()
         return not self.errors
 
@@ -281,25 +288,28 @@ class SubmitScreen(AppScreen):
         if self.tui.readonly:
             self.notify("Read-only mode: submitting is disabled.", severity="warning")
             return
-        if not self.validate_form() or self.argv is None:
+        if not self.validate_form() or self.prepared is None:
             self.notify("Fix the errors shown in the form first.", severity="error", title="submit")
             return
         if not self.submitting:
             self.submitting = True
             self.refresh_bindings()
-            self.submit_job(list(self.argv))
+            self.submit_job(self.prepared)
 
     @work(exclusive=True, group="submit", exit_on_error=False)
-    async def submit_job(self, argv: list[str]) -> None:
+    async def submit_job(self, prepared: Submission) -> None:
+        from runai_tui.profiles import ProfileError
+        from runai_tui.runai import submission
         from runai_tui.runai.generations import adetect
 
         try:
-            if self.cli is None:  # submitted before the generation was known: learn it first
-                self.cli = (await adetect(self.tui.client)).cli
-                if not self.validate_form():
-                    self.notify("Fix the errors shown in the form first.", severity="error")
-                    return
-            result = await self.tui.client.asubmit(argv)
+            result = await submission.asubmit(self.tui.client, prepared)
+        except ProfileError:
+            # Submitted before the generation was known, and it lacks a field's flag: the form
+            # shows which, under the field, as it would have while typing.
+            self.cli = (await adetect(self.tui.client)).cli
+            self.validate_form()
+            self.notify("Fix the errors shown in the form first.", severity="error")
         except RunaiError as error:
             self.tui.report_error(error)
             self.query_one("#submit-problems", Static).update(

@@ -20,7 +20,7 @@ from runai_tui.knowledge.checks import Finding, lint
 from runai_tui.knowledge.plan import apply_measure, make_plan, read_progress
 from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.profiles import Profile
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 # Seconds of quiet after the last change before a job's log is read.

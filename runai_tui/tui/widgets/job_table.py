@@ -17,9 +17,9 @@ from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Job, format_age, format_gpus, format_pods
+from runai_tui.text import literal
 from runai_tui.tui.health_view import HealthCache, health_cell
 from runai_tui.tui.job_cells import status_text
-from runai_tui.tui.text import literal
 
 Cell = str | Text
 

@@ -20,7 +20,7 @@ from runai_tui.knowledge.resources import (
     memory_text,
 )
 from runai_tui.models import JobDetail
-from runai_tui.tui.text import literal
+from runai_tui.text import literal
 
 
 def resources_renderable(report: TopReport) -> Table:

@@ -1,0 +1,78 @@
+"""Submitting a profile, one sequence for `runai-tui submit` and the TUI's submit screen:
+overrides → job name → the argv with the project → the installed CLI's flags → submit.
+
+`prepare` is pure and raises the profile's own errors (exit 2); the submit twins add what needs
+the cluster: which `runai` generation is installed (a flag it lacks stops the submit) and the
+submit itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runai_tui.runai.command import build_submit_argv, with_project
+from runai_tui.runai.generations import adetect, check_profile, detect
+
+if TYPE_CHECKING:
+    from runai_tui.profiles import Profile
+    from runai_tui.runai.client import RunaiClient, SubmitResult
+    from runai_tui.runai.generations import CliVersion
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A profile with its overrides applied and the exact command line that submits it."""
+
+    profile: Profile
+    argv: list[str]
+
+
+def prepare(
+    profile: Profile,
+    sets: Sequence[str] = (),
+    *,
+    name: str | None = None,
+    project: str | None = None,
+    project_explicit: bool = False,
+    cli: CliVersion | None = None,
+) -> Submission:
+    """Apply `--set` overrides, check the job name, build the argv with the project (an explicit
+    `-p` beats the profile's own) and, when the CLI generation is known, check its flags. Raises
+    ProfileError or UsageError; nothing here touches the cluster."""
+    from runai_tui.profiles import apply_overrides, check_job_name
+
+    if sets:
+        profile = apply_overrides(profile, list(sets))
+    if name is not None:
+        check_job_name(name)
+    if cli is not None:
+        check_profile(profile, cli)  # a field this runai lacks: said before anything runs
+    argv = with_project(build_submit_argv(profile, name), project, override=project_explicit)
+    return Submission(profile, argv)
+
+
+def _no_warning(_: str) -> None:
+    return None
+
+
+def submit(
+    client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
+) -> SubmitResult:
+    """Check the profile against the installed CLI generation, then submit (blocking)."""
+    found = detect(client)
+    if found.warning:
+        warn(found.warning)
+    check_profile(submission.profile, found.cli)
+    return client.submit(submission.argv)
+
+
+async def asubmit(
+    client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
+) -> SubmitResult:
+    """`submit` for the TUI: the same checks, the async client."""
+    found = await adetect(client)
+    if found.warning:
+        warn(found.warning)
+    check_profile(submission.profile, found.cli)
+    return await client.asubmit(submission.argv)
