@@ -57,25 +57,11 @@ def add_parsers(sub: Any) -> None:
     wt.add_argument("--json", action="store_true", help='{"job", "for", "phase", "outcome", ...}')
 
 
-def _age(stamp: float | None, now: float) -> str:
-    if stamp is None:
-        return "-"
-    seconds = max(0.0, now - stamp)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def cmd_ranks(args: argparse.Namespace) -> int:
     import asyncio
 
     from runai_tui.knowledge.job_records import read_progress
+    from runai_tui.knowledge.progress import figure_text, record_age
 
     pod, progress = asyncio.run(read_progress(client_for(args), args.job))
     if not progress.ranks:
@@ -99,11 +85,11 @@ def cmd_ranks(args: argparse.Namespace) -> int:
         [
             str(f.rank),
             "-" if f.step is None else str(f.step),
-            _num(f.img_s, ".2f"),
-            _num(f.data_time, ".3f"),
-            _num(f.step_time, ".3f"),
-            _num(f.forward_time, ".3f"),
-            _age(f.time, now),
+            figure_text(f.img_s, ".2f"),
+            figure_text(f.data_time, ".3f"),
+            figure_text(f.step_time, ".3f"),
+            figure_text(f.forward_time, ".3f"),
+            record_age(f.time, now),
         ]
         for f in progress.ranks
     ]

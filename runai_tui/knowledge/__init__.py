@@ -2,4 +2,22 @@
 (trainer_facts, progress) and what a running or failed job says about itself (diagnose,
 preflight). Pure functions over profiles, records and log lines; no UI."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from runai_tui.models import JobDetail
+
 MAX_CONCURRENT_PODS = 8  # per-pod commands (`runai logs`, `runai exec`) at once for one job
+
+
+class ExecSource(Protocol):
+    """What the passes that run a probe in a job's pods (preflight, top) need of the client."""
+
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    async def aexec_output(
+        self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
+    ) -> str: ...

@@ -9,12 +9,11 @@ each with the reason and the fix. The CLI (`runai-tui preflight`) and the TUI sh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, fixes
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes
 from runai_tui.knowledge.findings import ERROR, INFO, Finding
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
@@ -343,14 +342,6 @@ def _versions(facts: dict[str, list[str]]) -> list[Finding]:
     else:
         items.append(check_passed("torch", f"torch {torch}"))
     return items
-
-
-class ExecSource(Protocol):
-    async def adescribe(self, name: str) -> JobDetail: ...
-
-    async def aexec_output(
-        self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
-    ) -> str: ...
 
 
 async def preflight_job(

@@ -204,3 +204,20 @@ def _int(value: object, default: int | None) -> int | None:
 
 def _fmt(value: object) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def record_age(stamp: float | None, now: float) -> str:
+    """How long ago a record was written, for a ranks table: 42s, 7m, 1.5h; "-" when unknown."""
+    if stamp is None:
+        return "-"
+    seconds = max(0.0, now - stamp)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def figure_text(value: float | None, fmt: str) -> str:
+    """A rank's figure in `fmt`, "-" when that rank has not reported it."""
+    return "-" if value is None else format(value, fmt)

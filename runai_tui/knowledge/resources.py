@@ -21,12 +21,11 @@ pod; `render_text` is the CLI's table.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -286,14 +285,6 @@ def _parse_processes(res: PodResources, facts: dict[str, list[str]], elapsed: fl
     res.cpu_cores = max(last[0] - first[0], 0) / tck / elapsed
     res.memory_bytes = last[1] * page
     res.memory_limit_bytes = _int(_one(facts, "mem_max"))  # the job's limit, if it has one
-
-
-class ExecSource(Protocol):
-    async def adescribe(self, name: str) -> JobDetail: ...
-
-    async def aexec_output(
-        self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
-    ) -> str: ...
 
 
 async def top_job(

@@ -9,22 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from runai_tui.knowledge.progress import TrainingProgress
-
-
-def record_age(stamp: float | None, now: float) -> str:
-    if stamp is None:
-        return "-"
-    seconds = max(0.0, now - stamp)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
+from runai_tui.knowledge.progress import TrainingProgress, figure_text, record_age
 
 
 def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
@@ -38,10 +23,12 @@ def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
         table.add_row(
             str(f.rank),
             "-" if f.step is None else str(f.step),
-            _num(f.img_s, ".2f"),
-            Text(f"{_num(f.data_time, '.3f')} s", style="bold yellow" if share >= 0.5 else ""),
-            f"{_num(f.step_time, '.3f')} s",
-            f"{_num(f.forward_time, '.3f')} s",
+            figure_text(f.img_s, ".2f"),
+            Text(
+                f"{figure_text(f.data_time, '.3f')} s", style="bold yellow" if share >= 0.5 else ""
+            ),
+            f"{figure_text(f.step_time, '.3f')} s",
+            f"{figure_text(f.forward_time, '.3f')} s",
             record_age(f.time, now),
         )
     return table
