@@ -15,6 +15,7 @@ from typing import Any
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes
 from runai_tui.knowledge.findings import ERROR, INFO, Finding
+from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -142,29 +143,13 @@ class Preflight:
         return {"pods": [p.to_dict() for p in self.pods]}
 
 
-def parse_facts(output: str) -> dict[str, list[str]]:
-    """`@@pf KEY VALUE` lines into {KEY: [VALUE, ...]}; every other line is ignored."""
-    facts: dict[str, list[str]] = {}
-    for line in output.splitlines():
-        if not line.startswith(MARK + " "):
-            continue
-        key, _, value = line[len(MARK) + 1 :].partition(" ")
-        facts.setdefault(key, []).append(value.strip())
-    return facts
-
-
-def _one(facts: dict[str, list[str]], key: str) -> str:
-    values = facts.get(key)
-    return values[-1] if values else ""
-
-
 def checklist(pod: str, output: str) -> PodChecklist:
     """The probe's output into a checklist; a fact the probe could not print is a fail or a skip
     that says so, never a pass."""
-    facts = parse_facts(output)
+    facts = parse_facts(output, MARK)
     env = dict(kv.partition("=")[::2] for kv in facts.get("env", []))
-    rdma = _one(facts, "rdma").split()
-    netifs = _one(facts, "netifs").split()
+    rdma = last_fact(facts, "rdma").split()
+    netifs = last_fact(facts, "netifs").split()
     ib_disabled = env.get("NCCL_IB_DISABLE", "").strip() in ("1", "true", "True")
     hca = env.get("NCCL_IB_HCA", "")
     ib_on = not ib_disabled and bool(hca or rdma)
@@ -173,20 +158,20 @@ def checklist(pod: str, output: str) -> PodChecklist:
     else:
         ib_why = "IB is not in use: no NCCL_IB_HCA and no RDMA device in /sys/class/infiniband"
     items = [
-        _memlock(_one(facts, "memlock"), ib_on, ib_why),
-        _shm(_one(facts, "shm_kb")),
+        _memlock(last_fact(facts, "memlock"), ib_on, ib_why),
+        _shm(last_fact(facts, "shm_kb")),
         _gpus(
-            _one(facts, "gpus_requested"),
-            _one(facts, "gpus_visible"),
-            _one(facts, "cuda_visible_devices"),
+            last_fact(facts, "gpus_requested"),
+            last_fact(facts, "gpus_visible"),
+            last_fact(facts, "cuda_visible_devices"),
         ),  # fmt: skip
         _rdma(rdma, ib_on, hca, ib_why),
         _socket_ifname(env.get("NCCL_SOCKET_IFNAME"), netifs),
         _nccl_env(env),
-        _master(_one(facts, "master_addr"), _one(facts, "master_port"), facts),
+        _master(last_fact(facts, "master_addr"), last_fact(facts, "master_port"), facts),
         *_versions(facts),
     ]
-    if _one(facts, "end") != "ok":
+    if last_fact(facts, "end") != "ok":
         items.append(
             check_failed(
                 "probe",
@@ -306,9 +291,9 @@ def _nccl_env(env: dict[str, str]) -> Finding:
 def _master(addr: str, port: str, facts: dict[str, list[str]]) -> Finding:
     if not addr or not port:
         return check_skipped("master", "MASTER_ADDR/MASTER_PORT are not set (a single pod?)")
-    if _one(facts, "python") in ("", "none"):
+    if last_fact(facts, "python") in ("", "none"):
         return check_skipped("master", f"{addr}:{port}: no python in the pod to test the port")
-    answer = _one(facts, "master")
+    answer = last_fact(facts, "master")
     state, _, rest = answer.partition(" ")
     where = f"{addr}:{port}"
     if state == "open":
@@ -328,14 +313,14 @@ def _master(addr: str, port: str, facts: dict[str, list[str]]) -> Finding:
 
 
 def _versions(facts: dict[str, list[str]]) -> list[Finding]:
-    python = _one(facts, "python")
+    python = last_fact(facts, "python")
     if python in ("", "none"):
         fix = "use an image with python3 (e.g. nvcr.io/nvidia/pytorch)"
         return [
             check_failed("python", "no python3 or python in the pod", fix),
             check_skipped("torch", "no python"),
         ]
-    torch = _one(facts, "torch")
+    torch = last_fact(facts, "torch")
     items = [check_passed("python", f"Python {python}")]
     if torch in ("", "none"):
         items.append(check_failed("torch", "torch is not installed", "use a PyTorch image"))

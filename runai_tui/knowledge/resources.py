@@ -26,6 +26,7 @@ from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource
+from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -171,21 +172,6 @@ class TopReport:
         return {"job": self.job, "pods": [p.to_dict() for p in self.pods]}
 
 
-def parse_facts(output: str) -> dict[str, list[str]]:
-    """`@@rs KEY VALUE` lines into {KEY: [VALUE, ...]}; every other line is ignored."""
-    facts: dict[str, list[str]] = {}
-    for line in output.splitlines():
-        if line.startswith(MARK + " "):
-            key, _, value = line[len(MARK) + 1 :].partition(" ")
-            facts.setdefault(key, []).append(value.strip())
-    return facts
-
-
-def _one(facts: dict[str, list[str]], key: str) -> str:
-    values = facts.get(key)
-    return values[-1] if values else ""
-
-
 def _int(text: str) -> int | None:
     text = text.strip()
     return int(text) if text.isdigit() else None
@@ -221,7 +207,7 @@ def _proc_totals(lines: list[str]) -> tuple[int, int] | None:
 
 
 def _elapsed(facts: dict[str, list[str]]) -> float:
-    start, end = _float(_one(facts, "uptime0")), _float(_one(facts, "uptime1"))
+    start, end = _float(last_fact(facts, "uptime0")), _float(last_fact(facts, "uptime1"))
     if start is not None and end is not None and end > start:
         return end - start
     return INTERVAL
@@ -230,36 +216,36 @@ def _elapsed(facts: dict[str, list[str]]) -> float:
 def parse_probe(pod: str, output: str) -> PodResources:
     """The probe's output into one pod's figures. A pod whose figures could not be read gets
     `error` and `hint` (never made-up numbers); no nvidia-smi is `gpu_tool False`, not an error."""
-    facts = parse_facts(output)
+    facts = parse_facts(output, MARK)
     res = PodResources(pod)
-    source = _one(facts, "source")
+    source = last_fact(facts, "source")
     res.source = source.split(" ")[0]
     elapsed = _elapsed(facts)
     if res.source == "processes":
         _parse_processes(res, facts, elapsed)
     elif res.source in ("cgroup-v2", "cgroup-v1"):
         _parse_cgroup(res, facts, elapsed)
-    elif _one(facts, "end") == "ok":
+    elif last_fact(facts, "end") == "ok":
         res.error = "no cgroup files in the pod (/sys/fs/cgroup memory.current or memory/)"
         res.hint = "the container runtime hides the cgroup; read usage with `kubectl top pod`"
     res.gpu_tool = bool(facts.get("gpu") or facts.get("gpu_error"))
     res.gpus = [parse_gpu_line(i, line) for i, line in enumerate(facts.get("gpu", []))]
-    res.gpu_error = _one(facts, "gpu_error")
-    if _one(facts, "end") != "ok" and not res.error:
+    res.gpu_error = last_fact(facts, "gpu_error")
+    if last_fact(facts, "end") != "ok" and not res.error:
         res.error = "the probe did not finish in the pod (no end marker): its output was cut"
         res.hint = "run `runai-tui exec JOB -- sh` and look; raise --timeout if the pod is slow"
     return res
 
 
 def _parse_cgroup(res: PodResources, facts: dict[str, list[str]], elapsed: float) -> None:
-    current = _int(_one(facts, "mem_current"))
-    inactive = _int(_one(facts, "mem_inactive_file")) or 0
+    current = _int(last_fact(facts, "mem_current"))
+    inactive = _int(last_fact(facts, "mem_inactive_file")) or 0
     if current is not None:
         res.memory_bytes = max(current - inactive, 0)
-    limit = _int(_one(facts, "mem_max"))  # v2 "max" is not a number: no limit
+    limit = _int(last_fact(facts, "mem_max"))  # v2 "max" is not a number: no limit
     res.memory_limit_bytes = limit if limit is not None and limit < NO_LIMIT_V1 else None
-    usec0, usec1 = _int(_one(facts, "cpu_usec0")), _int(_one(facts, "cpu_usec1"))
-    nsec0, nsec1 = _int(_one(facts, "cpu_nsec0")), _int(_one(facts, "cpu_nsec1"))
+    usec0, usec1 = _int(last_fact(facts, "cpu_usec0")), _int(last_fact(facts, "cpu_usec1"))
+    nsec0, nsec1 = _int(last_fact(facts, "cpu_nsec0")), _int(last_fact(facts, "cpu_nsec1"))
     if usec0 is not None and usec1 is not None:
         res.cpu_cores = max(usec1 - usec0, 0) / 1e6 / elapsed
     elif nsec0 is not None and nsec1 is not None:
@@ -279,12 +265,12 @@ def _parse_processes(res: PodResources, facts: dict[str, list[str]], elapsed: fl
         res.error = "none of the pod's processes is left in /proc: the pod has ended"
         res.hint = "check the pod with `runai-tui describe JOB`"
         return
-    tck = _int(_one(facts, "clk_tck")) or 100
-    page = _int(_one(facts, "page_size")) or 4096
+    tck = _int(last_fact(facts, "clk_tck")) or 100
+    page = _int(last_fact(facts, "page_size")) or 4096
     # A process that exits between the samples takes its ticks away; never report negative use.
     res.cpu_cores = max(last[0] - first[0], 0) / tck / elapsed
     res.memory_bytes = last[1] * page
-    res.memory_limit_bytes = _int(_one(facts, "mem_max"))  # the job's limit, if it has one
+    res.memory_limit_bytes = _int(last_fact(facts, "mem_max"))  # the job's limit, if it has one
 
 
 async def top_job(

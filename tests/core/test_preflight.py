@@ -13,13 +13,14 @@ import pytest
 from runai_tui.knowledge.preflight import (
     COMMAND,
     FAIL,
+    MARK,
     PASS,
     SKIP,
     checklist,
-    parse_facts,
     render_text,
     status,
 )
+from runai_tui.knowledge.probe_facts import parse_facts
 
 
 def probe(env: dict[str, str]) -> str:
@@ -140,7 +141,7 @@ def test_a_cut_probe_output_fails_and_nothing_passes_by_default() -> None:
     got = statuses("@@pf memlock unlimited\n")
     assert got["probe"][0] == FAIL
     assert got["python"][0] == FAIL and got["shm"][0] == FAIL
-    assert parse_facts("@@pf env A=1\n@@pf env B=2\nnoise") == {"env": ["A=1", "B=2"]}
+    assert parse_facts("@@pf env A=1\n@@pf env B=2\nnoise", MARK) == {"env": ["A=1", "B=2"]}
 
 
 def test_text_output_keeps_pod_values_inert() -> None:
