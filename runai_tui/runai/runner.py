@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _READ_CHUNK = 65536
 _MAX_LINE = 1 << 20  # a "line" longer than this is handed on in pieces
+_DRAIN_SECONDS = 2.0  # reading a killed child's pipes to their end
 _T = TypeVar("_T")
 
 
@@ -49,13 +50,17 @@ def kill_group(pid: int) -> None:
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Kill the process group, reap the child and close its pipes now (left to the garbage
-    collector, a pipe of a killed child would be closed after its event loop)."""
-    kill_group(proc.pid)
+    """Kill the process group (unless the child has ended), reap the child and read both pipes to
+    their end: asyncio closes a child's transport once it has exited and its pipes are at EOF.
+    Left to the garbage collector, the pipes would be closed after their event loop."""
+    if proc.returncode is None:
+        kill_group(proc.pid)
     await proc.wait()
-    transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            # A process that left the group may hold a pipe open: then the collector closes it.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(stream.read(), _DRAIN_SECONDS)
 
 
 async def _spawn(argv: Sequence[str], env: Mapping[str, str] | None) -> asyncio.subprocess.Process:
@@ -133,12 +138,11 @@ class LineStream:
             self.returncode = await proc.wait()
             self.stderr = await stderr_task
         finally:
-            if proc.returncode is None:
-                await _stop(proc)
             if not stderr_task.done():
                 stderr_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await stderr_task
+            await _stop(proc)
 
 
 # --- the sync facade -----------------------------------------------------------------------------
