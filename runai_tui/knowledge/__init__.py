@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from runai_tui.errors import ErrorKind, RunaiError
+
 if TYPE_CHECKING:
-    from runai_tui.models import JobDetail
+    from runai_tui.models import JobDetail, Pod
 
 MAX_CONCURRENT_PODS = 8  # per-pod commands (`runai logs`, `runai exec`) at once for one job
 
@@ -21,3 +23,15 @@ class ExecSource(Protocol):
     async def aexec_output(
         self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
     ) -> str: ...
+
+
+def pods_to_probe(detail: JobDetail, pod: str | None) -> list[Pod]:
+    """The job's pods, or only the one named: RunaiError (not found) listing its pods when the job
+    has no pod of that name."""
+    pods = [p for p in detail.pods if pod is None or p.name == pod]
+    if pod is not None and not pods:
+        known = ", ".join(p.name for p in detail.pods) or "none"
+        raise RunaiError(
+            ErrorKind.NOT_FOUND, f"job {detail.job.name!r} has no pod {pod!r}", f"its pods: {known}"
+        )
+    return pods

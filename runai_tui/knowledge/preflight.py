@@ -12,8 +12,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes
+from runai_tui.errors import RunaiError
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
 from runai_tui.knowledge.findings import ERROR, INFO, Finding
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.models import JobDetail, Phase
@@ -340,12 +340,7 @@ async def preflight_job(
     one skipped item; a probe that fails or times out is one failed item."""
     if detail is None:
         detail = await client.adescribe(name)
-    pods = [p for p in detail.pods if pod is None or p.name == pod]
-    if pod is not None and not pods:
-        known = ", ".join(p.name for p in detail.pods) or "none"
-        raise RunaiError(
-            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
-        )
+    pods = pods_to_probe(detail, pod)
 
     slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
@@ -284,12 +284,7 @@ async def top_job(
     row with its phase; asking for one such pod by name, or a job with no running pod, raises."""
     if detail is None:
         detail = await client.adescribe(name)
-    pods = [p for p in detail.pods if pod is None or p.name == pod]
-    if pod is not None and not pods:
-        known = ", ".join(p.name for p in detail.pods) or "none"
-        raise RunaiError(
-            ErrorKind.NOT_FOUND, f"job {name!r} has no pod {pod!r}", f"its pods: {known}"
-        )
+    pods = pods_to_probe(detail, pod)
     if not any(p.phase is Phase.RUNNING for p in pods):
         which = f"pod {pod!r} is {pods[0].phase.value}" if pod else "no pod of it is running"
         raise RunaiError(
