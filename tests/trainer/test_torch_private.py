@@ -7,6 +7,7 @@ checked against modules that have exactly the signatures seen in real builds (th
 
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import os
@@ -152,3 +153,44 @@ def test_a_torch_without_a_dump_trains_on_and_keeps_torchs_own_file(tmp_path: Pa
     assert f"[rank 1] flight recorder dump (torch's watchdog): {prefix}1" in out
     assert Path(prefix + "1").read_bytes() == b"torch's own"
     assert not Path(prefix + "0").exists()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(source: str) -> list[str]:
+    """Private torch/torchvision names a module reaches for: `from torch.x import _y`,
+    `import torch._x`, and attribute chains like `torch._C` or `nn.modules._BatchNorm`."""
+    found = []
+    roots = {"torch", "torchvision", "nn", "dist", "F"}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in roots:
+            parts = [*(node.module or "").split("."), *(a.name for a in node.names)]
+            found += [f"from {node.module} import {a.name}" for a in node.names
+                      if any(_private(p) for p in parts)]  # fmt: skip
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in roots
+                      and any(_private(p) for p in a.name.split(".")[1:])]  # fmt: skip
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in roots:
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_no_private_torch_name_outside_the_one_place() -> None:
+    """trainer/torch_private.py is the only module that names a private torch entry point (and
+    it does so by string, so no build's type stubs decide whether the trainer type-checks)."""
+    offenders = {
+        str(path.relative_to(REPO)): uses
+        for path in sorted((REPO / "trainer").rglob("*.py"))
+        if path.name != "torch_private.py" and (uses := _private_uses(path.read_text()))
+    }
+    assert offenders == {}
+    assert _private_uses("from torchvision.models.detection.backbone_utils import _x\n"
+                         "import torch._C\nk = nn.modules.batchnorm._BatchNorm\n") == [
+        "from torchvision.models.detection.backbone_utils import _x", "torch._C",
+        "nn.modules.batchnorm._BatchNorm"]  # fmt: skip
