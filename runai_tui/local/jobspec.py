@@ -291,6 +291,9 @@ def pod_environment(
             "POD_NAME": pod["name"],
         }
     )
+    if not pod["gpus"]:
+        # As in a Kubernetes pod that requests no GPU: none is visible (the job's env may say else).
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env.update(pod.get("env") or {})
     env[JOB_DIR_ENV] = str(jobdir)
     env[POD_ENV] = pod["name"]
