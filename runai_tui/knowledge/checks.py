@@ -23,6 +23,7 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
+from runai_tui.quantity import plain, quantity_or_none
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
@@ -198,32 +199,8 @@ def _show(value: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Kubernetes quantities
 
-_SUFFIX = {
-    "": 1,
-    "m": 1e-3,
-    "k": 1e3,
-    "K": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)$")
-
-
-def quantity_bytes(text: str) -> float | None:
-    """A Kubernetes memory quantity in bytes (a bare number is bytes), or None if unreadable."""
-    match = _QUANTITY.match(text.strip())
-    if not match or match.group(2) not in _SUFFIX:
-        return None
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+MEGABYTE = 10**6  # a bare memory number below this is surely not the bytes that were meant
+SMALL_SI = {"m": "milli", "u": "micro", "n": "nano"}  # legal suffixes, never meant for memory
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,28 +211,34 @@ def quantity_bytes(text: str) -> float | None:
     "memory-unit",
     "warning",
     "memory",
-    "a memory quantity with no unit (read as bytes)",
+    "a memory quantity in milli-bytes or a bare number below a megabyte",
     fields="`memory.request`, `memory.limit`",
     means=(
-        "a bare number (or an `m` suffix): Kubernetes reads `3846` as 3846 bytes, `512m` as "
-        "0.512 bytes"
+        "Kubernetes reads a bare number as bytes (`3846` is 3846 bytes) and a lower-case `m` as "
+        "milli (`512m` is 0.512 bytes); warned for `m` and for bare numbers below a megabyte"
     ),
     fix="write the unit: `--set memory.request=3846Mi`",
     example=("memory.request=3846",),
 )
 def _memory_unit(f: Facts) -> Iterable[Hit]:
     for key in ("request", "limit"):
-        value = f.profile.memory.get(key)
-        if value is None:
+        value = quantity_or_none(f.profile.memory.get(key))
+        if value is None or value.has_unit:
             continue
-        match = _QUANTITY.match(value)
-        if match and match.group(2) in ("", "m"):
-            unit = "milli-bytes" if match.group(2) == "m" else "bytes"
-            number = match.group(1)
+        number, field = value.number, f"memory.{key}"
+        if value.suffix in SMALL_SI:
             yield Hit(
-                f"memory.{key} {value} has no unit: Kubernetes reads it as {value} {unit}, not MiB",
-                f"write the unit: --set memory.{key}={number}Mi (or {number}M, or e.g. 16Gi)",
-                field=f"memory.{key}",
+                f"{field} {value.text} is {plain(value.value)} bytes to Kubernetes (a lower-case "
+                f"{value.suffix} is {SMALL_SI[value.suffix]}): did you mean {number}Mi?",
+                f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
+                field=field,
+            )
+        elif value.value < MEGABYTE:  # a bare number or an exponent form (1e3)
+            number = plain(value.value)
+            yield Hit(
+                f"{field} {value.text} has no unit: Kubernetes reads it as {number} bytes, not MiB",
+                f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
+                field=field,
             )
 
 
@@ -273,10 +256,8 @@ def _memory_unit(f: Facts) -> Iterable[Hit]:
 )
 def _memory_limit(f: Facts) -> Iterable[Hit]:
     request, limit = f.profile.memory.get("request"), f.profile.memory.get("limit")
-    if request is None or limit is None:
-        return
-    req, lim = quantity_bytes(request), quantity_bytes(limit)
-    if req is not None and lim is not None and lim < req:
+    req, lim = quantity_or_none(request), quantity_or_none(limit)
+    if req is not None and lim is not None and lim.value < req.value:
         yield Hit(
             f"limit {limit} is below request {request}: Kubernetes rejects the pod",
             f"raise the limit to at least the request: --set memory.limit={request}",

@@ -75,7 +75,7 @@ def _capabilities(value: Any) -> list[str]:
 
 
 _UID = v.int_range(0, 2**31 - 1)
-_CORES = v.positive_float(1024)
+_CORES = v.cores(1024)
 
 # Field(name, help, example, kind, check, ...keywords): see the Field class above.
 FIELDS: tuple[Field, ...] = (
@@ -120,7 +120,7 @@ FIELDS: tuple[Field, ...] = (
                SubField("limit", _CORES, "CPU cores limit", "--cpu-core-limit")),
           emit="group", cli=V2, empty={}),
     Field("memory", "memory per pod (quantities): {request, limit}",
-          '{request: "3846", limit: 16Gi}', "group",
+          "{request: 4Gi, limit: 16Gi}", "group",
           sub=(SubField("request", v.quantity, "memory requested", "--cpu-memory-request"),
                SubField("limit", v.quantity, "memory limit", "--cpu-memory-limit")),
           emit="group", cli=V2, empty={}),
