@@ -3,7 +3,7 @@ torch; the trainer imports nothing from runai_tui; faces never spawn processes t
 runai/backend.py knows the local cluster's package; asyncio spawns happen only in the core's
 runner; the `runai` plumbing (runai_tui/runai/) and the operator's knowledge
 (runai_tui/knowledge/) never import each other; nothing forks this process; lint and preflight
-share the findings module without importing diagnose; no module in runai_tui/ is over 700 lines."""
+share the findings module without importing diagnose; profiles import nothing from the plumbing; no module in runai_tui/ is over 700 lines."""
 
 from __future__ import annotations
 
@@ -152,6 +152,29 @@ def test_plumbing_and_knowledge_stay_apart() -> None:
         if m == other or m.startswith(other + ".")
     ]
     assert offenders == []
+
+
+def test_profiles_import_nothing_from_runai() -> None:
+    # The profile field table is read by the plumbing (argv, the CLI generation check), never
+    # the reverse: the generations' names are in the leaf runai_tui/cli_generations.py, so there
+    # is no circle, not even through an import inside a function.
+    files = python_files(REPO / "runai_tui" / "profiles")
+    assert files
+    offenders = []
+    for p in files:
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            offenders += [
+                (str(p), n) for n in names if n.startswith(("runai_tui.runai", "runai_tui.local"))
+            ]
+    assert offenders == []
+    leaf = imported_modules(REPO / "runai_tui" / "cli_generations.py")
+    assert leaf <= {"__future__"}
 
 
 def attributes_and_imports(path: Path) -> set[str]:

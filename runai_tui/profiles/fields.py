@@ -4,7 +4,7 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
 where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
 (docs.py; a test keeps README.md current) and the CLI generation check
-(runai_tui/runai/generations.py). The local cluster's own flag parser
+(runai_tui/runai/generations.py; the generations' names are in runai_tui/cli_generations.py). The local cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runai_tui.cli_generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
-from runai_tui.runai.generations import ALL, V2, V2_LATE_ONLY
 
 RESTART = ("Always", "OnFailure", "Never")
 
