@@ -177,6 +177,19 @@ def test_profiles_import_nothing_from_runai() -> None:
     assert leaf <= {"__future__"}
 
 
+def test_only_the_launcher_and_the_screen_base_import_the_app() -> None:
+    # The app imports its screens and helpers; they take what they need (a client, Textual's
+    # App, the ForwardsHost protocol) instead of importing it back. The launcher starts it, and
+    # the screen base gives screens their typed `tui` (a type-only import).
+    tui = REPO / "runai_tui" / "tui"
+    importers = sorted(
+        str(p.relative_to(tui))
+        for p in python_files(tui)
+        if "runai_tui.tui.app" in imported_modules(p)
+    )
+    assert importers == ["launch.py", "screens/base.py"]
+
+
 def attributes_and_imports(path: Path) -> set[str]:
     """Every attribute name used and every name imported in a module."""
     names: set[str] = set()

@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.text import literal
+from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
@@ -217,13 +218,7 @@ class RunaiTuiApp(App[int]):
 
     def report_error(self, error: Failure) -> None:
         """Show a failure with its fix; the app keeps running."""
-        title = "runai" if isinstance(error, RunaiError) else "error"
-        if isinstance(error, RunaiError):
-            title = f"runai: {error.kind.value}"
-        message = literal(str(error))
-        if error.hint:
-            message += f"\nfix: {literal(error.hint)}"
-        self.notify(message, title=title, severity="error", timeout=8, markup=False)
+        notify_failure(self, error)
 
     # -- global actions ------------------------------------------------------------------------
 
@@ -282,7 +277,9 @@ class RunaiTuiApp(App[int]):
                 if on_switched is not None:
                     on_switched()
 
-        self.push_screen(ProjectsDialog(getattr(self.client, "project", None)), answered)
+        self.push_screen(
+            ProjectsDialog(self.client, getattr(self.client, "project", None)), answered
+        )
 
     # True once the user chose the project (-p, or P): it then beats a profile's own project.
     project_explicit = False

@@ -278,7 +278,7 @@ class JobsScreen(AppScreen):
 
         job = self._selected()
         if job is not None:
-            self.app.push_screen(PreflightScreen(job))
+            self.app.push_screen(PreflightScreen(self.tui.client, job))
 
     def action_forward_tensorboard(self) -> None:
         job = self._selected()
@@ -301,7 +301,7 @@ class JobsScreen(AppScreen):
                 )
                 return
             pair, how = [self.previous_job, job.name], "the previously selected job and this one"
-        self.app.push_screen(CompareScreen(pair[0], pair[1], how))
+        self.app.push_screen(CompareScreen(self.tui.client, pair[0], pair[1], how))
 
     def action_delete(self) -> None:
         if self.table.marked():
