@@ -54,7 +54,7 @@ def finding_line(profile: str, finding: Finding) -> str:
 
 
 @dataclass(frozen=True)
-class Hit:
+class RuleFinding:
     """What a rule found: `message` and `fix`; `severity` and `field` (None: the rule's)."""
 
     message: str
@@ -103,7 +103,7 @@ class Facts:
         return [k for k in self.profile.extended_resources if "rdma" in k.lower()]
 
 
-Check = Callable[[Facts], Iterable[Hit]]
+Check = Callable[[Facts], Iterable[RuleFinding]]
 
 
 @dataclass(frozen=True)
@@ -220,14 +220,14 @@ SMALL_SI = {"m": "milli", "u": "micro", "n": "nano"}  # legal suffixes, never me
     fix="write the unit: `--set memory.request=3846Mi`",
     example=("memory.request=3846",),
 )
-def _memory_unit(f: Facts) -> Iterable[Hit]:
+def _memory_unit(f: Facts) -> Iterable[RuleFinding]:
     for key in ("request", "limit"):
         value = quantity_or_none(f.profile.memory.get(key))
         if value is None or value.has_unit:
             continue
         number, field = value.number, f"memory.{key}"
         if value.suffix in SMALL_SI:
-            yield Hit(
+            yield RuleFinding(
                 f"{field} {value.text} is {plain(value.value)} bytes to Kubernetes (a lower-case "
                 f"{value.suffix} is {SMALL_SI[value.suffix]}): did you mean {number}Mi?",
                 f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
@@ -235,7 +235,7 @@ def _memory_unit(f: Facts) -> Iterable[Hit]:
             )
         elif value.value < MEGABYTE:  # a bare number or an exponent form (1e3)
             number = plain(value.value)
-            yield Hit(
+            yield RuleFinding(
                 f"{field} {value.text} has no unit: Kubernetes reads it as {number} bytes, not MiB",
                 f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
                 field=field,
@@ -254,11 +254,11 @@ def _memory_unit(f: Facts) -> Iterable[Hit]:
     fix="raise the limit to at least the request",
     example=("memory.request=1Gi", "memory.limit=1000M"),
 )
-def _memory_limit(f: Facts) -> Iterable[Hit]:
+def _memory_limit(f: Facts) -> Iterable[RuleFinding]:
     request, limit = f.profile.memory.get("request"), f.profile.memory.get("limit")
     req, lim = quantity_or_none(request), quantity_or_none(limit)
     if req is not None and lim is not None and lim.value < req.value:
-        yield Hit(
+        yield RuleFinding(
             f"limit {limit} is below request {request}: Kubernetes rejects the pod",
             f"raise the limit to at least the request: --set memory.limit={request}",
         )
@@ -279,7 +279,7 @@ def _memory_limit(f: Facts) -> Iterable[Hit]:
     fix="delete it from `env` (`env: {CUDA_VISIBLE_DEVICES: null}` in a profile that extends)",
     example=("env.CUDA_VISIBLE_DEVICES=0",),
 )
-def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
+def _cuda_visible_devices(f: Facts) -> Iterable[RuleFinding]:
     if "CUDA_VISIBLE_DEVICES" not in f.env:
         return
     value = f.env["CUDA_VISIBLE_DEVICES"]
@@ -290,14 +290,14 @@ def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
     )
     hidden = value.strip() in ("", "-1", "none", "NoDevFiles")
     if gpus > 1 or (hidden and gpus > 0):
-        yield Hit(
+        yield RuleFinding(
             f"CUDA_VISIBLE_DEVICES={_show(value)} overrides the device plugin's choice and a pod "
             f"has {gpus} GPU(s): the entry script and the trainer see the wrong devices",
             fix,
             severity="error",
         )
     else:
-        yield Hit(
+        yield RuleFinding(
             f"CUDA_VISIBLE_DEVICES={_show(value)} overrides the device plugin's choice: harmless "
             "with one GPU per pod, wrong as soon as a pod gets two",
             fix,
@@ -317,7 +317,7 @@ def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
     fix="add `annotations: {k8s.v1.cni.cncf.io/networks: NAME}`, or drop the variable",
     example=("annotations=null",),
 )
-def _socket_ifname(f: Facts) -> Iterable[Hit]:
+def _socket_ifname(f: Facts) -> Iterable[RuleFinding]:
     value = f.env.get("NCCL_SOCKET_IFNAME")
     if value is None or MULTUS_ANNOTATION in f.profile.annotations:
         return
@@ -327,7 +327,7 @@ def _socket_ifname(f: Facts) -> Iterable[Hit]:
     names = [n.strip() for n in text.lstrip("=").split(",") if n.strip()]
     if all(n.startswith(POD_INTERFACES) for n in names):
         return
-    yield Hit(
+    yield RuleFinding(
         f"NCCL_SOCKET_IFNAME={_show(value)} names an interface a secondary network creates, but "
         f"no {MULTUS_ANNOTATION} annotation attaches one: NCCL finds no such interface",
         f"add the network: annotations: {{{MULTUS_ANNOTATION}: NAME}} (your "
@@ -348,11 +348,11 @@ def _socket_ifname(f: Facts) -> Iterable[Hit]:
     '["memlock=-1:-1"]` in `/etc/crio/crio.conf.d/99-ulimits.conf`); or `NCCL_IB_DISABLE=1`',
     example=("env.NCCL_IB_DISABLE=0", "extended_resources.rdma/rdma_shared_device_a=1"),
 )
-def _ib_ipc_lock(f: Facts) -> Iterable[Hit]:
+def _ib_ipc_lock(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_on or "IPC_LOCK" in f.profile.capabilities:
         return
     why = _ib_why(f)
-    yield Hit(
+    yield RuleFinding(
         f"NCCL may use InfiniBand/RoCE ({why}) but the pod lacks the IPC_LOCK capability: "
         "registering memory for RDMA (ibv_reg_mr) fails and NCCL falls back to TCP",
         fixes.MEMLOCK + "; or set NCCL_IB_DISABLE=1 for TCP on purpose",
@@ -374,10 +374,10 @@ def _ib_ipc_lock(f: Facts) -> Iterable[Hit]:
     ),
     example=("env.NCCL_IB_DISABLE=0", "capabilities=[IPC_LOCK]"),
 )
-def _ib_without_rdma(f: Facts) -> Iterable[Hit]:
+def _ib_without_rdma(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_on or f.rdma_resources:
         return
-    yield Hit(
+    yield RuleFinding(
         f"NCCL may use InfiniBand/RoCE ({_ib_why(f)}) but no RDMA extended resource is "
         "requested: the pod gets no RDMA device and NCCL falls back to sockets",
         "request one: extended_resources: {openshift.io/mlxrdma: 1} (your cluster's RDMA "
@@ -405,11 +405,11 @@ def _ib_why(f: Facts) -> str:
     fix="remove it (`NAME: null` in a profile that extends), or `NCCL_IB_DISABLE=0`",
     example=("extended_resources.rdma/rdma_shared_device_a=1",),
 )
-def _rdma_unused(f: Facts) -> Iterable[Hit]:
+def _rdma_unused(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_disabled:
         return
     for name in f.rdma_resources:
-        yield Hit(
+        yield RuleFinding(
             f"{name} is requested but NCCL_IB_DISABLE={f.env['NCCL_IB_DISABLE']}: the RDMA "
             "device is held and never used",
             f"drop it (extended_resources: {{{name}: null}} in a profile that extends this one),"
@@ -430,11 +430,11 @@ def _rdma_unused(f: Facts) -> Iterable[Hit]:
     fix="`--set large_shm=true`, or `--workers 0` in the trainer's args",
     example=("large_shm=false",),
 )
-def _shm_workers(f: Facts) -> Iterable[Hit]:
+def _shm_workers(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or f.profile.large_shm or f.trainer.workers <= 0:
         return
     origin = "--workers" if "workers" in f.trainer.given else "--workers default"
-    yield Hit(
+    yield RuleFinding(
         f"the trainer runs {f.trainer.workers} data-loader workers per process ({origin}) and "
         "large_shm is off: they pass batches through /dev/shm (64 MiB by default) and die "
         "with a bus error",
@@ -454,10 +454,10 @@ def _shm_workers(f: Facts) -> Iterable[Hit]:
     fix="drop `--sync-bn`",
     example=("workers=null", "args=[--sync-bn]"),
 )
-def _sync_bn(f: Facts) -> Iterable[Hit]:
+def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or not f.trainer.sync_bn or (f.profile.workers or 0) > 0:
         return
-    yield Hit(
+    yield RuleFinding(
         "--sync-bn with one pod: SyncBatchNorm synchronises every forward pass, which pays "
         "only when batch statistics span nodes",
         "drop --sync-bn from args (plain BatchNorm on one node)",
@@ -476,10 +476,10 @@ def _sync_bn(f: Facts) -> Iterable[Hit]:
     fix="`--set env.NCCL_DEBUG=WARN`",
     example=("env.NCCL_DEBUG=INFO",),
 )
-def _nccl_debug(f: Facts) -> Iterable[Hit]:
+def _nccl_debug(f: Facts) -> Iterable[RuleFinding]:
     if f.env.get("NCCL_DEBUG", "").upper() != "INFO":
         return
-    yield Hit(
+    yield RuleFinding(
         "NCCL_DEBUG=INFO: right for a first run (it shows NET/IB or NET/Socket), noisy in "
         "production",
         "once the transport is confirmed: --set env.NCCL_DEBUG=WARN",
@@ -504,14 +504,14 @@ FR_DUMP_VARS = ("TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT")
     fix="`--set env.TORCH_FR_BUFFER_SIZE=2000 --set env.TORCH_FR_DUMP_ON_TIMEOUT=1`",
     example=("env.TORCH_FR_DUMP_ON_TIMEOUT=0",),
 )
-def _flight_recorder_off(f: Facts) -> Iterable[Hit]:
+def _flight_recorder_off(f: Facts) -> Iterable[RuleFinding]:
     if not f.profile.workers:
         return
     buffer = next((f.env[v] for v in FR_BUFFER_VARS if f.env.get(v)), "")
     dump = next((f.env[v] for v in FR_DUMP_VARS if f.env.get(v)), "")
     if buffer.strip().isdigit() and int(buffer) > 0 and dump.strip().lower() in ("1", "true"):
         return
-    yield Hit(
+    yield RuleFinding(
         "the Flight Recorder is not set to dump on a collective timeout: when a rank hangs, "
         "`runai-tui diagnose` cannot name it",
         "--set env.TORCH_FR_BUFFER_SIZE=2000 --set env.TORCH_FR_DUMP_ON_TIMEOUT=1 (the shipped "
@@ -528,12 +528,12 @@ def _flight_recorder_off(f: Facts) -> Iterable[Hit]:
     fix="`--set clean_pod_policy=None`",
     example=("clean_pod_policy=All",),
 )
-def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
+def _clean_pod_policy(f: Facts) -> Iterable[RuleFinding]:
     policy = f.profile.clean_pod_policy
     if policy not in ("All", "Running"):
         return
     which = "every pod" if policy == "All" else "the pods still running"
-    yield Hit(
+    yield RuleFinding(
         f"clean_pod_policy {policy}: when the job ends, {which} is deleted, and with them "
         "their logs (the reason a job failed)",
         "--set clean_pod_policy=None keeps finished pods and their logs; delete the job when done",
@@ -556,14 +556,14 @@ def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
     ),
     example=("env.HF_TOKEN=hf_abc123",),
 )
-def _secret_in_env(f: Facts) -> Iterable[Hit]:
+def _secret_in_env(f: Facts) -> Iterable[RuleFinding]:
     for name, value in f.env.items():
         parts = re.split(r"[_.\-]+", name.upper())
         if not any(p.endswith(SECRET_WORDS) for p in parts if p) or parts[-1] in FILE_WORDS:
             continue
         if not value.strip() or value.startswith(("$(", "${", "SECRET:")):
             continue
-        yield Hit(
+        yield RuleFinding(
             f"{name} carries a literal value (not shown): it lands in the profile file, the "
             "command line and the job spec, readable by anyone who can list them",
             f"delete env.{name}, put the value in a Kubernetes Secret (kubectl create secret "
@@ -585,10 +585,10 @@ def _secret_in_env(f: Facts) -> Iterable[Hit]:
     fix="fix the value in `args`",
     example=("args=[--batch-size,two]",),
 )
-def _trainer_args(f: Facts) -> Iterable[Hit]:
+def _trainer_args(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer_error:
-        yield Hit(f.trainer_error, "fix the value in args")
+        yield RuleFinding(f.trainer_error, "fix the value in args")
         return
     problem = trainer_args_problem(f.trainer) if f.trainer is not None else ""
     if problem:
-        yield Hit(f"{problem} (the trainer refuses it)", "fix the value in args")
+        yield RuleFinding(f"{problem} (the trainer refuses it)", "fix the value in args")

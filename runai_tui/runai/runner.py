@@ -156,7 +156,7 @@ def _loop_running() -> bool:
     return True
 
 
-class _Driver:
+class _PrivateLoop:
     """A private event loop for sync callers. Called from inside a running event loop (a sync
     call in async code), the private loop runs in a helper thread, and the caller blocks as on
     any sync call."""
@@ -202,21 +202,21 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run `coroutine` to completion on a private event loop (for the headless CLI)."""
-    driver = _Driver()
+    private = _PrivateLoop()
     try:
-        return driver.step(coroutine)
+        return private.step(coroutine)
     finally:
-        driver.close()
+        private.close()
 
 
 def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:
     """The items of an async iterator as a plain iterator, on a private event loop. Closing the
     iterator (or Ctrl-C) closes the async one inside the loop, so its cleanup runs."""
-    driver = _Driver()
+    private = _PrivateLoop()
     try:
         while True:
             try:
-                item = driver.step(stream.__anext__())
+                item = private.step(stream.__anext__())
             except StopAsyncIteration:
                 return
             yield item
@@ -225,6 +225,6 @@ def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
-                    driver.step(aclose())
+                    private.step(aclose())
         finally:
-            driver.close()
+            private.close()

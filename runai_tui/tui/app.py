@@ -123,7 +123,7 @@ class RunaiTuiApp(App[int]):
     def get_driver_class(self) -> type[Driver]:
         return driver_class_with_handle(super().get_driver_class())
 
-    def watch_job_ends(self, jobs: list[Job]) -> None:
+    def announce_job_ends(self, jobs: list[Job]) -> None:
         """The jobs screen's every list: word of each job that went from Running to an end."""
         for job in self.end_watcher.ends(jobs):
             announce(self, job, ring=self.ring_on_end)

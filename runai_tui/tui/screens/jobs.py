@@ -142,7 +142,7 @@ class JobsScreen(AppScreen):
     def show_jobs(self, jobs: list[Job]) -> None:
         table = self.table
         table.update_jobs(jobs, self.tui.now())
-        self.tui.watch_job_ends(jobs)
+        self.tui.announce_job_ends(jobs)
         wanted = self.tui.select_after_refresh
         if wanted and table.select_name(wanted):
             self.tui.select_after_refresh = None
