@@ -8,6 +8,7 @@ share the findings module without importing diagnose; profiles import nothing fr
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -188,6 +189,27 @@ def test_only_the_launcher_and_the_screen_base_import_the_app() -> None:
         if "runai_tui.tui.app" in imported_modules(p)
     )
     assert importers == ["launch.py", "screens/base.py"]
+
+
+BRIDGES = re.compile(
+    r"asyncio\.(run|to_thread|new_event_loop|run_coroutine_threadsafe)\(|"
+    r"threading\.Thread\(|ThreadPoolExecutor\(|run_until_complete\("
+)
+
+
+def test_one_bridge_from_sync_to_async() -> None:
+    # Sync code reaches the async core one way: runner.run_sync, iterate_sync or
+    # run_in_background (docs/contracts.md "From sync to async"). The local cluster is its own
+    # executables, whose servers run their own loop.
+    runner = REPO / "runai_tui" / "runai" / "runner.py"
+    local = REPO / "runai_tui" / "local"
+    offenders = [
+        (str(p.relative_to(REPO)), match.group(0))
+        for p in python_files(REPO / "runai_tui")
+        if p != runner and local not in p.parents
+        for match in BRIDGES.finditer(p.read_text())
+    ]
+    assert offenders == []
 
 
 def attributes_and_imports(path: Path) -> set[str]:

@@ -2,9 +2,13 @@
 
 argv lists (never a shell), stdin from /dev/null (so a prompt can never hang us), the child in its
 own process group (so a timeout or a cancel kills it and anything it started), and the child
-always reaped. Everything is async, so the TUI's event loop is never blocked; the headless CLI
-drives the same coroutines through `run_sync` and `iterate_sync` (a private event loop per call,
-in a helper thread when the caller itself runs inside an event loop).
+always reaped. Everything is async, so the TUI's event loop is never blocked.
+
+The one bridge from sync code to these coroutines is the sync facade at the end of this module
+(docs/contracts.md "From sync to async"): `run_sync` runs a coroutine to its end, `iterate_sync`
+hands on the items of an async iterator, `run_in_background` starts a coroutine in a thread and
+answers a `concurrent.futures.Future`. Each runs on a private event loop of its own (in a helper
+thread when the caller itself runs inside an event loop).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -24,7 +29,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -207,6 +212,23 @@ def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
         return private.step(coroutine)
     finally:
         private.close()
+
+
+def run_in_background(coroutine: Coroutine[Any, Any, _T], name: str) -> Future[_T]:
+    """Start `coroutine` on a private event loop in a daemon thread called `name`, now; the
+    Future answers its result or raises its error. Await it in async code with
+    `asyncio.wrap_future`. A daemon thread: a process that ends does not wait for it."""
+    future: Future[_T] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(run_sync(coroutine))
+        except BaseException as exc:  # the awaiting side gets it, as from any Future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:

@@ -24,12 +24,13 @@ from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from textual.driver import Driver
 
     from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
     from runai_tui.runai.client import RunaiClient
-    from runai_tui.tui.launch import FirstList
 
 
 def not_logged_in(error: RunaiError) -> str:
@@ -88,7 +89,7 @@ class RunaiTuiApp(App[int]):
         runner: InteractiveRunner | None = None,
         clock: Callable[[], datetime] | None = None,
         save_dir: Path | None = None,
-        first_list: FirstList | None = None,
+        first_list: Future[list[Job]] | None = None,
         notify: bool = True,
     ) -> None:
         super().__init__()

@@ -105,7 +105,7 @@ class JobsScreen(AppScreen):
         first, self.tui.first_list = self.tui.first_list, None
         try:
             if first is not None:  # fetched while the app loaded (tui/launch.py)
-                jobs = await asyncio.to_thread(first.result)
+                jobs = await asyncio.wrap_future(first)
             else:
                 jobs = await self.tui.client.alist_jobs()
         except RunaiError as error:
