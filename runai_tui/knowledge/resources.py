@@ -77,7 +77,7 @@ fi
 sample 0
 sleep __INTERVAL__
 sample 1
-if command -v nvidia-smi >/dev/null 2>&1; then
+if [ "${NVIDIA_VISIBLE_DEVICES:-}" != void ] && command -v nvidia-smi >/dev/null 2>&1; then
   out="$(nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits 2>&1)"
   if [ $? -eq 0 ]; then
     printf '%s\n' "$out" | while IFS= read -r line; do p gpu "$line"; done
