@@ -43,8 +43,8 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 
 # The trainer and Flight Recorder tests against another torch build, in a venv of its own:
-#   make test-torch TORCH="torch==2.4.1 torchvision==0.19.1"   (pip requirement specifiers or wheel files)
-TORCH ?= torch==2.4.1 torchvision==0.19.1
+#   make test-torch TORCH="torch==2.8.0 torchvision==0.23.0"   (pip requirement specifiers or wheel files)
+TORCH ?= torch==2.8.0 torchvision==0.23.0
 test-torch:
 	PYTHON=$(PYTHON) scripts/test-torch.sh $(TORCH)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The trainer and Flight Recorder tests against another torch build, in a venv of its own:
-#   scripts/test-torch.sh torch==2.4.1 torchvision==0.19.1
+#   scripts/test-torch.sh torch==2.8.0 torchvision==0.23.0
 #   scripts/test-torch.sh /path/to/torch-2.13.0+cpu-....whl        (a wheel file works too)
 # The venv is .venv-torch-<first spec, sanitised>; it is kept, so a second run installs nothing.
 # Only the torch-side tests run (tests/trainer, tests/hang, and the local cluster's real trainer

@@ -22,7 +22,10 @@ RUNAI_TUI = [sys.executable, "-c", "import sys; from runai_tui.cli import main; 
 
 
 def run_pair(out: Path, mode: str) -> list[subprocess.Popen[str]]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    # The recorder's size as the shipped profiles set it: older torch (2.8) records nothing
+    # without it, newer torch defaults to the same 2000 entries.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
+           "TORCH_FR_BUFFER_SIZE": "2000"}  # fmt: skip
     return [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(rank), str(out), mode],
