@@ -4,7 +4,8 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
 where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
 (docs.py; a test keeps README.md current) and the CLI generation check
-(runai_tui/runai/generations.py). The local cluster's own flag parser
+(runai_tui/runai/capabilities.py: the installed CLI's help decides, the `cli` column only
+when help cannot be read). The local cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
@@ -153,12 +154,12 @@ FIELDS: tuple[Field, ...] = (
           v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),
-    # docs/runai-cli.md §7 gives --clean-pod-policy for every generation (and §1.5 a v1 default), so
-    # it is not limited to 2.2x here.
+    # The 2.18-2.20 submit page (run-ai/docs @029bc11) has no --clean-pod-policy; 2.25 has it.
     Field("clean_pod_policy",
           "pods removed when the job ends: None (logs stay readable), All or Running",
           "None", "value",
-          v.one_of("None", "All", "Running"), emit="value", flag="--clean-pod-policy"),
+          v.one_of("None", "All", "Running"), emit="value", flag="--clean-pod-policy",
+          cli=V2_LATE_ONLY),
     Field("command", "command replacing the image entrypoint (one string = one word)",
           "[/data/scripts/vision/shell/train-retinanet-ddp.sh]", "list", v.argv_list,
           emit="command", flag="--command", empty=[]),

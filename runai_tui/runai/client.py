@@ -30,8 +30,16 @@ from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
+from runai_tui.runai.capabilities import (
+    COMMANDS,
+    LIST_LIMIT,
+    OFFSET_PAGE,
+    Capabilities,
+    check_logs_flags,
+    check_verb,
+)
 from runai_tui.runai.command import with_project
-from runai_tui.runai.generations import NO_DESCRIBE_LIMITS, adetect, describe_limits
+from runai_tui.runai.generations import CliVersion
 from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
@@ -48,6 +56,7 @@ from runai_tui.runai.parse import (
 DEFAULT_SHELL = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi"]
 HINT_TIMEOUT = "check the network and the cluster, or raise --timeout"
 MAX_PAGES = 1000  # a guard against a CLI that keeps returning a next-page token
+NO_DESCRIBE_LIMITS = ["--pod-limit", "-1", "--event-limit", "-1"]
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 
@@ -110,8 +119,16 @@ class RunaiClient:
         project: str | None = None,
         timeout: float = 60.0,
         env: Mapping[str, str] | None = None,
+        runai_cli: CliVersion | None = None,
+        runai_cli_source: str = "",
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
+        """`runai_cli`: the override of what the installed CLI accepts (the `runai_cli`
+        setting, from `runai_cli_source`); `on_warning` hears each warning once (help that
+        cannot be read), else they wait in `capabilities.warnings`."""
         self.backend = backend
+        self.capabilities = Capabilities(list(backend.executable), runai_cli, runai_cli_source)
+        self.on_warning = on_warning
         self.project = project or None
         self.timeout = timeout
         # runai waits for the cluster to accept a submit (--wait-for-submit, default 1m).
@@ -131,8 +148,9 @@ class RunaiClient:
             return None  # inherit os.environ as it is at call time
         return {**os.environ, **self._extra_env}
 
-    def list_args(self, next_token: str = "") -> list[str]:
-        args = ["training", "list", "--json", *self._project_args()]
+    def list_args(self, next_token: str = "", paging: Sequence[str] = ()) -> list[str]:
+        """`paging`: `--limit N [--offset M]` for a CLI without next tokens."""
+        args = ["training", "list", "--json", *self._project_args(), *paging]
         return [*args, "--next-token", next_token] if next_token else args
 
     def describe_args(self, name: str, unlimited: bool = True) -> list[str]:
@@ -259,6 +277,34 @@ class RunaiClient:
             raise self._adapt(error, argv)
         return done
 
+    async def probe(self, args: list[str]) -> tuple[int, str]:
+        """Run a question (`--help`, `version`) as it is: (exit code, stdout + stderr)."""
+        argv = self._argv(args)
+        try:
+            code, out, err = await runner.run(argv, self.timeout, self._env())
+        except runner.Timeout:
+            raise self._timeout_error(argv, args, self.timeout) from None
+        except OSError as exc:
+            raise self._not_installed(argv, exc) from None
+        return code, "\n".join(p for p in (runner.decode(out), runner.decode(err)) if p.strip())
+
+    async def acapabilities(self, *keys: str) -> Capabilities:
+        """What the installed CLI accepts for the commands `keys` (capabilities.COMMANDS),
+        read from its help once (then cached); CLI v1 is refused here (UsageError)."""
+        caps = self.capabilities
+        await caps.aload(self.probe, keys)
+        while caps.warnings and self.on_warning is not None:
+            self.on_warning(caps.warnings.pop(0))
+        return caps
+
+    capabilities_for = _sync_twin(acapabilities)
+
+    async def _ensure(self, args: Sequence[str]) -> Capabilities:
+        """The capabilities of the command `args` runs (its help read first)."""
+        words = tuple(a for a in args[:3] if not a.startswith("-"))
+        keys = [k for k, cmd in COMMANDS.items() if words[: len(cmd)] == cmd and k != "pytorch"]
+        return await self.acapabilities(*keys[:1])
+
     async def _run(
         self,
         args: Sequence[str],
@@ -266,6 +312,7 @@ class RunaiClient:
         check_when_ok: bool = False,
         timeout: float | None = None,
     ) -> Completed:
+        await self._ensure(args)
         argv = self._argv(args)
         timeout = timeout or self.timeout
         try:
@@ -298,24 +345,35 @@ class RunaiClient:
 
     async def alist_jobs(self) -> list[Job]:
         """Every workload, following `next` tokens across pages (never --no-pagination)."""
+        caps = await self.acapabilities("list")
+        paging = caps.paging()
         jobs: list[Job] = []
         token, seen = "", set()
-        for _page in range(MAX_PAGES):
-            done = await self._run(self.list_args(token))
+        for number in range(MAX_PAGES):
+            extra: list[str] = []
+            if paging == "offset":
+                extra = ["--limit", str(OFFSET_PAGE), "--offset", str(number * OFFSET_PAGE)]
+            elif paging == "limit":
+                extra = ["--limit", str(LIST_LIMIT)]
+            done = await self._run(self.list_args(token, extra))
             page, token = self._parse_or_classify(
                 done, functools.partial(parse_list_page, done.stdout or done.stderr)
             )
             jobs.extend(page)
-            if not token or token in seen:
+            if paging == "offset":
+                if len(page) < OFFSET_PAGE:
+                    break
+                continue
+            if paging == "limit" or not token or token in seen:
                 break
             seen.add(token)
         return jobs
 
     async def adescribe(self, name: str) -> JobDetail:
-        """Every pod and every event: --pod-limit -1 --event-limit -1 where the CLI generation
+        """Every pod and every event: --pod-limit -1 --event-limit -1 where the installed CLI
         has them; where it has not, a note says so when the job has more pods than listed."""
-        generation = (await adetect(self)).cli
-        unlimited = describe_limits(generation.generation)
+        caps = await self.acapabilities("describe")
+        unlimited = caps.has("describe", "--pod-limit")
         try:
             done = await self._run(self.describe_args(name, unlimited is not False), names=[name])
         except RunaiError as exc:
@@ -326,8 +384,9 @@ class RunaiClient:
         detail = self._parse_or_classify(done, lambda: parse_describe(done.stdout), [name])
         wanted = detail.job.requested_pods
         if unlimited is False and wanted is not None and wanted > len(detail.pods):
+            await caps.aversion(self.probe)  # the note names the CLI's version
             detail.notes.append(
-                f"{generation.label} has no describe --pod-limit: it listed "
+                f"{caps.label} has no describe --pod-limit: it listed "
                 f"{len(detail.pods)} of the job's {wanted} pods (update the runai CLI)"
             )
         return detail
@@ -341,6 +400,7 @@ class RunaiClient:
         return SubmitResult(name=name, output=strip_notices(done.output))
 
     async def _verb(self, verb: str, name: str) -> str:
+        check_verb(verb, await self.acapabilities(verb))
         return self._text(await self._run(self.verb_args(verb, name), [name], check_when_ok=True))
 
     async def adelete(self, name: str) -> str:
@@ -356,8 +416,14 @@ class RunaiClient:
         return self._text(await self._run(["whoami"], check_when_ok=True))
 
     async def aversion(self) -> str:
-        """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`."""
-        return first_meaningful_line(self._text(await self._run(["version"])))
+        """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`
+        (asked as it is: a CLI v1 may say its version)."""
+        code, text = await self.probe(["version"])
+        if code:
+            error = classify_failure(text, code, command=self._describe_cmd(["version"]))
+            if error is not None:
+                raise self._adapt(error, self._argv(["version"]))
+        return first_meaningful_line(strip_notices(text) or text)
 
     async def aprojects(self) -> list[str]:
         """The projects the user may use (`project list --json`; never `runai project` alone,
@@ -393,6 +459,10 @@ class RunaiClient:
         consumer or closing the generator (`aclose()`, `contextlib.aclosing`) kills the `logs`
         process group and reaps it. At the end, a failed `logs` raises RunaiError. No timeout:
         `--follow` runs until the job ends or the caller stops."""
+        caps = await self.acapabilities("logs")
+        check_logs_flags(
+            [f for f, on in (("--since", since), ("--previous", previous)) if on], caps
+        )
         args = self.logs_args(name, pod, follow, tail, since, previous)
         argv = self._argv(args)
         stream = runner.LineStream(argv, self._env())
@@ -426,6 +496,7 @@ class RunaiClient:
         """Run `port-forward` until the caller stops (closing the generator or a cancel kills it)
         or it ends. Yields each line it prints and, once it listens, a Forwarding. An end with a
         failure raises RunaiError (kind PORT_IN_USE when the local port is taken)."""
+        await self.acapabilities("port-forward")
         args = self.port_forward_args(name, local, remote, pod)
         argv = self._argv(args)
         stream = runner.LineStream(argv, self._env())

@@ -441,6 +441,12 @@ HINT_NOT_FOUND = (
     "check the name and project with `runai-tui list`; "
     "if it is listed, your login may be stale: run: runai login"
 )
+# cobra/pflag: `Error: unknown flag: --x`, `unknown shorthand flag: 'x' in -x`.
+_UNKNOWN_FLAG_RE = r"unknown (?:shorthand )?flag: ('[^']+' in -\S+|-{1,2}[\w.-]+)"
+HINT_UNKNOWN_FLAG = (
+    "`runai-tui info` lists what this runai CLI accepts; drop the setting that needs the flag, "
+    "update the runai CLI, or set runai_cli if its help cannot be read"
+)
 HINT_OTHER = "run the same command with runai directly to see its full output"
 
 
@@ -496,6 +502,14 @@ def classify_failure(
         return RunaiError(ErrorKind.NOT_FOUND, line, HINT_NOT_FOUND, output=output)
     if returncode == 0:
         return None
+    unknown = re.search(_UNKNOWN_FLAG_RE, output)
+    if unknown:
+        return RunaiError(
+            ErrorKind.OTHER,
+            f"{command} does not know the flag {unknown.group(1)} (this runai CLI lacks it)",
+            HINT_UNKNOWN_FLAG,
+            output=output,
+        )
     line = first_meaningful_line(output) or "(no output)"
     return RunaiError(
         ErrorKind.OTHER, f"{command} failed (exit {returncode}): {line}", HINT_OTHER, output=output

@@ -136,9 +136,13 @@ def test_describe_shapes(make_fake: MakeFake, client_for: ClientFor, doc: dict) 
     detail = client_for(fake, project="p").describe("job-a")
     assert detail.job.name == "job-a"
     assert len(detail.pods) == 1 and detail.pods[0].name.startswith("job-a-")
+    # The help decides (the fake answers 2.25's): `version` is not asked.
     assert fake.calls() == [
-        ["version"],
         ["training", "pytorch", "describe", "job-a", "-o", "json", *UNLIMITED, "-p", "p"],
+    ]
+    assert fake.help_calls() == [
+        ["training", "pytorch", "--help"],
+        ["training", "pytorch", "describe", "--help"],
     ]
 
 
@@ -170,15 +174,22 @@ def test_describe_of_a_16_pod_job_lists_all_16_on_cli_2_25(
 def test_a_cli_without_the_limit_flags_says_it_listed_fewer_pods(
     make_fake: MakeFake, client_for: ClientFor
 ) -> None:
-    # 2.20 has no --pod-limit: describe as it is, and say what is missing.
+    # A CLI whose describe help lists no --pod-limit: describe as it is, and say what is missing.
+    no_limits = (
+        "Usage:\n  runai training pytorch describe [flags]\n\nFlags:\n  -o, --output string\n"
+    )
     fake = make_fake(
-        [rule("version", stdout="2.20.1\n"), rule("describe", stdout=rest_describe(10, 16))]
+        [
+            rule("describe", "--help", stdout=no_limits),
+            rule("version", stdout="2.20.1\n"),
+            rule("describe", stdout=rest_describe(10, 16)),
+        ]
     )
     detail = client_for(fake).describe("big")
-    assert fake.calls()[-1] == ["training", "pytorch", "describe", "big", "-o", "json"]
+    assert fake.calls() == [["training", "pytorch", "describe", "big", "-o", "json"], ["version"]]
     assert len(detail.pods) == 10
     assert detail.notes == [
-        "runai 2.20.1 (CLI v2 ≤ 2.20) has no describe --pod-limit: it listed 10 of the job's "
+        "runai 2.20.1 has no describe --pod-limit: it listed 10 of the job's "
         "16 pods (update the runai CLI)"
     ]
 
@@ -189,6 +200,7 @@ def test_an_unknown_cli_that_refuses_the_limit_flags_is_asked_again_without(
     refused = "Error: unknown flag: --pod-limit\nUsage:\n  runai training pytorch describe ...\n"
     fake = make_fake(
         [
+            rule("describe", "--help", stdout="not cobra help\n"),
             rule("version", stdout="something new\n"),
             rule("describe", "--pod-limit", stderr=refused, exit=1),
             rule("describe", stdout=rest_describe(3, 3)),
@@ -204,6 +216,7 @@ def test_an_unknown_cli_error_other_than_the_flags_is_not_retried(
 ) -> None:
     fake = make_fake(
         [
+            rule("describe", "--help", stdout="not cobra help\n"),
             rule("version", stdout="something new\n"),
             rule("describe", stderr='workload "big" does not exist\n', exit=1),
         ]
@@ -432,7 +445,10 @@ def test_submit_failure_is_classified(make_fake: MakeFake, client_for: ClientFor
     with pytest.raises(RunaiError) as info:
         client_for(fake).submit(["runai", "training", "pytorch", "submit", "j", "--bogus"])
     assert info.value.kind is ErrorKind.OTHER
-    assert info.value.message.endswith("(exit 1): Error: unknown flag: --bogus")
+    assert info.value.message == (
+        "runai training pytorch submit does not know the flag --bogus (this runai CLI lacks it)"
+    )
+    assert "runai-tui info" in info.value.hint
 
 
 def test_whoami_and_version(make_fake: MakeFake, client_for: ClientFor) -> None:
