@@ -649,3 +649,52 @@ def test_against_the_real_local_cluster() -> None:
         client.describe("no-such-job")
     assert info.value.kind is ErrorKind.NOT_FOUND
     assert "no-such-job" in info.value.message
+
+
+# --- the whole job list, whichever paging the CLI has ----------------------------------------
+
+SIXTY = [
+    {"name": f"job-{i:02d}", "phase": "Running", "type": "Training", "framework": "PyTorch"}
+    for i in range(60)
+]
+
+
+def test_the_whole_list_on_a_cli_whose_default_limit_is_50(
+    make_fake: MakeFake, client_for: ClientFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2.18-2.20: `--limit` (default 50) and `--offset`, no next token. Asked as it is, it
+    # would stop at 50; runai-tui pages by offset until a page comes back short.
+    fake = make_fake([], cli="2.18", jobs=SIXTY)
+    jobs = client_for(fake).list_jobs()
+    assert [j.name for j in jobs] == [j["name"] for j in SIXTY]
+    assert fake.calls() == [["training", "list", "--json", "--limit", "500", "--offset", "0"]]
+    monkeypatch.setattr("runai_tui.runai.client.OFFSET_PAGE", 25)
+    assert len(client_for(fake).list_jobs()) == 60
+    assert [c[-3:] for c in fake.calls()[1:]] == [
+        ["25", "--offset", "0"],
+        ["25", "--offset", "25"],
+        ["25", "--offset", "50"],
+    ]
+
+
+@pytest.mark.parametrize("cli", ["2.25", "3.0"])
+def test_the_whole_list_by_next_token(make_fake: MakeFake, client_for: ClientFor, cli: str) -> None:
+    fake = make_fake([], cli=cli, jobs=SIXTY, page_size=25)
+    jobs = client_for(fake, project="p").list_jobs()
+    assert len(jobs) == 60 and len({j.name for j in jobs}) == 60
+    assert fake.calls() == [
+        ["training", "list", "--json", "-p", "p"],
+        ["training", "list", "--json", "-p", "p", "--next-token", "25"],
+        ["training", "list", "--json", "-p", "p", "--next-token", "50"],
+    ]
+
+
+def test_a_cli_with_only_limit_is_asked_for_enough(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    only_limit = (
+        "Usage:\n  runai training list [flags]\n\nFlags:\n      --json\n      --limit int32\n"
+    )
+    fake = make_fake([rule("list", "--help", stdout=only_limit)], jobs=SIXTY)
+    assert len(client_for(fake).list_jobs()) == 60
+    assert fake.calls() == [["training", "list", "--json", "--limit", "100000"]]

@@ -21,9 +21,9 @@ Cobra, as the real CLI (tests/fake_runai/help_pages.py holds the documented help
       CLI's help (2.25's when "cli" is not given), before any rule; with "cli" given, an unknown
       command or flag fails as cobra does (`Error: unknown flag: --x`, exit 1), and `version`
       without a rule prints an ambiguous `Version: 2.25.0`. CLI v1 has no `runai training`.
-  "jobs": [WORKLOAD, ...]  served by `training list` with the CLI's paging: 2.18 takes --limit
-      (default 50) and --offset; 2.25/3.0 take --page-size ("page_size", default 100) and
-      --next-token (the JSON's "next").
+  "jobs": [WORKLOAD, ...]  served by `training list` with the CLI's paging: 2.18 (or any argv
+      with --limit) takes --limit (default 50) and --offset; 2.25/3.0 take --page-size
+      ("page_size", default 100) and --next-token (the JSON's "next").
 Help calls are logged with "help": true.
 """
 
@@ -189,7 +189,7 @@ def _list_jobs(argv: list[str], scenario: dict) -> dict | None:
     if "jobs" not in scenario or argv[:2] != ["training", "list"] or "--help" in argv:
         return None
     jobs = scenario["jobs"]
-    if scenario.get("cli") == "2.18":
+    if scenario.get("cli") == "2.18" or "--limit" in argv:
         offset, limit = _value(argv, "--offset", 0), _value(argv, "--limit", 50)
         return {"stdout": json.dumps({"workloads": jobs[offset : offset + limit]}) + "\n"}
     start, size = _token(argv), _value(argv, "--page-size", int(scenario.get("page_size", 100)))
