@@ -69,6 +69,12 @@ SUSPENDABLE = frozenset(
     {"Creating", "Initializing", "Pending", "Running", "Degraded", "Resuming", "Updating"}
 )
 RESUMABLE = frozenset({"Stopped"})
+VERB_STATES = {
+    "suspend": "suspend applies to running or waiting jobs ("
+    + ", ".join(sorted(SUSPENDABLE))
+    + ")",
+    "resume": "resume applies to suspended (Stopped) jobs",
+}
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,9 @@ class Capabilities:
         for key in dict.fromkeys(("pytorch", *keys)):
             if key in self.helps:
                 continue
+            if self._verb_missing(key):
+                self.helps[key] = None  # its help would only say "unknown command"
+                continue
             entry = G.cache_entry(self.executable).get("help", {})
             if key in entry:
                 if entry[key] == "v1":
@@ -179,6 +188,13 @@ class Capabilities:
                     )
             if self.helps[key] is None:
                 await self.aversion(probe)
+
+    def _verb_missing(self, key: str) -> bool:
+        """Whether `key` is a `training pytorch` verb that the pytorch help does not list."""
+        words, parent = COMMANDS[key], self.helps.get("pytorch")
+        if parent is None or len(words) != 3 or words[:2] != COMMANDS["pytorch"]:
+            return False
+        return words[2] not in parent.commands
 
     async def aversion(self, probe: Probe) -> G.CliVersion:
         """`runai version` (cached as before): for display, messages and the fallback."""

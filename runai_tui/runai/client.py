@@ -399,8 +399,16 @@ class RunaiClient:
         name = given or parse_submitted_name(done.output)
         return SubmitResult(name=name, output=strip_notices(done.output))
 
+    async def aoffers(self, verb: str) -> None:
+        """Raise UsageError (exit 2, naming the CLI's version) when the installed runai has no
+        `training pytorch VERB` (suspend and resume came after 2.20)."""
+        caps = await self.acapabilities(verb)
+        if caps.has("pytorch", verb) is False:
+            await caps.aversion(self.probe)
+        check_verb(verb, caps)
+
     async def _verb(self, verb: str, name: str) -> str:
-        check_verb(verb, await self.acapabilities(verb))
+        await self.aoffers(verb)
         return self._text(await self._run(self.verb_args(verb, name), [name], check_when_ok=True))
 
     async def adelete(self, name: str) -> str:
@@ -535,6 +543,7 @@ class RunaiClient:
     submit = _sync_twin(asubmit)
     delete = _sync_twin(adelete)
     suspend = _sync_twin(asuspend)
+    offers = _sync_twin(aoffers)
     resume = _sync_twin(aresume)
     whoami = _sync_twin(awhoami)
     version = _sync_twin(aversion)

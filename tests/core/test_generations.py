@@ -226,3 +226,39 @@ def test_dry_run_asks_nothing(tmp_path: Path) -> None:
     out = run("submit", "--profile", "late", "--dry-run", env=fake.env())
     assert out.returncode == 0 and "--restart-policy Never" in out.stdout
     assert fake.calls() == [] and fake.help_calls() == []
+
+
+JOBS = [
+    {"name": "live", "phase": "Running"},
+    {"name": "broke", "phase": "Failed"},
+    {"name": "held", "phase": "Stopped"},
+]
+
+
+def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits(
+    tmp_path: Path,
+) -> None:
+    early = fake_runai(tmp_path / "early", [], cli="2.18", jobs=JOBS)
+    out = run("suspend", "live", env=early.env())
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0] == (
+        "error: suspend: `runai training pytorch suspend` is not in runai 2.25.0: "
+        "`runai training pytorch --help` does not list suspend"
+    )
+    assert early.calls() == [["version"]]  # the message names the version; nothing else ran
+
+    late = fake_runai(
+        tmp_path / "late",
+        [rule("suspend", stdout="suspended\n"), rule("resume", stdout="resumed\n")],
+        cli="2.25",
+        jobs=JOBS,
+    )
+    out = run("suspend", "live", "broke", env=late.env())
+    assert out.returncode == 1
+    assert "error: broke is Failed: suspend applies to running or waiting jobs" in out.stderr
+    assert run("resume", "held", env=late.env()).returncode == 0
+    verbs = [c[:4] for c in late.calls() if c[2:3] in (["suspend"], ["resume"])]
+    assert verbs == [
+        ["training", "pytorch", "suspend", "live"],
+        ["training", "pytorch", "resume", "held"],
+    ]
