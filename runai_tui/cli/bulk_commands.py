@@ -97,8 +97,15 @@ def cmd_bulk(args: argparse.Namespace) -> int:
     jobs = None
     if verb in ("suspend", "resume"):
         client.offers(verb)  # exit 2 where the installed runai lacks the verb
-    if selector is not None or verb in ("suspend", "resume"):
+    if selector is not None:
         jobs = client.list_jobs()
+    elif verb in ("suspend", "resume"):
+        from runai_tui.errors import RunaiError
+
+        try:  # to say which named jobs are in a state the verb does not apply to
+            jobs = client.list_jobs()
+        except RunaiError:
+            jobs = None  # runai answers for each job
     if selector is not None:
         names = select(jobs or [], selector)
         if not names:

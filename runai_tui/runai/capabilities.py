@@ -40,7 +40,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "exec": ("training", "pytorch", "exec"),
     "port-forward": ("training", "pytorch", "port-forward"),
     "list": ("training", "list"),
+    "training": ("training",),  # its Available Commands: the frameworks' subcommands
 }
+GROUPS = ("pytorch", "training")  # keys whose help lists subcommands, not flags
 VERBS = ("delete", "describe", "exec", "logs", "port-forward", "resume", "submit", "suspend")
 
 # Answers when help cannot be read: the generations whose documented pages list the flag or
@@ -245,7 +247,7 @@ class Capabilities:
         the verb `word`; None when nothing can tell (try it)."""
         found = None if self.override is not None else self.helps.get(key)
         if found is not None:
-            return word in (found.commands if key == "pytorch" else found.flags)
+            return word in (found.commands if key in GROUPS else found.flags)
         generation = self.generation
         if generation is None:
             return None

@@ -133,6 +133,10 @@ class RunaiClient:
         self.timeout = timeout
         # runai waits for the cluster to accept a submit (--wait-for-submit, default 1m).
         self.submit_timeout = timeout + 60.0
+        # Jobs of other training frameworks (name -> `runai training` subcommand), from the
+        # last list; every other name is a PyTorch job.
+        self.families: dict[str, str] = {}
+        self._listed = False
         self._extra_env = dict(env or {})
 
     # -- argv -----------------------------------------------------------------------------
@@ -158,13 +162,18 @@ class RunaiClient:
         defaults): a 16-pod job would lose six ranks."""
         limits = NO_DESCRIBE_LIMITS if unlimited else []
         return [
-            *["training", "pytorch", "describe", name, "-o", "json"],
+            *["training", self.family(name), "describe", name, "-o", "json"],
             *limits,
             *self._project_args(),
         ]
 
+    def family(self, name: str) -> str:
+        """The `runai training` subcommand that manages job `name` (pytorch unless the list
+        said another framework)."""
+        return self.families.get(name, "pytorch")
+
     def verb_args(self, verb: str, name: str) -> list[str]:
-        return ["training", "pytorch", verb, name, *self._project_args()]
+        return ["training", self.family(name), verb, name, *self._project_args()]
 
     def logs_args(
         self,
@@ -347,6 +356,7 @@ class RunaiClient:
         """Every workload, following `next` tokens across pages (never --no-pagination)."""
         caps = await self.acapabilities("list")
         paging = caps.paging()
+        self.families, self._listed = {}, True
         jobs: list[Job] = []
         token, seen = "", set()
         for number in range(MAX_PAGES):
@@ -360,6 +370,7 @@ class RunaiClient:
                 done, functools.partial(parse_list_page, done.stdout or done.stderr)
             )
             jobs.extend(page)
+            self.families.update({j.name: j.family for j in page})
             if paging == "offset":
                 if len(page) < OFFSET_PAGE:
                     break
@@ -377,6 +388,8 @@ class RunaiClient:
         try:
             done = await self._run(self.describe_args(name, unlimited is not False), names=[name])
         except RunaiError as exc:
+            if await self._another_family(name, exc):
+                return await self.adescribe(name)
             if unlimited is not None or not _refused_limit_flag(exc):
                 raise
             unlimited = False  # an unreadable `version`, and a CLI without the flags
@@ -407,9 +420,47 @@ class RunaiClient:
             await caps.aversion(self.probe)
         check_verb(verb, caps)
 
+    async def _another_family(self, name: str, error: RunaiError) -> bool:
+        """After `training pytorch VERB NAME` found no such job: whether the list (asked once)
+        says NAME is a job of another training framework, to be asked through its own
+        subcommand; a framework this runai has no subcommand for raises a one-line reason."""
+        if error.kind is not ErrorKind.NOT_FOUND or self._listed or name in self.families:
+            return False
+        try:
+            await self.alist_jobs()
+        except RunaiError:
+            return False  # the first answer stands
+        family = self.family(name)
+        if family == "pytorch":
+            return False
+        await self.acheck_family(name)
+        return True
+
+    async def acheck_family(self, name: str) -> None:
+        """Raise RunaiError with the one-line reason when job `name` belongs to a training
+        framework whose subcommand the installed runai does not list (the job is read-only)."""
+        family = self.family(name)
+        if family == "pytorch":
+            return
+        caps = await self.acapabilities("training")
+        if caps.has("training", family) is False:
+            raise RunaiError(
+                ErrorKind.OTHER,
+                f"{name} is a {family} training job and this runai has no `runai training "
+                f"{family}`: runai-tui shows it read-only",
+                "use the Run:ai UI for it, or update the runai CLI",
+            )
+
     async def _verb(self, verb: str, name: str) -> str:
         await self.aoffers(verb)
-        return self._text(await self._run(self.verb_args(verb, name), [name], check_when_ok=True))
+        await self.acheck_family(name)
+        try:
+            done = await self._run(self.verb_args(verb, name), [name], check_when_ok=True)
+        except RunaiError as exc:
+            if await self._another_family(name, exc):
+                return await self._verb(verb, name)
+            raise
+        return self._text(done)
 
     async def adelete(self, name: str) -> str:
         return await self._verb("delete", name)

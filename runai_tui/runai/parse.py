@@ -196,6 +196,7 @@ def parse_job(item: Mapping[str, Any]) -> Job | None:
         gpus=_gpus_of(item),
         created=parse_time(pick(item, "createdAt", "creationTimestamp", "submittedAt", "Created")),
         raw=dict(item),
+        framework=str(framework or ""),
     )
 
 

@@ -224,7 +224,7 @@ def test_an_unknown_cli_error_other_than_the_flags_is_not_retried(
     with pytest.raises(RunaiError) as caught:
         client_for(fake).describe("big")
     assert caught.value.kind is ErrorKind.NOT_FOUND
-    assert len(fake.calls()) == 2
+    assert len(fake.calls()) == 3  # version, describe, and the list that names no other framework
 
 
 async def test_async_describe(make_fake: MakeFake, client_for: ClientFor) -> None:
@@ -320,6 +320,8 @@ def test_suspend_resume_and_delete_succeed(make_fake: MakeFake, client_for: Clie
     assert client.delete("job-a") == "workload job-a deleted"
     assert [c[:4] for c in fake.calls()] == [
         ["training", "pytorch", "suspend", "job-a"],
+        # Not found as a PyTorch job: the list (asked once) could name another framework.
+        ["training", "list", "--json"],
         ["training", "pytorch", "resume", "job-a"],
         ["training", "pytorch", "delete", "job-a"],
     ]
@@ -698,3 +700,58 @@ def test_a_cli_with_only_limit_is_asked_for_enough(
     fake = make_fake([rule("list", "--help", stdout=only_limit)], jobs=SIXTY)
     assert len(client_for(fake).list_jobs()) == 60
     assert fake.calls() == [["training", "list", "--json", "--limit", "100000"]]
+
+
+# --- training jobs of other frameworks -------------------------------------------------------
+
+MIXED = [
+    {"name": "pt", "phase": "Running", "type": "Training", "framework": "PyTorch"},
+    {"name": "tf", "phase": "Running", "type": "Training", "framework": "TensorFlow"},
+    {"name": "plain", "phase": "Running", "type": "Training"},
+]
+MISSING = {"stderr": "Error: could not locate desired workload\n", "exit": 1}
+
+
+def test_jobs_of_other_frameworks_go_to_their_own_subcommand(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    fake = make_fake(
+        [
+            rule("pytorch", "describe", "tf", **MISSING),
+            rule("tensorflow", "describe", "tf", stdout=rest_describe(1, 1)),
+            rule("standard", "delete", "plain", stdout="deleted\n"),
+        ],
+        cli="2.25",
+        jobs=MIXED,
+    )
+    client = client_for(fake)
+    # By name alone (the headless describe): pytorch first, then the list says TensorFlow.
+    assert client.describe("tf").job.name == "big"
+    assert [c[:4] for c in fake.calls()] == [
+        ["training", "pytorch", "describe", "tf"],
+        ["training", "list", "--json"],
+        ["training", "tensorflow", "describe", "tf"],
+    ]
+    jobs = client.list_jobs()
+    assert [(j.name, j.framework, j.family) for j in jobs] == [
+        ("pt", "PyTorch", "pytorch"),
+        ("tf", "TensorFlow", "tensorflow"),
+        ("plain", "", "standard"),
+    ]
+    assert client.delete("plain") == "deleted"
+    assert fake.calls()[-1] == ["training", "standard", "delete", "plain"]
+
+
+def test_a_framework_the_cli_has_no_subcommand_for_is_read_only(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    fake = make_fake([rule("pytorch", "delete", "tf", **MISSING)], cli="2.18", jobs=MIXED)
+    client = client_for(fake)
+    client.list_jobs()
+    with pytest.raises(RunaiError) as caught:
+        client.delete("tf")
+    assert caught.value.message == (
+        "tf is a tensorflow training job and this runai has no `runai training tensorflow`: "
+        "runai-tui shows it read-only"
+    )
+    assert not [c for c in fake.calls() if "delete" in c]

@@ -262,3 +262,19 @@ def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits(
         ["training", "pytorch", "suspend", "live"],
         ["training", "pytorch", "resume", "held"],
     ]
+
+
+def test_the_list_has_every_job_and_names_other_frameworks(tmp_path: Path) -> None:
+    sixty = [{"name": f"j-{i:02d}", "phase": "Running", "framework": "PyTorch"} for i in range(60)]
+    early = fake_runai(tmp_path / "early", [], cli="2.18", jobs=sixty)
+    out = run("list", "--json", env=early.env())
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)) == 60  # the CLI's default --limit is 50
+    out = run("list", env=early.env())
+    assert out.stdout.splitlines()[0].split() == ["NAME", "STATUS", "PROJECT", "PODS", "GPUS"]
+
+    mixed = [*sixty[:1], {"name": "tf", "phase": "Running", "framework": "TensorFlow"}]
+    late = fake_runai(tmp_path / "late", [], cli="3.0", jobs=mixed)
+    lines = run("list", env=late.env()).stdout.splitlines()
+    assert lines[0].split()[-1] == "FRAMEWORK"
+    assert lines[1].split()[-1] == "PyTorch" and lines[2].split()[-1] == "TensorFlow"

@@ -374,11 +374,29 @@ VERBS_2_25 = {
     "submit": "submit a pytorch training workload",
     "suspend": "suspend a pytorch training workload",
 }
-TRAINING = {
+# `runai training`'s subcommands: 2.18-2.20 (run-ai/docs new-cli/runai_training*.md: list,
+# pytorch and the standard-training verbs); 2.25/v3.0 add a word per framework (docs/runai-cli.md
+# §1.1).
+TRAINING_2_18 = {
+    "attach": "attach to a running container in a training job",
+    "delete": "delete training workload",
+    "describe": "describe training",
+    "list": "list training",
+    "logs": "view logs of a training job",
+    "pytorch": "pytorch management",
+    "submit": "submit training",
+}
+TRAINING_2_25 = {
+    "describe": "describe a standard training workload",
+    "jax": "jax management",
     "list": "list all training frameworks",
+    "mpi": "mpi management",
     "pytorch": "pytorch management",
     "standard": "standard training management",
+    "tensorflow": "tensorflow management",
+    "xgboost": "xgboost management",
 }
+FAMILIES_2_25 = ("standard", "tensorflow", "mpi", "xgboost", "jax")
 
 # Each CLI: its global flags, each command's (short description, local flags) and each group's
 # subcommands. `training list` is the list runai-tui reads.
@@ -394,6 +412,8 @@ def _cli(
     exec_: str,
     port_forward: str,
     action: str,
+    training: dict[str, str],
+    families: tuple[str, ...] = (),
 ) -> dict[str, object]:
     leaves = {
         ("training", "list"): ("list training", listing),
@@ -409,24 +429,31 @@ def _cli(
             leaves[("training", "pytorch", verb)] = (verbs[verb], action.replace("{verb}", verb))
     groups = {
         (): {"training": "training management", "version": "show the current version"},
-        ("training",): TRAINING,
+        ("training",): training,
         ("training", "pytorch"): verbs,
     }
+    # The other frameworks' verbs take the same flags as pytorch's.
+    for family in families:
+        groups[("training", family)] = {v: d for v, d in verbs.items() if v != "submit"}
+        for verb in groups[("training", family)]:
+            leaf = leaves.get(("training", "pytorch", verb))
+            if leaf is not None:
+                leaves[("training", family, verb)] = leaf
     return {"global": global_flags, "leaves": leaves, "groups": groups}
 
 
 CLIS: dict[str, dict[str, object]] = {
     "2.18": _cli(
         GLOBAL_2_18, VERBS_2_18, SUBMIT_2_18, DESCRIBE_2_18, LOGS_2_18, LIST_2_18,
-        EXEC_2_18, PORT_FORWARD_2_18, ACTION_2_18,
+        EXEC_2_18, PORT_FORWARD_2_18, ACTION_2_18, TRAINING_2_18,
     ),
     "2.25": _cli(
         GLOBAL_2_25, VERBS_2_25, SUBMIT_2_25, DESCRIBE_2_25, LOGS_2_25, LIST_2_25,
-        EXEC_2_25, PORT_FORWARD_2_25, ACTION_2_25,
+        EXEC_2_25, PORT_FORWARD_2_25, ACTION_2_25, TRAINING_2_25, FAMILIES_2_25,
     ),
     "3.0": _cli(
         GLOBAL_2_25, VERBS_2_25, SUBMIT_2_25, DESCRIBE_2_25, LOGS_2_25, LIST_2_25,
-        EXEC_2_25, PORT_FORWARD_2_25, ACTION_2_25,
+        EXEC_2_25, PORT_FORWARD_2_25, ACTION_2_25, TRAINING_2_25, FAMILIES_2_25,
     ),
 }  # fmt: skip
 
