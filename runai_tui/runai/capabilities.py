@@ -324,10 +324,11 @@ def _submit_flag_by_generation(flag: str, generation: str) -> bool:
 # --- the checks ---------------------------------------------------------------------------------
 
 
-def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str]]:
-    """(field, flag) for every flag the profile's fields emit that the CLI lacks."""
+def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
+    """(field, flag, note) for every flag the profile emits that the CLI lacks; the note says
+    when the flag carries a worker setting to the master."""
     from runai_tui.profiles import FIELDS
-    from runai_tui.runai.command import field_argv
+    from runai_tui.runai.command import field_argv, master_copies
 
     missing = []
     for row in FIELDS:
@@ -335,8 +336,13 @@ def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str
         words = field_argv(row, value) if value is not None else []
         for word in words:
             if word in row.flags and caps.has("submit", word) is False:
-                missing.append((row.name, word))
+                missing.append((row.name, word, ""))
                 break
+    seen = {flag for _name, flag, _note in missing}
+    for name, flag, _value in master_copies(profile):
+        if flag not in seen and caps.has("submit", flag) is False:
+            missing.append((name, flag, " (the master gets it as master settings are set)"))
+            seen.add(flag)
     return missing
 
 
@@ -345,11 +351,10 @@ def check_profile(profile: Profile, caps: Capabilities) -> None:
     from runai_tui.profiles import Problem, ProfileError
 
     problems = []
-    for name, flag in missing_submit_flags(profile, caps):
+    for name, flag, note in missing_submit_flags(profile, caps):
         file, line = profile.origins.get(name, (str(profile.source or profile.name), None))
-        problems.append(
-            Problem(file, line, name, f"{flag} is not in {caps.label}: {caps.why('submit')}")
-        )
+        said = f"{flag}{note} is not in {caps.label}: {caps.why('submit')}"
+        problems.append(Problem(file, line, name, said))
     if problems:
         fields = " ".join(f"--set {p.field}=" for p in problems)
         raise ProfileError(

@@ -83,3 +83,36 @@ def test_submit_checks_the_installed_cli_then_submits(
     assert result.name == "try-2"
     assert submits(unknown) == [prepared.argv[1:]]
     assert len(warnings) == 2 and "every flag is tried" in warnings[0]
+
+
+def test_new_settings_are_checked_and_the_master_copies_too() -> None:
+    base = ProfileStore().load("retinanet-tcp")
+    prepared = submission.prepare(
+        base,
+        [
+            "tolerations=[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+            "env_secrets.WANDB_API_KEY=wandb,key=api-key",
+            "supplemental_groups=[1001, 1002]",
+            "termination_grace_period=120s",
+            "master_gpus=1",
+        ],
+    )
+    argv = prepared.argv
+    assert argv[argv.index("--toleration") + 1] == (
+        "operator=Exists,key=nvidia.com/gpu,effect=NoSchedule"
+    )
+    assert argv[argv.index("--env-secret") + 1] == "WANDB_API_KEY=wandb,key=api-key"
+    assert argv[argv.index("--supplemental-groups") + 1] == "1001,1002"
+    # master_gpus is a master setting: the workers' NIC and NCCL_* go to the master as well.
+    assert "--master-extended-resource" in argv
+    assert "NCCL_SOCKET_IFNAME=net1" in argv[argv.index("--master-environment-variable") :]
+    for bad in ("termination_grace_period=soon", "supplemental_groups=[a]", "priority=urgent"):
+        with pytest.raises(ProfileError):
+            submission.prepare(base, [bad])
+    # 2.18-2.20 spell the master's environment --master-environment: refused before submit.
+    early = Capabilities(["/x/runai"], parse_override("2.19"), "env RUNAI_TUI_RUNAI_CLI")
+    with pytest.raises(ProfileError) as caught:
+        submission.prepare(base, ["master_gpus=1"], cli=early)
+    assert "--master-environment-variable (the master gets it as master settings are set)" in (
+        str(caught.value)
+    )

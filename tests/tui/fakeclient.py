@@ -45,6 +45,9 @@ class FakeClient:
     # What the runai CLI accepts: unknown (every verb offered) unless a test says otherwise.
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(["runai-local"]))
 
+    async def acapabilities(self, *keys: str) -> Capabilities:
+        return self.capabilities
+
     def job(self, name: str) -> Job:
         for job in self.jobs:
             if job.name == name:
