@@ -278,3 +278,22 @@ def test_the_list_has_every_job_and_names_other_frameworks(tmp_path: Path) -> No
     lines = run("list", env=late.env()).stdout.splitlines()
     assert lines[0].split()[-1] == "FRAMEWORK"
     assert lines[1].split()[-1] == "PyTorch" and lines[2].split()[-1] == "TensorFlow"
+
+
+@pytest.mark.parametrize("cli", ["2.18", "2.25", "3.0"])
+def test_the_fakes_refuse_unknown_flags_as_cobra_does(tmp_path: Path, cli: str) -> None:
+    fake = fake_runai(tmp_path, [SUBMITTED], cli=cli)
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(fake.path), *args], capture_output=True, text=True, timeout=30)
+
+    bad = call("training", "pytorch", "submit", "j", "--bogus", "1")
+    assert (bad.returncode, bad.stderr) == (1, "Error: unknown flag: --bogus\n")
+    short = call("training", "pytorch", "describe", "j", "-z")
+    assert (short.returncode, short.stderr) == (1, "Error: unknown shorthand flag: 'z' in -z\n")
+    # A value that looks like a flag belongs to the flag before it (pflag): cobra accepts it
+    # and the scenario, which has no describe rule, answers (exit 64).
+    assert call("training", "pytorch", "describe", "j", "--pod-limit", "-1").returncode == 64
+    late_only = call("training", "pytorch", "submit", "j", "--clean-pod-policy", "None")
+    assert late_only.returncode == (1 if cli == "2.18" else 0)
+    assert call("version").stdout == "Version: 2.25.0\nBuildDate: 2025-01-01T00:00:00Z\n"
