@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY
 from runai_tui.errors import UsageError
 from runai_tui.runai import generations as G
 
@@ -48,13 +49,13 @@ VERBS = ("delete", "describe", "exec", "logs", "port-forward", "resume", "submit
 # Answers when help cannot be read: the generations whose documented pages list the flag or
 # verb (docs/runai-cli.md §8). Anything not listed here is in every CLI v2 generation; submit's
 # flags come from the field table's `cli` column.
-_EARLY = frozenset({G.V2_EARLY})
+_EARLY = frozenset({V2_EARLY})
 _BY_GENERATION: dict[tuple[str, str], frozenset[str]] = {
-    ("list", "--next-token"): G.V2_LATE_ONLY,
+    ("list", "--next-token"): V2_LATE_ONLY,
     ("list", "--limit"): _EARLY,
     ("list", "--offset"): _EARLY,
-    ("pytorch", "suspend"): G.V2_LATE_ONLY,
-    ("pytorch", "resume"): G.V2_LATE_ONLY,
+    ("pytorch", "suspend"): V2_LATE_ONLY,
+    ("pytorch", "resume"): V2_LATE_ONLY,
 }
 # `training list --limit N` where there is no paging: more than any project holds.
 LIST_LIMIT = 100_000
@@ -253,7 +254,7 @@ class Capabilities:
             return None
         if key == "submit":
             return _submit_flag_by_generation(word, generation)
-        return generation in _BY_GENERATION.get((key, word), G.V2)
+        return generation in _BY_GENERATION.get((key, word), V2)
 
     def paging(self) -> str:
         """How `training list` reaches every job: next-token, offset, limit or none."""
@@ -318,7 +319,7 @@ def _submit_flag_by_generation(flag: str, generation: str) -> bool:
     for row in FIELDS:
         if flag in row.flags:
             return generation in row.cli
-    return generation in G.V2
+    return generation in V2
 
 
 # --- the checks ---------------------------------------------------------------------------------

@@ -28,15 +28,8 @@ from typing import Any
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
+from runai_tui.cli_generations import LABELS, V2_EARLY, V2_LATE
 
-V1 = "v1"
-V2_EARLY = "v2-early"  # CLI v2 up to about 2.20 ([D20])
-V2_LATE = "v2.2x"  # CLI v2 2.21 and later: 2.2x, 2.25, v3.0 ([D25], [D30], [ISAAC] 2.23)
-GENERATIONS = (V1, V2_EARLY, V2_LATE)
-LABELS = {V1: "CLI v1", V2_EARLY: "CLI v2 ≤ 2.20", V2_LATE: "CLI v2 ≥ 2.21"}
-ALL = frozenset(GENERATIONS)
-V2 = frozenset({V2_EARLY, V2_LATE})
-V2_LATE_ONLY = frozenset({V2_LATE})
 FIRST_LATE = (2, 21)
 # The flag table runai-local parses is CLI v2.25's (runai_tui/local/flags.py).
 LOCAL_EMULATES = V2_LATE

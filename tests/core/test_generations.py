@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui.cli_generations import V2_EARLY, V2_LATE
 from runai_tui.runai import generations as G
 from runai_tui.runai.capabilities import COMMANDS, parse_help
 from tests.fake_runai import help_pages
@@ -25,14 +26,14 @@ RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or 
 @pytest.mark.parametrize(
     ("line", "generation", "version"),
     [
-        ("runai version v2.25.3", G.V2_LATE, "2.25.3"),
-        ("v2.21.0", G.V2_LATE, "2.21.0"),
-        ("2.23.7-rc.1", G.V2_LATE, "2.23.7-rc.1"),
-        ("3.0.1", G.V2_LATE, "3.0.1"),
-        ("runai version 2.20.14", G.V2_EARLY, "2.20.14"),
-        ("2.18.0", G.V2_EARLY, "2.18.0"),
+        ("runai version v2.25.3", V2_LATE, "2.25.3"),
+        ("v2.21.0", V2_LATE, "2.21.0"),
+        ("2.23.7-rc.1", V2_LATE, "2.23.7-rc.1"),
+        ("3.0.1", V2_LATE, "3.0.1"),
+        ("runai version 2.20.14", V2_EARLY, "2.20.14"),
+        ("2.18.0", V2_EARLY, "2.18.0"),
         # v1 and v2 both may print `Version: x`: the number is read, v1 is told by the help.
-        ("Version: 2.18.94", G.V2_EARLY, "2.18.94"),
+        ("Version: 2.18.94", V2_EARLY, "2.18.94"),
         ("runai-local 0.1.0 (embedded local cluster)", G.LOCAL_EMULATES, "runai-local 0.1.0"),
         ("development build", None, "development build"),
         ("1.4.2", None, "1.4.2"),
@@ -46,7 +47,7 @@ def test_classify(line: str, generation: str | None, version: str) -> None:
 
 @pytest.mark.parametrize(
     ("value", "generation"),
-    [("2.19", G.V2_EARLY), ("v2.25.3", G.V2_LATE), ("3.0", G.V2_LATE), ("v2-early", G.V2_EARLY)],
+    [("2.19", V2_EARLY), ("v2.25.3", V2_LATE), ("3.0", V2_LATE), ("v2-early", V2_EARLY)],
 )
 def test_override_values(value: str, generation: str) -> None:
     assert G.parse_override(value).generation == generation
