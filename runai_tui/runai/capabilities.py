@@ -154,6 +154,7 @@ class Capabilities:
     helps: dict[str, CobraHelp | None] = field(default_factory=dict)
     version: G.CliVersion | None = None
     warnings: list[str] = field(default_factory=list)
+    _warned: bool = False
 
     # -- filling in -------------------------------------------------------------------------
 
@@ -181,7 +182,8 @@ class Capabilities:
                 found = parse_help(text) if code == 0 else None
                 self.helps[key] = found
                 G.cache_update(self.executable, help={key: found.to_json() if found else None})
-                if found is None:
+                if found is None and not self._warned:
+                    self._warned = True  # once: the next unreadable help says the same
                     await self.aversion(probe)
                     words = " ".join(COMMANDS[key])
                     said = G.first_line(text) or "(no output)"
