@@ -190,7 +190,9 @@ def test_unreadable_help_warns_once_and_the_version_decides(tmp_path: Path) -> N
     first = run("submit", "--profile", "late", env=fake.env())
     assert first.returncode == 2
     warned = [line for line in first.stderr.splitlines() if "--help" in line and "warning" in line]
-    assert warned and warned[0].startswith("warning: cannot read `runai training pytorch --help`")
+    assert len(warned) == 1 and warned[0].startswith(
+        "warning: cannot read `runai training pytorch --help`"
+    )
     assert "deciding by the version line: runai 2.20.1 (CLI v2 ≤ 2.20)" in warned[0]
     assert "the help is unreadable and runai 2.20.1 (CLI v2 ≤ 2.20) does not have it" in (
         first.stderr
