@@ -7,6 +7,8 @@ Precedence, highest first: the command-line flag, the environment variable, the 
     project = "team-a"   # -p/--project     RUNAI_TUI_PROJECT   (default: the CLI's own default)
     refresh = 5          # --refresh        RUNAI_TUI_REFRESH   seconds, 0 = off (default 2)
     notify = false       #                  RUNAI_TUI_NOTIFY    ring the terminal when a job ends
+    runai_cli = "2.19"   #                  RUNAI_TUI_RUNAI_CLI what the runai CLI accepts, when its
+                         #                  --help cannot be read: v2-early, v2.2x or a version
 
 A bad value is a usage error (exit 2) naming the file and line (or the variable or flag), the
 key, the value and the fix.
@@ -33,6 +35,7 @@ ENV_BACKEND = "RUNAI_TUI_BACKEND"
 ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
 ENV_NOTIFY = "RUNAI_TUI_NOTIFY"
+ENV_RUNAI_CLI = "RUNAI_TUI_RUNAI_CLI"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
@@ -62,9 +65,10 @@ class Settings:
     refresh: Setting[float]
     file: Path
     notify: Setting[bool]
+    runai_cli: Setting[str | None] = Setting("runai_cli", None, "default")
 
     def all(self) -> list[Setting[Any]]:
-        return [self.backend, self.project, self.refresh, self.notify]
+        return [self.backend, self.project, self.refresh, self.notify, self.runai_cli]
 
 
 def _backend(value: Any) -> str:
@@ -101,6 +105,13 @@ def _notify(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _runai_cli(value: Any) -> str:
+    from runai_tui.runai.generations import parse_override  # lazy: only when the setting is set
+
+    parse_override(value)  # ValueError says what is expected
+    return str(value).strip()
+
+
 @dataclass(frozen=True)
 class _Key:
     """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
@@ -117,6 +128,7 @@ KEYS: dict[str, _Key] = {
     "project": _Key(_project, ENV_PROJECT, "--project", None, 'project = "team-a"'),
     "refresh": _Key(_refresh, ENV_REFRESH, "--refresh", 2.0, "refresh = 5"),
     "notify": _Key(_notify, ENV_NOTIFY, None, True, "notify = false"),
+    "runai_cli": _Key(_runai_cli, ENV_RUNAI_CLI, None, None, 'runai_cli = "2.19"'),
 }
 
 
@@ -210,5 +222,10 @@ def load_settings(
             raise UsageError(f"{where}: {exc}", fix) from None
         resolved[name] = Setting(name, value, source)
     return Settings(
-        resolved["backend"], resolved["project"], resolved["refresh"], path, resolved["notify"]
+        resolved["backend"],
+        resolved["project"],
+        resolved["refresh"],
+        path,
+        resolved["notify"],
+        resolved["runai_cli"],
     )

@@ -52,6 +52,17 @@ _ALIASES = {
 }
 
 
+# Framework names in the list -> `runai training` subcommand (docs/runai-cli.md §1.1).
+FAMILIES = {
+    "pytorch": "pytorch",
+    "tensorflow": "tensorflow",
+    "tf": "tensorflow",
+    "mpi": "mpi",
+    "xgboost": "xgboost",
+    "jax": "jax",
+}
+
+
 def normalize_phase(value: object) -> Phase:
     """Map any status string the CLI may print (v1, v2, pod phases, any case) to a v2 Phase."""
     if isinstance(value, Phase):
@@ -93,10 +104,22 @@ class Job:
     gpus: float | None = None
     created: datetime | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    framework: str = ""  # "PyTorch", "TensorFlow", "MPI", "XGBoost", "JAX"; "" when not said
 
     @property
     def status(self) -> str:
         return self.phase.value
+
+    @property
+    def family(self) -> str:
+        """The `runai training FAMILY` subcommand that manages this job: the framework's, else
+        `standard` for a training job without one, else `pytorch` (runai-tui's own jobs)."""
+        word = FAMILIES.get(self.framework.strip().lower().replace(" ", ""))
+        if word:
+            return word
+        if not self.framework and self.type.strip().lower() in ("training", "train"):
+            return "standard"
+        return "pytorch"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +127,7 @@ class Job:
             "status": self.phase.value,
             "project": self.project,
             "type": self.type,
+            "framework": self.framework,
             "running_pods": self.running_pods,
             "requested_pods": self.requested_pods,
             "gpus": self.gpus,

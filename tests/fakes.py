@@ -43,25 +43,37 @@ class FakeRunai:
     def bin_dir(self) -> Path:
         return self.path.parent
 
-    def set_rules(self, rules: list[dict[str, Any]], default: dict[str, Any] | None = None) -> None:
-        """Replace the scenario (the next call sees it)."""
-        scenario: dict[str, Any] = {"rules": rules}
+    def set_rules(
+        self, rules: list[dict[str, Any]], default: dict[str, Any] | None = None, **extra: Any
+    ) -> None:
+        """Replace the scenario (the next call sees it); `extra`: cli=, jobs=, page_size= (see
+        tests/fake_runai/fake_runai.py)."""
+        scenario: dict[str, Any] = {"rules": rules, **extra}
         if default is not None:
             scenario["default"] = default
         tmp = self.scenario_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(scenario), encoding="utf-8")
         os.replace(tmp, self.scenario_path)
 
-    def records(self) -> list[dict[str, Any]]:
-        """One dict per call: {"argv": [...], "pid": N, "child_pid": N or None}."""
+    def _all_records(self) -> list[dict[str, Any]]:
         if not self.log_path.exists():
             return []
         lines = self.log_path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per call but the `--help` questions (help_calls()): {"argv": [...],
+        "pid": N, "child_pid": N or None}."""
+        return [record for record in self._all_records() if not record.get("help")]
+
     def calls(self) -> list[list[str]]:
-        """The argv (after the program name) of every call so far, in order."""
+        """The argv (after the program name) of every call so far but the `--help` questions
+        runai-tui asks first (help_calls()), in order."""
         return [record["argv"] for record in self.records()]
+
+    def help_calls(self) -> list[list[str]]:
+        """The argv of every `--help` call so far, in order."""
+        return [record["argv"] for record in self._all_records() if record.get("help")]
 
     def env(self) -> dict[str, str]:
         """Environment that makes runai-tui use this fake."""
@@ -73,8 +85,10 @@ def fake_runai(
     rules: list[dict[str, Any]] | None = None,
     default: dict[str, Any] | None = None,
     name: str = "runai",
+    **extra: Any,
 ) -> FakeRunai:
-    """Create a fake `runai` executable under `tmp_path` answering from `rules`."""
+    """Create a fake `runai` executable under `tmp_path` answering from `rules`; `extra`
+    (cli="2.18", jobs=[...], page_size=N) makes it play a documented CLI."""
     root = tmp_path / f"fake-{name}"
     bin_dir = root / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -93,5 +107,5 @@ def fake_runai(
     )
     exe.chmod(0o755)
     fake = FakeRunai(path=exe, scenario_path=scenario_path, log_path=log_path)
-    fake.set_rules(rules or [], default)
+    fake.set_rules(rules or [], default, **extra)
     return fake

@@ -14,7 +14,8 @@ from runai_tui.cli.common import client_for
 from runai_tui.errors import UsageError
 
 if TYPE_CHECKING:
-    from runai_tui.runai.bulk import Selector
+    from runai_tui.models import Job
+    from runai_tui.runai.bulk import Outcome, Selector
 
 _DONE = {"delete": "Deleted", "suspend": "Suspended", "resume": "Resumed"}
 
@@ -93,15 +94,29 @@ def cmd_bulk(args: argparse.Namespace) -> int:
     selector = _selector(args)
     client = client_for(args)
     names = list(dict.fromkeys(args.jobs))
+    jobs = None
+    if verb in ("suspend", "resume"):
+        client.offers(verb)  # exit 2 where the installed runai lacks the verb
     if selector is not None:
-        names = select(client.list_jobs(), selector)
+        jobs = client.list_jobs()
+    elif verb in ("suspend", "resume"):
+        from runai_tui.errors import RunaiError
+
+        try:  # to say which named jobs are in a state the verb does not apply to
+            jobs = client.list_jobs()
+        except RunaiError:
+            jobs = None  # runai answers for each job
+    if selector is not None:
+        names = select(jobs or [], selector)
         if not names:
             print(f"no job matches ({selector.describe()}); nothing to {verb}", file=sys.stderr)
             return 0
     if verb == "delete" and not args.yes and not _confirm(names):
         print("Not deleted.")
         return 0
-    outcomes = runner.run_sync(act(client, verb, names))
+    skipped = _not_applicable(verb, names, jobs or [])
+    names = [name for name in names if name not in {o.name for o in skipped}]
+    outcomes = [*skipped, *runner.run_sync(act(client, verb, names))]
     for outcome in outcomes:
         if outcome.ok:
             print(outcome.message or f"{_DONE[verb]} {outcome.name}.")
@@ -120,6 +135,20 @@ def cmd_bulk(args: argparse.Namespace) -> int:
         tail = f"; failed: {', '.join(failed)}" if failed else ""
         print(f"{_DONE[verb].lower()} {done} of {len(outcomes)} jobs{tail}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _not_applicable(verb: str, names: list[str], jobs: list[Job]) -> list[Outcome]:
+    """A failed Outcome for each named job whose state `verb` does not apply to (suspending a
+    Failed job, resuming a Running one); a name the list lacks is left to runai."""
+    from runai_tui.runai.bulk import Outcome
+    from runai_tui.runai.capabilities import VERB_STATES, applies
+
+    by_name = {job.name: job for job in jobs}
+    return [
+        Outcome(name, False, f"{name} is {by_name[name].status}: {VERB_STATES[verb]}")
+        for name in names
+        if name in by_name and not applies(verb, by_name[name].status)
+    ]
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

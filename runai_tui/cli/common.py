@@ -40,7 +40,21 @@ def client_for(args: argparse.Namespace) -> RunaiClient:
         select_backend(settings.backend.value),
         project=settings.project.value,
         timeout=args.timeout,
+        **runai_cli_for(settings),
+        on_warning=lambda text: print(f"warning: {text}", file=sys.stderr),
     )
+
+
+def runai_cli_for(settings: Settings) -> dict[str, Any]:
+    """The client's `runai_cli` override keywords from the settings (none when unset)."""
+    if settings.runai_cli.value is None:
+        return {}
+    from runai_tui.runai.generations import parse_override
+
+    return {
+        "runai_cli": parse_override(settings.runai_cli.value),
+        "runai_cli_source": settings.runai_cli.source,
+    }
 
 
 def print_json(data: Any) -> None:

@@ -23,7 +23,7 @@ from runai_tui.cli import (
     run_commands,
     watch_commands,
 )
-from runai_tui.cli.common import Parser, settings_for
+from runai_tui.cli.common import Parser, runai_cli_for, settings_for
 from runai_tui.errors import Failure, UsageError
 
 GROUPS = (
@@ -85,6 +85,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         project_explicit=settings.project.from_flag,
         notify=settings.notify.value,
+        runai_cli=runai_cli_for(settings),
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 from runai_tui import __version__, paths
-from runai_tui.cli.common import client_for, print_json, settings_for, table
+from runai_tui.cli.common import client_for, print_json, runai_cli_for, settings_for, table
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import format_gpus, format_pods
 
@@ -61,17 +61,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     if client.backend.is_local:
         print("# jobs on the LOCAL cluster (no runai installed)", file=sys.stderr)
-    rows = [
-        [
-            j.name,
-            j.status,
-            j.project or "-",
-            format_pods(j),
-            format_gpus(j),
-        ]
-        for j in jobs
-    ]
-    print(table(rows, ["NAME", "STATUS", "PROJECT", "PODS", "GPUS"]) if rows else "no jobs")
+    rows = [[j.name, j.status, j.project or "-", format_pods(j), format_gpus(j)] for j in jobs]
+    header = ["NAME", "STATUS", "PROJECT", "PODS", "GPUS"]
+    if any(j.family != "pytorch" for j in jobs):  # other training frameworks: say which
+        header.append("FRAMEWORK")
+        for row, job in zip(rows, jobs, strict=True):
+            row.append(job.framework or job.family)
+    print(table(rows, header) if rows else "no jobs")
     return 0
 
 
@@ -115,14 +111,6 @@ def cmd_logs(args: argparse.Namespace) -> int:
         from runai_tui.duration import go_duration, parse_duration
 
         since = go_duration(parse_duration(args.since, "--since"))
-    used = [flag for flag, on in (("--previous", args.previous), ("--since", since)) if on]
-    if used and not client.backend.is_local:
-        from runai_tui.runai.generations import check_logs_flags, detect
-
-        found = detect(client)
-        if found.warning:
-            print(f"warning: {found.warning}", file=sys.stderr)
-        check_logs_flags(used, found.cli)
     out = sys.stdout
     lines = runner.iterate_sync(_log_lines(client, args, since))
     with contextlib.closing(lines):  # Ctrl-C or a closed pipe stops `logs` at once
@@ -171,6 +159,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
     cmd = list(args.cmd)
     client = client_for(args)
+    client.capabilities_for("exec")  # CLI v1 is refused before the command is built
     argv = client.exec_argv(args.job, pod=args.pod, command=cmd or None, tty=sys.stdin.isatty())
     return run_interactive(argv)
 
@@ -218,8 +207,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     except RunaiError as exc:
         info["backend"] = {"kind": None, "error": exc.message, "hint": exc.hint}
     else:
+        client = RunaiClient(backend, timeout=args.timeout, **runai_cli_for(settings))
         try:
-            version = RunaiClient(backend, timeout=args.timeout).version().strip()
+            version = client.version().strip()
         except RunaiError as exc:
             version = f"unavailable: {exc.message}"
         info["backend"] = {
@@ -228,6 +218,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             "executable": backend.executable,
             "version": version.splitlines()[0] if version else "",
         }
+        info["runai_cli"] = _detected(client)
     if args.json:
         print_json(info)
         return 0
@@ -249,7 +240,40 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     print(f"backend: {found['kind']}  ({found['label']})  {' '.join(found['executable'])}")
     print(f"version: {found['version'] or '-'}")
+    detected = info["runai_cli"]
+    if "error" in detected:
+        print(f"runai CLI: {detected['error']}")
+        return 0
+    print(f"runai CLI: {detected['label']}  (decided by {detected['decided_by']})")
+    shown = {True: "yes", False: "no", None: "unknown (tried)"}
+    for row in detected["capabilities"]:
+        print(f"  {row['capability']}: {shown[row['available']]}  (from {row['source']})")
+    for warning in detected["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _detected(client: RunaiClient) -> dict[str, Any]:
+    """What runai-tui learned about the installed CLI: each capability and its source."""
+    from runai_tui.runai import runner
+    from runai_tui.runai.capabilities import COMMANDS
+
+    try:
+        caps = client.capabilities_for(*COMMANDS)
+        if caps.override is None:
+            runner.run_sync(caps.aversion(client.probe))
+    except (RunaiError, UsageError) as exc:
+        return {"error": f"{exc.message} ({exc.hint})" if exc.hint else exc.message}
+    sources = {caps.source(key) for key in COMMANDS}
+    label = caps.label
+    if caps.override is not None:
+        label = f"{caps.override.label}, from runai_cli ({caps.override_source})"
+    return {
+        "label": label,
+        "decided_by": ", ".join(sorted(sources)),
+        "capabilities": caps.report(),
+        "warnings": list(caps.warnings),
+    }
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -592,3 +592,38 @@ def _trainer_args(f: Facts) -> Iterable[RuleFinding]:
     problem = trainer_args_problem(f.trainer) if f.trainer is not None else ""
     if problem:
         yield RuleFinding(f"{problem} (the trainer refuses it)", "fix the value in args")
+
+
+@rule(
+    "master-differs",
+    "warning",
+    "master_env",
+    "the master's NIC or NCCL settings differ from the workers'",
+    fields="`master_extended_resources`, `master_env`",
+    means=(
+        "rank 0 runs in the master pod: a master with other extended resources (the NIC) or "
+        "other `NCCL_*` values than the workers puts the whole job on its slower path"
+    ),
+    fix="drop the master's own value (it then gets the workers'), or make the two match",
+    example=("master_env.NCCL_IB_DISABLE=0",),
+)
+def _master_differs(f: Facts) -> Iterable[RuleFinding]:
+    p = f.profile
+    for key, value in p.master_extended_resources.items():
+        worker = p.extended_resources.get(key)
+        if worker is not None and worker != value:
+            yield RuleFinding(
+                f"the master asks {key}={value}, the workers {key}={worker}",
+                f"--set master_extended_resources.{key}= gives the master the workers' {worker}",
+                field=f"master_extended_resources.{key}",
+            )
+    for key, value in p.master_env.items():
+        worker = p.env.get(key)
+        if key.startswith("NCCL_") and worker != value:
+            shown = "unset" if worker is None else f"{key}={worker}"
+            yield RuleFinding(
+                f"the master runs with {key}={value}, the workers with {shown}: rank 0 may take "
+                "another NCCL transport than the rest",
+                f"--set master_env.{key}= gives the master the workers' setting",
+                field=f"master_env.{key}",
+            )

@@ -4,7 +4,9 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
 where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
 (docs.py; a test keeps README.md current) and the CLI generation check
-(runai_tui/runai/generations.py; the generations' names are in runai_tui/cli_generations.py). The local cluster's own flag parser
+(runai_tui/runai/capabilities.py: the installed CLI's help decides, the `cli` column only when
+help cannot be read; the generations' names are in runai_tui/cli_generations.py). The local
+cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
@@ -15,6 +17,7 @@ and §7 (field → flag per generation).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +79,67 @@ def _capabilities(value: Any) -> list[str]:
 
 _UID = v.int_range(0, 2**31 - 1)
 _CORES = v.cores(1024)
+PRIORITIES = ("very-low", "low", "medium-low", "medium", "medium-high", "high", "very-high")
+_GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def _duration(value: Any) -> str:
+    """A Go duration as the CLI takes it: 30s, 5m, 1h30m, 24h."""
+    if isinstance(value, str) and _GO_DURATION.match(value.strip()):
+        return value.strip()
+    raise v.Invalid("expected a duration such as 30s, 5m or 24h")
+
+
+def _groups(value: Any) -> str:
+    """Group IDs, as the CLI's comma-separated `ints`: [1001, 1002] or "1001,1002"."""
+    items = value if isinstance(value, list) else str(value).split(",")
+    try:
+        ids = [int(str(item).strip()) for item in items if str(item).strip()]
+    except ValueError:
+        raise v.Invalid("expected group IDs, e.g. [1001, 1002]") from None
+    if not ids or any(i < 0 or i >= 2**31 for i in ids) or isinstance(value, bool):
+        raise v.Invalid("expected group IDs, e.g. [1001, 1002]")
+    return ",".join(str(i) for i in ids)
+
+
+_TOLERATION_KEYS = ("operator", "key", "value", "effect", "seconds")
+
+
+def _tolerations(value: Any) -> list[str]:
+    """Tolerations as the CLI takes them (`operator=Exists,key=K[,value=V][,effect=E][,seconds=N]`),
+    from mappings with those keys or from that text."""
+    example = "[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"
+    if not isinstance(value, list):
+        raise v.Invalid(f"expected a list of tolerations, e.g. {example}")
+    out = []
+    for item in value:
+        if isinstance(item, str) and item.strip() and " " not in item:
+            out.append(item.strip())
+            continue
+        if not isinstance(item, dict) or not set(item) <= set(_TOLERATION_KEYS):
+            raise v.Invalid(f"expected entries with {', '.join(_TOLERATION_KEYS)}, e.g. {example}")
+        operator = str(item.get("operator", "Equal"))
+        if operator not in ("Equal", "Exists") or (operator == "Equal" and "value" not in item):
+            raise v.Invalid(f"expected operator Exists, or Equal with a value, e.g. {example}")
+        parts = [f"operator={operator}"]
+        parts += [f"{k}={item[k]}" for k in _TOLERATION_KEYS[1:] if item.get(k) not in (None, "")]
+        if any("," in p.split("=", 1)[1] for p in parts):
+            raise v.Invalid(f"expected values without ',', e.g. {example}")
+        out.append(",".join(parts))
+    return out
+
+
+def _secret_ref(value: Any) -> str:
+    """A Kubernetes secret key: {secret: NAME, key: KEY} or the CLI's own `NAME,key=KEY`."""
+    secret = key = ""
+    if isinstance(value, dict) and set(value) == {"secret", "key"}:
+        secret, key = str(value["secret"]), str(value["key"])
+    elif isinstance(value, str) and ",key=" in value:
+        secret, key = value.split(",key=", 1)
+    if re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", secret) and key and "," not in key:
+        return f"{secret},key={key}"
+    raise v.Invalid("expected {secret: NAME, key: KEY} or NAME,key=KEY, e.g. wandb,key=api-key")
+
 
 # Field(name, help, example, kind, check, ...keywords): see the Field class above.
 FIELDS: tuple[Field, ...] = (
@@ -153,12 +217,74 @@ FIELDS: tuple[Field, ...] = (
           v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),
-    # docs/runai-cli.md §7 gives --clean-pod-policy for every generation (and §1.5 a v1 default), so
-    # it is not limited to 2.2x here.
+    # The 2.18-2.20 submit page (run-ai/docs @029bc11) has no --clean-pod-policy; 2.25 has it.
     Field("clean_pod_policy",
           "pods removed when the job ends: None (logs stay readable), All or Running",
           "None", "value",
-          v.one_of("None", "All", "Running"), emit="value", flag="--clean-pod-policy"),
+          v.one_of("None", "All", "Running"), emit="value", flag="--clean-pod-policy",
+          cli=V2_LATE_ONLY),
+    # What DDP operators set on a cluster (docs/runai-cli.md §8.3 lists each flag's pages).
+    Field("priority", "scheduling priority: " + ", ".join(PRIORITIES), "high", "value",
+          v.one_of(*PRIORITIES), emit="value", flag="--priority", cli=V2_LATE_ONLY),
+    Field("tolerations", "node taints the pods tolerate", "[{key: nvidia.com/gpu, "
+          "operator: Exists, effect: NoSchedule}]", "list", _tolerations,
+          emit="repeat", flag="--toleration", cli=V2, empty=[]),
+    Field("node_type", "node-type label the pods must run on", "dgx-a100", "value", v.no_space,
+          emit="value", flag="--node-type", cli=V2, text=True),
+    Field("required_topology_key", "all pods on nodes with the same value of this label "
+          "(one rack for NCCL)", "topology.kubernetes.io/rack", "value", v.qualified_key,
+          emit="value", flag="--required-pod-topology-key", cli=V2, text=True),
+    Field("preferred_topology_key", "pods on nodes with the same value of this label, "
+          "if possible", "topology.kubernetes.io/rack", "value", v.qualified_key,
+          emit="value", flag="--preferred-pod-topology-key", cli=V2, text=True),
+    Field("termination_grace_period", "time a pod gets after SIGTERM (the checkpoint)", "120s",
+          "value", _duration, emit="value", flag="--termination-grace-period",
+          cli=V2_LATE_ONLY, text=True),
+    Field("auto_delete_after", "delete the job this long after it completes", "24h", "value",
+          _duration, emit="value", flag="--auto-deletion-time-after-completion", cli=V2,
+          text=True),
+    Field("host_ipc", "share the node's IPC namespace", "true", "value", v.boolean,
+          emit="switch", flag="--host-ipc", cli=V2, empty=False),
+    Field("host_network", "use the node's network", "true", "value", v.boolean,
+          emit="switch", flag="--host-network", cli=V2, empty=False),
+    Field("supplemental_groups", "extra group IDs of the container user", "[1001, 1002]",
+          "value", _groups, emit="value", flag="--supplemental-groups", cli=V2),
+    Field("env_secrets", "environment variables from Kubernetes secrets",
+          "{WANDB_API_KEY: {secret: wandb, key: api-key}}", "mapping",
+          key=v.env_key, value=_secret_ref,
+          emit="repeat", flag="--env-secret", item="{key}={value}", cli=V2_LATE_ONLY, empty={}),
+    # The master pod's own settings. With any of them Run:ai builds the master from these, not
+    # from the worker spec: command.py then also gives it the workers' extended resources and
+    # NCCL_* environment (unless set here), so the master keeps the NIC.
+    Field("no_master", "no separate master pod (no MASTER_ADDR/RANK/WORLD_SIZE from the "
+          "operator)", "true", "value", v.boolean,
+          emit="switch", flag="--no-master", cli=V2, empty=False),
+    Field("master_cpu", "the master pod's CPU cores: {request, limit}", "{request: 2, limit: 4}",
+          "group",
+          sub=(SubField("request", _CORES, "CPU cores requested", "--master-cpu-core-request"),
+               SubField("limit", _CORES, "CPU cores limit", "--master-cpu-core-limit")),
+          emit="group", cli=V2_LATE_ONLY, empty={}),
+    Field("master_memory", "the master pod's memory: {request, limit}", "{request: 8Gi, limit: 16Gi}",
+          "group",
+          sub=(SubField("request", v.quantity, "memory requested", "--master-cpu-memory-request"),
+               SubField("limit", v.quantity, "memory limit", "--master-cpu-memory-limit")),
+          emit="group", cli=V2_LATE_ONLY, empty={}),
+    Field("master_extended_resources", "the master pod's extended resources (default with "
+          "master settings: the workers')", "{openshift.io/mellanoxnics: 1}", "mapping",
+          key=v.qualified_key, value=v.resource_amount,
+          emit="repeat", flag="--master-extended-resource", item="{key}={value}", cli=V2,
+          empty={}),
+    Field("master_env", "the master pod's environment (default with master settings: the "
+          "workers' NCCL_*)", "{NCCL_DEBUG: WARN}", "mapping", key=v.env_key, value=v.env_value,
+          emit="repeat", flag="--master-environment-variable", item="{key}={value}",
+          cli=V2_LATE_ONLY, empty={}),
+    Field("master_command", "the master's command line, one string (replaces the entrypoint)",
+          "python train.py --rank0-only", "value", v.nonempty,
+          emit="value", flag="--master-command", cli=V2_LATE_ONLY, text=True),
+    Field("master_args", "the master's arguments, one string", "--log-every 10", "value",
+          v.nonempty, emit="value", flag="--master-args", cli=V2_LATE_ONLY, text=True),
+    Field("master_no_pvcs", "mount no PVCs in the master pod", "true", "value", v.boolean,
+          emit="switch", flag="--master-no-pvcs", cli=V2, empty=False),
     Field("command", "command replacing the image entrypoint (one string = one word)",
           "[/data/scripts/vision/shell/train-retinanet-ddp.sh]", "list", v.argv_list,
           emit="command", flag="--command", empty=[]),

@@ -146,6 +146,25 @@ class Profile:
     master_restart_policy: str | None = None
     backoff_limit: int | None = None
     clean_pod_policy: str | None = None
+    priority: str | None = None
+    tolerations: list[str] = field(default_factory=list)
+    node_type: str | None = None
+    required_topology_key: str | None = None
+    preferred_topology_key: str | None = None
+    termination_grace_period: str | None = None
+    auto_delete_after: str | None = None
+    host_ipc: bool = False
+    host_network: bool = False
+    supplemental_groups: str | None = None
+    env_secrets: dict[str, str] = field(default_factory=dict)
+    no_master: bool = False
+    master_cpu: dict[str, float] = field(default_factory=dict)
+    master_memory: dict[str, str] = field(default_factory=dict)
+    master_extended_resources: dict[str, str] = field(default_factory=dict)
+    master_env: dict[str, str] = field(default_factory=dict)
+    master_command: str | None = None
+    master_args: str | None = None
+    master_no_pvcs: bool = False
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict, repr=False)  # long: left out of repr

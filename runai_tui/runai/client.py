@@ -30,8 +30,16 @@ from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
+from runai_tui.runai.capabilities import (
+    COMMANDS,
+    LIST_LIMIT,
+    OFFSET_PAGE,
+    Capabilities,
+    check_logs_flags,
+    check_verb,
+)
 from runai_tui.runai.command import with_project
-from runai_tui.runai.generations import NO_DESCRIBE_LIMITS, adetect, describe_limits
+from runai_tui.runai.generations import CliVersion
 from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
@@ -48,6 +56,7 @@ from runai_tui.runai.parse import (
 DEFAULT_SHELL = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi"]
 HINT_TIMEOUT = "check the network and the cluster, or raise --timeout"
 MAX_PAGES = 1000  # a guard against a CLI that keeps returning a next-page token
+NO_DESCRIBE_LIMITS = ["--pod-limit", "-1", "--event-limit", "-1"]
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 
@@ -110,12 +119,24 @@ class RunaiClient:
         project: str | None = None,
         timeout: float = 60.0,
         env: Mapping[str, str] | None = None,
+        runai_cli: CliVersion | None = None,
+        runai_cli_source: str = "",
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
+        """`runai_cli`: the override of what the installed CLI accepts (the `runai_cli`
+        setting, from `runai_cli_source`); `on_warning` hears each warning once (help that
+        cannot be read), else they wait in `capabilities.warnings`."""
         self.backend = backend
+        self.capabilities = Capabilities(list(backend.executable), runai_cli, runai_cli_source)
+        self.on_warning = on_warning
         self.project = project or None
         self.timeout = timeout
         # runai waits for the cluster to accept a submit (--wait-for-submit, default 1m).
         self.submit_timeout = timeout + 60.0
+        # Jobs of other training frameworks (name -> `runai training` subcommand), from the
+        # last list; every other name is a PyTorch job.
+        self.families: dict[str, str] = {}
+        self._listed = False
         self._extra_env = dict(env or {})
 
     # -- argv -----------------------------------------------------------------------------
@@ -131,8 +152,9 @@ class RunaiClient:
             return None  # inherit os.environ as it is at call time
         return {**os.environ, **self._extra_env}
 
-    def list_args(self, next_token: str = "") -> list[str]:
-        args = ["training", "list", "--json", *self._project_args()]
+    def list_args(self, next_token: str = "", paging: Sequence[str] = ()) -> list[str]:
+        """`paging`: `--limit N [--offset M]` for a CLI without next tokens."""
+        args = ["training", "list", "--json", *self._project_args(), *paging]
         return [*args, "--next-token", next_token] if next_token else args
 
     def describe_args(self, name: str, unlimited: bool = True) -> list[str]:
@@ -140,13 +162,18 @@ class RunaiClient:
         defaults): a 16-pod job would lose six ranks."""
         limits = NO_DESCRIBE_LIMITS if unlimited else []
         return [
-            *["training", "pytorch", "describe", name, "-o", "json"],
+            *["training", self.family(name), "describe", name, "-o", "json"],
             *limits,
             *self._project_args(),
         ]
 
+    def family(self, name: str) -> str:
+        """The `runai training` subcommand that manages job `name` (pytorch unless the list
+        said another framework)."""
+        return self.families.get(name, "pytorch")
+
     def verb_args(self, verb: str, name: str) -> list[str]:
-        return ["training", "pytorch", verb, name, *self._project_args()]
+        return ["training", self.family(name), verb, name, *self._project_args()]
 
     def logs_args(
         self,
@@ -259,6 +286,34 @@ class RunaiClient:
             raise self._adapt(error, argv)
         return done
 
+    async def probe(self, args: list[str]) -> tuple[int, str]:
+        """Run a question (`--help`, `version`) as it is: (exit code, stdout + stderr)."""
+        argv = self._argv(args)
+        try:
+            code, out, err = await runner.run(argv, self.timeout, self._env())
+        except runner.Timeout:
+            raise self._timeout_error(argv, args, self.timeout) from None
+        except OSError as exc:
+            raise self._not_installed(argv, exc) from None
+        return code, "\n".join(p for p in (runner.decode(out), runner.decode(err)) if p.strip())
+
+    async def acapabilities(self, *keys: str) -> Capabilities:
+        """What the installed CLI accepts for the commands `keys` (capabilities.COMMANDS),
+        read from its help once (then cached); CLI v1 is refused here (UsageError)."""
+        caps = self.capabilities
+        await caps.aload(self.probe, keys)
+        while caps.warnings and self.on_warning is not None:
+            self.on_warning(caps.warnings.pop(0))
+        return caps
+
+    capabilities_for = _sync_twin(acapabilities)
+
+    async def _ensure(self, args: Sequence[str]) -> Capabilities:
+        """The capabilities of the command `args` runs (its help read first)."""
+        words = tuple(a for a in args[:3] if not a.startswith("-"))
+        keys = [k for k, cmd in COMMANDS.items() if words[: len(cmd)] == cmd and k != "pytorch"]
+        return await self.acapabilities(*keys[:1])
+
     async def _run(
         self,
         args: Sequence[str],
@@ -266,6 +321,7 @@ class RunaiClient:
         check_when_ok: bool = False,
         timeout: float | None = None,
     ) -> Completed:
+        await self._ensure(args)
         argv = self._argv(args)
         timeout = timeout or self.timeout
         try:
@@ -298,27 +354,42 @@ class RunaiClient:
 
     async def alist_jobs(self) -> list[Job]:
         """Every workload, following `next` tokens across pages (never --no-pagination)."""
+        caps = await self.acapabilities("list")
+        paging = caps.paging()
+        self.families, self._listed = {}, True
         jobs: list[Job] = []
         token, seen = "", set()
-        for _page in range(MAX_PAGES):
-            done = await self._run(self.list_args(token))
+        for number in range(MAX_PAGES):
+            extra: list[str] = []
+            if paging == "offset":
+                extra = ["--limit", str(OFFSET_PAGE), "--offset", str(number * OFFSET_PAGE)]
+            elif paging == "limit":
+                extra = ["--limit", str(LIST_LIMIT)]
+            done = await self._run(self.list_args(token, extra))
             page, token = self._parse_or_classify(
                 done, functools.partial(parse_list_page, done.stdout or done.stderr)
             )
             jobs.extend(page)
-            if not token or token in seen:
+            self.families.update({j.name: j.family for j in page})
+            if paging == "offset":
+                if len(page) < OFFSET_PAGE:
+                    break
+                continue
+            if paging == "limit" or not token or token in seen:
                 break
             seen.add(token)
         return jobs
 
     async def adescribe(self, name: str) -> JobDetail:
-        """Every pod and every event: --pod-limit -1 --event-limit -1 where the CLI generation
+        """Every pod and every event: --pod-limit -1 --event-limit -1 where the installed CLI
         has them; where it has not, a note says so when the job has more pods than listed."""
-        generation = (await adetect(self)).cli
-        unlimited = describe_limits(generation.generation)
+        caps = await self.acapabilities("describe")
+        unlimited = caps.has("describe", "--pod-limit")
         try:
             done = await self._run(self.describe_args(name, unlimited is not False), names=[name])
         except RunaiError as exc:
+            if await self._another_family(name, exc):
+                return await self.adescribe(name)
             if unlimited is not None or not _refused_limit_flag(exc):
                 raise
             unlimited = False  # an unreadable `version`, and a CLI without the flags
@@ -326,8 +397,9 @@ class RunaiClient:
         detail = self._parse_or_classify(done, lambda: parse_describe(done.stdout), [name])
         wanted = detail.job.requested_pods
         if unlimited is False and wanted is not None and wanted > len(detail.pods):
+            await caps.aversion(self.probe)  # the note names the CLI's version
             detail.notes.append(
-                f"{generation.label} has no describe --pod-limit: it listed "
+                f"{caps.label} has no describe --pod-limit: it listed "
                 f"{len(detail.pods)} of the job's {wanted} pods (update the runai CLI)"
             )
         return detail
@@ -340,8 +412,55 @@ class RunaiClient:
         name = given or parse_submitted_name(done.output)
         return SubmitResult(name=name, output=strip_notices(done.output))
 
+    async def aoffers(self, verb: str) -> None:
+        """Raise UsageError (exit 2, naming the CLI's version) when the installed runai has no
+        `training pytorch VERB` (suspend and resume came after 2.20)."""
+        caps = await self.acapabilities(verb)
+        if caps.has("pytorch", verb) is False:
+            await caps.aversion(self.probe)
+        check_verb(verb, caps)
+
+    async def _another_family(self, name: str, error: RunaiError) -> bool:
+        """After `training pytorch VERB NAME` found no such job: whether the list (asked once)
+        says NAME is a job of another training framework, to be asked through its own
+        subcommand; a framework this runai has no subcommand for raises a one-line reason."""
+        if error.kind is not ErrorKind.NOT_FOUND or self._listed or name in self.families:
+            return False
+        try:
+            await self.alist_jobs()
+        except RunaiError:
+            return False  # the first answer stands
+        family = self.family(name)
+        if family == "pytorch":
+            return False
+        await self.acheck_family(name)
+        return True
+
+    async def acheck_family(self, name: str) -> None:
+        """Raise RunaiError with the one-line reason when job `name` belongs to a training
+        framework whose subcommand the installed runai does not list (the job is read-only)."""
+        family = self.family(name)
+        if family == "pytorch":
+            return
+        caps = await self.acapabilities("training")
+        if caps.has("training", family) is False:
+            raise RunaiError(
+                ErrorKind.OTHER,
+                f"{name} is a {family} training job and this runai has no `runai training "
+                f"{family}`: runai-tui shows it read-only",
+                "use the Run:ai UI for it, or update the runai CLI",
+            )
+
     async def _verb(self, verb: str, name: str) -> str:
-        return self._text(await self._run(self.verb_args(verb, name), [name], check_when_ok=True))
+        await self.aoffers(verb)
+        await self.acheck_family(name)
+        try:
+            done = await self._run(self.verb_args(verb, name), [name], check_when_ok=True)
+        except RunaiError as exc:
+            if await self._another_family(name, exc):
+                return await self._verb(verb, name)
+            raise
+        return self._text(done)
 
     async def adelete(self, name: str) -> str:
         return await self._verb("delete", name)
@@ -356,8 +475,14 @@ class RunaiClient:
         return self._text(await self._run(["whoami"], check_when_ok=True))
 
     async def aversion(self) -> str:
-        """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`."""
-        return first_meaningful_line(self._text(await self._run(["version"])))
+        """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`
+        (asked as it is: a CLI v1 may say its version)."""
+        code, text = await self.probe(["version"])
+        if code:
+            error = classify_failure(text, code, command=self._describe_cmd(["version"]))
+            if error is not None:
+                raise self._adapt(error, self._argv(["version"]))
+        return first_meaningful_line(strip_notices(text) or text)
 
     async def aprojects(self) -> list[str]:
         """The projects the user may use (`project list --json`; never `runai project` alone,
@@ -393,6 +518,10 @@ class RunaiClient:
         consumer or closing the generator (`aclose()`, `contextlib.aclosing`) kills the `logs`
         process group and reaps it. At the end, a failed `logs` raises RunaiError. No timeout:
         `--follow` runs until the job ends or the caller stops."""
+        caps = await self.acapabilities("logs")
+        check_logs_flags(
+            [f for f, on in (("--since", since), ("--previous", previous)) if on], caps
+        )
         args = self.logs_args(name, pod, follow, tail, since, previous)
         argv = self._argv(args)
         stream = runner.LineStream(argv, self._env())
@@ -426,6 +555,7 @@ class RunaiClient:
         """Run `port-forward` until the caller stops (closing the generator or a cancel kills it)
         or it ends. Yields each line it prints and, once it listens, a Forwarding. An end with a
         failure raises RunaiError (kind PORT_IN_USE when the local port is taken)."""
+        await self.acapabilities("port-forward")
         args = self.port_forward_args(name, local, remote, pod)
         argv = self._argv(args)
         stream = runner.LineStream(argv, self._env())
@@ -464,6 +594,7 @@ class RunaiClient:
     submit = _sync_twin(asubmit)
     delete = _sync_twin(adelete)
     suspend = _sync_twin(asuspend)
+    offers = _sync_twin(aoffers)
     resume = _sync_twin(aresume)
     whoami = _sync_twin(awhoami)
     version = _sync_twin(aversion)

@@ -196,6 +196,7 @@ def parse_job(item: Mapping[str, Any]) -> Job | None:
         gpus=_gpus_of(item),
         created=parse_time(pick(item, "createdAt", "creationTimestamp", "submittedAt", "Created")),
         raw=dict(item),
+        framework=str(framework or ""),
     )
 
 
@@ -441,6 +442,12 @@ HINT_NOT_FOUND = (
     "check the name and project with `runai-tui list`; "
     "if it is listed, your login may be stale: run: runai login"
 )
+# cobra/pflag: `Error: unknown flag: --x`, `unknown shorthand flag: 'x' in -x`.
+_UNKNOWN_FLAG_RE = r"unknown (?:shorthand )?flag: ('[^']+' in -\S+|-{1,2}[\w.-]+)"
+HINT_UNKNOWN_FLAG = (
+    "`runai-tui info` lists what this runai CLI accepts; drop the setting that needs the flag, "
+    "update the runai CLI, or set runai_cli if its help cannot be read"
+)
 HINT_OTHER = "run the same command with runai directly to see its full output"
 
 
@@ -496,6 +503,14 @@ def classify_failure(
         return RunaiError(ErrorKind.NOT_FOUND, line, HINT_NOT_FOUND, output=output)
     if returncode == 0:
         return None
+    unknown = re.search(_UNKNOWN_FLAG_RE, output)
+    if unknown:
+        return RunaiError(
+            ErrorKind.OTHER,
+            f"{command} does not know the flag {unknown.group(1)} (this runai CLI lacks it)",
+            HINT_UNKNOWN_FLAG,
+            output=output,
+        )
     line = first_meaningful_line(output) or "(no output)"
     return RunaiError(
         ErrorKind.OTHER, f"{command} failed (exit {returncode}): {line}", HINT_OTHER, output=output

@@ -2,8 +2,8 @@
 overrides → job name → the argv with the project → the installed CLI's flags → submit.
 
 `prepare` is pure and raises the profile's own errors (exit 2); the submit twins add what needs
-the cluster: which `runai` generation is installed (a flag it lacks stops the submit) and the
-submit itself."""
+the cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the
+submit, as does CLI v1) and the submit itself."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runai_tui.runai.capabilities import check_profile, missing_submit_flags
 from runai_tui.runai.command import build_submit_argv, with_project
-from runai_tui.runai.generations import adetect, check_profile, detect
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
+    from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
-    from runai_tui.runai.generations import CliVersion
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,10 @@ def prepare(
     name: str | None = None,
     project: str | None = None,
     project_explicit: bool = False,
-    cli: CliVersion | None = None,
+    cli: Capabilities | None = None,
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv with the project (an explicit
-    `-p` beats the profile's own) and, when the CLI generation is known, check its flags. Raises
+    `-p` beats the profile's own) and, when the CLI's capabilities are known, check its flags. Raises
     ProfileError or UsageError; nothing here touches the cluster."""
     from runai_tui.profiles import apply_overrides, check_job_name
 
@@ -59,20 +59,20 @@ def _no_warning(_: str) -> None:
 def submit(
     client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
 ) -> SubmitResult:
-    """Check the profile against the installed CLI generation, then submit (blocking)."""
-    found = detect(client)
-    if found.warning:
-        warn(found.warning)
-    check_profile(submission.profile, found.cli)
-    return client.submit(submission.argv)
+    """Check the profile against what the installed CLI accepts, then submit (blocking)."""
+    from runai_tui.runai import runner
+
+    return runner.run_sync(asubmit(client, submission, warn))
 
 
 async def asubmit(
     client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
 ) -> SubmitResult:
     """`submit` for the TUI: the same checks, the async client."""
-    found = await adetect(client)
-    if found.warning:
-        warn(found.warning)
-    check_profile(submission.profile, found.cli)
+    caps = await client.acapabilities("submit")
+    while caps.warnings:
+        warn(caps.warnings.pop(0))
+    if missing_submit_flags(submission.profile, caps):
+        await caps.aversion(client.probe)  # the refusal names the CLI's version
+    check_profile(submission.profile, caps)
     return await client.asubmit(submission.argv)

@@ -9,7 +9,7 @@ first refresh takes its result (first paint measured by benchmarks/fig_tui_paint
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runai_tui.errors import UsageError
 
@@ -34,6 +34,7 @@ def run_tui(
     timeout: float = 60.0,
     project_explicit: bool = False,
     notify: bool = True,
+    runai_cli: dict[str, Any] | None = None,
 ) -> int:
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
@@ -47,7 +48,7 @@ def run_tui(
             "e.g. runai-tui --refresh 5",
         )
     backend = select_backend(backend_choice)
-    client = RunaiClient(backend, project=project, timeout=timeout)
+    client = RunaiClient(backend, project=project, timeout=timeout, **(runai_cli or {}))
     first_list = start_first_list(client)
     from runai_tui.tui.app import RunaiTuiApp  # Textual is imported here, while the list runs
 

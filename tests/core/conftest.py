@@ -17,8 +17,10 @@ from tests.fakes import FakeRunai, fake_runai
 def make_fake(tmp_path: Path) -> Callable[..., FakeRunai]:
     """make_fake([rule(...), ...], default=None) -> FakeRunai under this test's tmp_path."""
 
-    def make(rules: list[dict[str, Any]], default: dict[str, Any] | None = None) -> FakeRunai:
-        return fake_runai(tmp_path, rules, default)
+    def make(
+        rules: list[dict[str, Any]], default: dict[str, Any] | None = None, **extra: Any
+    ) -> FakeRunai:
+        return fake_runai(tmp_path, rules, default, **extra)
 
     return make
 

@@ -19,7 +19,8 @@ def test_suspend_and_resume_with_empty_output_say_what_happened(
         monkeypatch.setenv(key, value)
     assert main([verb, "job-a"]) == 0
     assert capsys.readouterr().out == f"{said} job-a.\n"
-    assert fake.calls() == [["training", "pytorch", verb, "job-a"]]
+    # The list (here unanswered) is asked first, to skip jobs in a state the verb does not fit.
+    assert fake.calls() == [["training", "list", "--json"], ["training", "pytorch", verb, "job-a"]]
 
 
 def test_debug_after_the_double_dash_belongs_to_the_exec_command(

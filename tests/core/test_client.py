@@ -136,9 +136,13 @@ def test_describe_shapes(make_fake: MakeFake, client_for: ClientFor, doc: dict) 
     detail = client_for(fake, project="p").describe("job-a")
     assert detail.job.name == "job-a"
     assert len(detail.pods) == 1 and detail.pods[0].name.startswith("job-a-")
+    # The help decides (the fake answers 2.25's): `version` is not asked.
     assert fake.calls() == [
-        ["version"],
         ["training", "pytorch", "describe", "job-a", "-o", "json", *UNLIMITED, "-p", "p"],
+    ]
+    assert fake.help_calls() == [
+        ["training", "pytorch", "--help"],
+        ["training", "pytorch", "describe", "--help"],
     ]
 
 
@@ -170,15 +174,22 @@ def test_describe_of_a_16_pod_job_lists_all_16_on_cli_2_25(
 def test_a_cli_without_the_limit_flags_says_it_listed_fewer_pods(
     make_fake: MakeFake, client_for: ClientFor
 ) -> None:
-    # 2.20 has no --pod-limit: describe as it is, and say what is missing.
+    # A CLI whose describe help lists no --pod-limit: describe as it is, and say what is missing.
+    no_limits = (
+        "Usage:\n  runai training pytorch describe [flags]\n\nFlags:\n  -o, --output string\n"
+    )
     fake = make_fake(
-        [rule("version", stdout="2.20.1\n"), rule("describe", stdout=rest_describe(10, 16))]
+        [
+            rule("describe", "--help", stdout=no_limits),
+            rule("version", stdout="2.20.1\n"),
+            rule("describe", stdout=rest_describe(10, 16)),
+        ]
     )
     detail = client_for(fake).describe("big")
-    assert fake.calls()[-1] == ["training", "pytorch", "describe", "big", "-o", "json"]
+    assert fake.calls() == [["training", "pytorch", "describe", "big", "-o", "json"], ["version"]]
     assert len(detail.pods) == 10
     assert detail.notes == [
-        "runai 2.20.1 (CLI v2 ≤ 2.20) has no describe --pod-limit: it listed 10 of the job's "
+        "runai 2.20.1 has no describe --pod-limit: it listed 10 of the job's "
         "16 pods (update the runai CLI)"
     ]
 
@@ -189,6 +200,7 @@ def test_an_unknown_cli_that_refuses_the_limit_flags_is_asked_again_without(
     refused = "Error: unknown flag: --pod-limit\nUsage:\n  runai training pytorch describe ...\n"
     fake = make_fake(
         [
+            rule("describe", "--help", stdout="not cobra help\n"),
             rule("version", stdout="something new\n"),
             rule("describe", "--pod-limit", stderr=refused, exit=1),
             rule("describe", stdout=rest_describe(3, 3)),
@@ -204,6 +216,7 @@ def test_an_unknown_cli_error_other_than_the_flags_is_not_retried(
 ) -> None:
     fake = make_fake(
         [
+            rule("describe", "--help", stdout="not cobra help\n"),
             rule("version", stdout="something new\n"),
             rule("describe", stderr='workload "big" does not exist\n', exit=1),
         ]
@@ -211,7 +224,7 @@ def test_an_unknown_cli_error_other_than_the_flags_is_not_retried(
     with pytest.raises(RunaiError) as caught:
         client_for(fake).describe("big")
     assert caught.value.kind is ErrorKind.NOT_FOUND
-    assert len(fake.calls()) == 2
+    assert len(fake.calls()) == 3  # version, describe, and the list that names no other framework
 
 
 async def test_async_describe(make_fake: MakeFake, client_for: ClientFor) -> None:
@@ -307,6 +320,8 @@ def test_suspend_resume_and_delete_succeed(make_fake: MakeFake, client_for: Clie
     assert client.delete("job-a") == "workload job-a deleted"
     assert [c[:4] for c in fake.calls()] == [
         ["training", "pytorch", "suspend", "job-a"],
+        # Not found as a PyTorch job: the list (asked once) could name another framework.
+        ["training", "list", "--json"],
         ["training", "pytorch", "resume", "job-a"],
         ["training", "pytorch", "delete", "job-a"],
     ]
@@ -432,7 +447,10 @@ def test_submit_failure_is_classified(make_fake: MakeFake, client_for: ClientFor
     with pytest.raises(RunaiError) as info:
         client_for(fake).submit(["runai", "training", "pytorch", "submit", "j", "--bogus"])
     assert info.value.kind is ErrorKind.OTHER
-    assert info.value.message.endswith("(exit 1): Error: unknown flag: --bogus")
+    assert info.value.message == (
+        "runai training pytorch submit does not know the flag --bogus (this runai CLI lacks it)"
+    )
+    assert "runai-tui info" in info.value.hint
 
 
 def test_whoami_and_version(make_fake: MakeFake, client_for: ClientFor) -> None:
@@ -633,3 +651,107 @@ def test_against_the_real_local_cluster() -> None:
         client.describe("no-such-job")
     assert info.value.kind is ErrorKind.NOT_FOUND
     assert "no-such-job" in info.value.message
+
+
+# --- the whole job list, whichever paging the CLI has ----------------------------------------
+
+SIXTY = [
+    {"name": f"job-{i:02d}", "phase": "Running", "type": "Training", "framework": "PyTorch"}
+    for i in range(60)
+]
+
+
+def test_the_whole_list_on_a_cli_whose_default_limit_is_50(
+    make_fake: MakeFake, client_for: ClientFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2.18-2.20: `--limit` (default 50) and `--offset`, no next token. Asked as it is, it
+    # would stop at 50; runai-tui pages by offset until a page comes back short.
+    fake = make_fake([], cli="2.18", jobs=SIXTY)
+    jobs = client_for(fake).list_jobs()
+    assert [j.name for j in jobs] == [j["name"] for j in SIXTY]
+    assert fake.calls() == [["training", "list", "--json", "--limit", "500", "--offset", "0"]]
+    monkeypatch.setattr("runai_tui.runai.client.OFFSET_PAGE", 25)
+    assert len(client_for(fake).list_jobs()) == 60
+    assert [c[-3:] for c in fake.calls()[1:]] == [
+        ["25", "--offset", "0"],
+        ["25", "--offset", "25"],
+        ["25", "--offset", "50"],
+    ]
+
+
+@pytest.mark.parametrize("cli", ["2.25", "3.0"])
+def test_the_whole_list_by_next_token(make_fake: MakeFake, client_for: ClientFor, cli: str) -> None:
+    fake = make_fake([], cli=cli, jobs=SIXTY, page_size=25)
+    jobs = client_for(fake, project="p").list_jobs()
+    assert len(jobs) == 60 and len({j.name for j in jobs}) == 60
+    assert fake.calls() == [
+        ["training", "list", "--json", "-p", "p"],
+        ["training", "list", "--json", "-p", "p", "--next-token", "25"],
+        ["training", "list", "--json", "-p", "p", "--next-token", "50"],
+    ]
+
+
+def test_a_cli_with_only_limit_is_asked_for_enough(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    only_limit = (
+        "Usage:\n  runai training list [flags]\n\nFlags:\n      --json\n      --limit int32\n"
+    )
+    fake = make_fake([rule("list", "--help", stdout=only_limit)], jobs=SIXTY)
+    assert len(client_for(fake).list_jobs()) == 60
+    assert fake.calls() == [["training", "list", "--json", "--limit", "100000"]]
+
+
+# --- training jobs of other frameworks -------------------------------------------------------
+
+MIXED = [
+    {"name": "pt", "phase": "Running", "type": "Training", "framework": "PyTorch"},
+    {"name": "tf", "phase": "Running", "type": "Training", "framework": "TensorFlow"},
+    {"name": "plain", "phase": "Running", "type": "Training"},
+]
+MISSING = {"stderr": "Error: could not locate desired workload\n", "exit": 1}
+
+
+def test_jobs_of_other_frameworks_go_to_their_own_subcommand(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    fake = make_fake(
+        [
+            rule("pytorch", "describe", "tf", **MISSING),
+            rule("tensorflow", "describe", "tf", stdout=rest_describe(1, 1)),
+            rule("standard", "delete", "plain", stdout="deleted\n"),
+        ],
+        cli="2.25",
+        jobs=MIXED,
+    )
+    client = client_for(fake)
+    # By name alone (the headless describe): pytorch first, then the list says TensorFlow.
+    assert client.describe("tf").job.name == "big"
+    assert [c[:4] for c in fake.calls()] == [
+        ["training", "pytorch", "describe", "tf"],
+        ["training", "list", "--json"],
+        ["training", "tensorflow", "describe", "tf"],
+    ]
+    jobs = client.list_jobs()
+    assert [(j.name, j.framework, j.family) for j in jobs] == [
+        ("pt", "PyTorch", "pytorch"),
+        ("tf", "TensorFlow", "tensorflow"),
+        ("plain", "", "standard"),
+    ]
+    assert client.delete("plain") == "deleted"
+    assert fake.calls()[-1] == ["training", "standard", "delete", "plain"]
+
+
+def test_a_framework_the_cli_has_no_subcommand_for_is_read_only(
+    make_fake: MakeFake, client_for: ClientFor
+) -> None:
+    fake = make_fake([rule("pytorch", "delete", "tf", **MISSING)], cli="2.18", jobs=MIXED)
+    client = client_for(fake)
+    client.list_jobs()
+    with pytest.raises(RunaiError) as caught:
+        client.delete("tf")
+    assert caught.value.message == (
+        "tf is a tensorflow training job and this runai has no `runai training tensorflow`: "
+        "runai-tui shows it read-only"
+    )
+    assert not [c for c in fake.calls() if "delete" in c]

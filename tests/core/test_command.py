@@ -36,7 +36,7 @@ FLIGHT_RECORDER = [("-e", "TORCH_FR_BUFFER_SIZE=2000"), ("-e", "TORCH_FR_DUMP_ON
 
 def split_options(argv: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
     """Pair each flag with its value (flags known to be boolean take none); return the tail."""
-    boolean = {"--large-shm"}
+    boolean = {"--large-shm", "--host-ipc", "--host-network", "--no-master", "--master-no-pvcs"}
     options, i = [], 0
     while i < len(argv):
         if argv[i] == "--command":
@@ -122,8 +122,71 @@ def test_every_field_becomes_its_flag() -> None:
         ("--master-restart-policy", "Never"),
         ("--backoff-limit", "0"),
         ("--clean-pod-policy", "None"),
+        # master_gpus is a master setting: the master keeps the workers' NIC (no NCCL_* here).
+        ("--master-extended-resource", "rdma/rdma=1"),
     ]
     assert tail == ["--command", "--", "python", "train.py", "--lr", "0.1"]
+
+
+def test_the_new_submit_settings_become_their_flags() -> None:
+    profile = Profile(
+        name="p",
+        priority="high",
+        tolerations=["operator=Exists,key=nvidia.com/gpu,effect=NoSchedule"],
+        node_type="dgx",
+        required_topology_key="topology.kubernetes.io/rack",
+        preferred_topology_key="kubernetes.io/hostname",
+        termination_grace_period="120s",
+        auto_delete_after="24h",
+        host_ipc=True,
+        host_network=True,
+        supplemental_groups="1001,1002",
+        env_secrets={"WANDB_API_KEY": "wandb,key=api-key"},
+        no_master=True,
+    )
+    options, _tail = split_options(build_submit_argv(profile)[5:])
+    assert options == [
+        ("--priority", "high"),
+        ("--toleration", "operator=Exists,key=nvidia.com/gpu,effect=NoSchedule"),
+        ("--node-type", "dgx"),
+        ("--required-pod-topology-key", "topology.kubernetes.io/rack"),
+        ("--preferred-pod-topology-key", "kubernetes.io/hostname"),
+        ("--termination-grace-period", "120s"),
+        ("--auto-deletion-time-after-completion", "24h"),
+        ("--host-ipc", None),
+        ("--host-network", None),
+        ("--supplemental-groups", "1001,1002"),
+        ("--env-secret", "WANDB_API_KEY=wandb,key=api-key"),
+        ("--no-master", None),
+    ]
+
+
+def test_master_settings_keep_the_workers_nic_and_nccl_environment() -> None:
+    workers = {
+        "extended_resources": {"openshift.io/mellanoxnics": "1", "rdma/rdma": "1"},
+        "env": {"NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": "INFO", "OTHER": "x"},
+    }
+    # No master setting: the master is built from the worker spec, nothing is repeated.
+    plain = build_submit_argv(Profile(name="p", **workers))
+    assert not [w for w in plain if w.startswith("--master")]
+    # Any master setting: the NIC and NCCL_* go to the master too, unless it sets its own.
+    profile = Profile(
+        name="p",
+        master_gpus=0,  # zero emits nothing: still built from the worker spec
+        master_cpu={"request": 2},
+        master_extended_resources={"rdma/rdma": "2"},
+        master_env={"NCCL_DEBUG": "WARN"},
+        **workers,
+    )
+    options, _tail = split_options(build_submit_argv(profile)[5:])
+    master = [o for o in options if o[0].startswith("--master")]
+    assert master == [
+        ("--master-cpu-core-request", "2"),
+        ("--master-extended-resource", "rdma/rdma=2"),
+        ("--master-environment-variable", "NCCL_DEBUG=WARN"),
+        ("--master-extended-resource", "openshift.io/mellanoxnics=1"),
+        ("--master-environment-variable", "NCCL_IB_HCA=mlx5"),
+    ]
 
 
 def test_args_without_command_follow_a_bare_double_dash() -> None:

@@ -29,6 +29,7 @@ def test_defaults_without_a_file() -> None:
         ("project", None, "default"),
         ("refresh", 2.0, "default"),
         ("notify", True, "default"),
+        ("runai_cli", None, "default"),
     ]
 
 
@@ -111,11 +112,54 @@ def test_info_shows_where_each_setting_came_from(monkeypatch, capsys) -> None:
         "project": {"value": "team-e", "source": "env RUNAI_TUI_PROJECT"},
         "refresh": {"value": 1.0, "source": "flag --refresh"},
         "notify": {"value": True, "source": "default"},
+        "runai_cli": {"value": None, "source": "default"},
     }
     assert data["config_file"] == {"path": str(path), "exists": True}
     assert data["backend"]["kind"] == "local" and data["backend"]["version"].startswith(
         "runai-local"
     )
+    # The embedded cluster answers --help from its 2.25 flag table, as a real runai does.
+    detected = data["runai_cli"]
+    assert detected["decided_by"] == "help"
+    rows = {row["capability"]: row for row in detected["capabilities"]}
+    assert rows["verb suspend"] == {
+        "capability": "verb suspend",
+        "available": True,
+        "source": "help",
+    }
+    assert rows["list --next-token"]["available"] is True
+    assert rows["list --limit"]["available"] is False
+
+
+def test_runai_cli_override_from_env_or_file_and_bad_values(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RUNAI_TUI_RUNAI_CLI", "2.19")
+    settings = load_settings({})
+    assert (settings.runai_cli.value, settings.runai_cli.source) == (
+        "2.19",
+        "env RUNAI_TUI_RUNAI_CLI",
+    )
+    assert main(["--backend", "local", "info"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "runai CLI: runai 2.19 (CLI v2 ≤ 2.20), from runai_cli (env RUNAI_TUI_RUNAI_CLI)"
+        "  (decided by override)\n"
+    ) in out
+    assert "  verb suspend: no  (from override)\n" in out
+    assert "  list --offset: yes  (from override)\n" in out
+    monkeypatch.setenv("RUNAI_TUI_RUNAI_CLI", "banana")
+    with pytest.raises(UsageError) as caught:
+        load_settings({})
+    assert caught.value.exit_code == 2
+    assert str(caught.value).startswith("RUNAI_TUI_RUNAI_CLI=banana: expected a CLI v2 generation")
+    monkeypatch.delenv("RUNAI_TUI_RUNAI_CLI")
+    path = config_file('runai_cli = "1.9"\n')
+    with pytest.raises(UsageError) as caught:
+        load_settings({})
+    assert str(caught.value) == (
+        f"{path}:1: runai_cli: '1.9': CLI v1 is not supported: runai-tui needs the runai CLI v2"
+    )
+    config_file('runai_cli = "v2.2x"\n')
+    assert load_settings({}).runai_cli.value == "v2.2x"
 
 
 def test_submit_dry_run_shows_the_project_that_will_be_used(capsys) -> None:

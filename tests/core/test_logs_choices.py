@@ -11,7 +11,8 @@ from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import UsageError
 from runai_tui.models import Job, JobDetail, Phase, Pod
 from runai_tui.runai.bulk import Selector, select
-from runai_tui.runai.generations import check_logs_flags, classify
+from runai_tui.runai.capabilities import Capabilities, CobraHelp, check_logs_flags
+from runai_tui.runai.generations import parse_override
 from runai_tui.runai.pod_logs import pod_for_rank, pods_by_rank, waiting_on
 
 
@@ -72,11 +73,11 @@ def test_selector_by_glob_status_and_age() -> None:
     assert select(jobs, Selector("nothing-*"), now) == []
 
 
-def test_logs_flags_per_cli_generation() -> None:
-    v1 = classify("Version: 2.10.1")
-    with pytest.raises(UsageError, match=r"logs --previous is not in runai 2.10.1 \(CLI v1\)"):
-        check_logs_flags(["--since", "--previous"], v1)
-    check_logs_flags(["--since"], v1)
-    check_logs_flags(["--previous", "--since"], classify("2.18.3"))
-    check_logs_flags(["--previous"], classify("runai-local 0.1.0 (embedded local cluster)"))
-    check_logs_flags(["--previous"], classify("unreadable"))  # unknown: let runai answer
+def test_logs_flags_from_help_override_or_unknown() -> None:
+    caps = Capabilities(["/x/runai"])
+    caps.helps["logs"] = CobraHelp(frozenset({"--since", "--follow"}), frozenset())
+    with pytest.raises(UsageError, match=r"logs --previous is not in the installed runai: "):
+        check_logs_flags(["--since", "--previous"], caps)
+    check_logs_flags(["--since"], caps)
+    check_logs_flags(["--previous", "--since"], Capabilities(["/x"], parse_override("2.18")))
+    check_logs_flags(["--previous"], Capabilities(["/x"]))  # unknown: let runai answer

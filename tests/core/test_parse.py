@@ -378,9 +378,24 @@ def test_classify_masks_workload_names() -> None:
 
 
 def test_classify_other_uses_first_meaningful_line() -> None:
-    error = classify_failure(NOTICE_BEFORE + "\n\nError: unknown flag: --foo\nUsage: ...\n", 1)
+    error = classify_failure(NOTICE_BEFORE + "\n\nError: quota exceeded\nUsage: ...\n", 1)
     assert error is not None and error.kind is ErrorKind.OTHER
-    assert error.message == "runai failed (exit 1): Error: unknown flag: --foo"
+    assert error.message == "runai failed (exit 1): Error: quota exceeded"
+
+
+@pytest.mark.parametrize(
+    ("said", "flag"),
+    [
+        ("Error: unknown flag: --foo\nUsage: ...\n", "--foo"),
+        ("Error: unknown shorthand flag: 'x' in -x\n", "'x' in -x"),
+    ],
+)
+def test_an_unknown_flag_is_one_line_naming_it(said: str, flag: str) -> None:
+    error = classify_failure(NOTICE_BEFORE + said, 1, command="runai training pytorch submit")
+    assert error is not None and error.kind is ErrorKind.OTHER
+    assert error.message == (
+        f"runai training pytorch submit does not know the flag {flag} (this runai CLI lacks it)"
+    )
     assert classify_failure("", 2) is not None
     assert classify_failure("all good", 0, check_when_ok=True) is None
 

@@ -18,8 +18,9 @@ import pytest
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
 from runai_tui.runai import submission
+from runai_tui.runai.capabilities import Capabilities
 from runai_tui.runai.client import RunaiClient
-from runai_tui.runai.generations import classify
+from runai_tui.runai.generations import parse_override
 from tests.fakes import FakeRunai, rule
 
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"
@@ -58,8 +59,9 @@ def test_prepare_rejects_before_anything_runs() -> None:
     # you type); unknown, the field passes until submit asks.
     late = submission.prepare(base, ["preemptibility=preemptible"])
     assert late.profile.preemptibility == "preemptible"
-    with pytest.raises(ProfileError, match="--preemptibility is not in runai 2.20.1"):
-        submission.prepare(base, ["preemptibility=preemptible"], cli=classify("v2.20.1"))
+    early = Capabilities(["/x/runai"], parse_override("2.20.1"), "env RUNAI_TUI_RUNAI_CLI")
+    with pytest.raises(ProfileError, match="--preemptibility is not in the installed runai: "):
+        submission.prepare(base, ["preemptibility=preemptible"], cli=early)
 
 
 def test_submit_checks_the_installed_cli_then_submits(
@@ -68,14 +70,49 @@ def test_submit_checks_the_installed_cli_then_submits(
     base = ProfileStore().load("retinanet-tcp")
     prepared = submission.prepare(base, ["preemptibility=preemptible"], name="try-2")
 
-    old = make_fake([rule("version", stdout="runai version v2.20.1\n"), SUBMITTED])
+    old = make_fake([SUBMITTED], cli="2.18")
     with pytest.raises(ProfileError, match="preemptibility"):
         submission.submit(client_for(old), prepared)
     assert not submits(old)
 
     warnings: list[str] = []
-    unknown = make_fake([rule("version", stdout="development build\n"), SUBMITTED])
+    unknown = make_fake(
+        [rule("--help", stdout="?\n"), rule("version", stdout="development build\n"), SUBMITTED]
+    )
     result = asyncio.run(submission.asubmit(client_for(unknown), prepared, warn=warnings.append))
     assert result.name == "try-2"
     assert submits(unknown) == [prepared.argv[1:]]
-    assert len(warnings) == 1 and "cannot tell the runai CLI generation" in warnings[0]
+    assert len(warnings) == 1 and "every flag is tried" in warnings[0]
+
+
+def test_new_settings_are_checked_and_the_master_copies_too() -> None:
+    base = ProfileStore().load("retinanet-tcp")
+    prepared = submission.prepare(
+        base,
+        [
+            "tolerations=[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+            "env_secrets.WANDB_API_KEY=wandb,key=api-key",
+            "supplemental_groups=[1001, 1002]",
+            "termination_grace_period=120s",
+            "master_gpus=1",
+        ],
+    )
+    argv = prepared.argv
+    assert argv[argv.index("--toleration") + 1] == (
+        "operator=Exists,key=nvidia.com/gpu,effect=NoSchedule"
+    )
+    assert argv[argv.index("--env-secret") + 1] == "WANDB_API_KEY=wandb,key=api-key"
+    assert argv[argv.index("--supplemental-groups") + 1] == "1001,1002"
+    # master_gpus is a master setting: the workers' NIC and NCCL_* go to the master as well.
+    assert "--master-extended-resource" in argv
+    assert "NCCL_SOCKET_IFNAME=net1" in argv[argv.index("--master-environment-variable") :]
+    for bad in ("termination_grace_period=soon", "supplemental_groups=[a]", "priority=urgent"):
+        with pytest.raises(ProfileError):
+            submission.prepare(base, [bad])
+    # 2.18-2.20 spell the master's environment --master-environment: refused before submit.
+    early = Capabilities(["/x/runai"], parse_override("2.19"), "env RUNAI_TUI_RUNAI_CLI")
+    with pytest.raises(ProfileError) as caught:
+        submission.prepare(base, ["master_gpus=1"], cli=early)
+    assert "--master-environment-variable (the master gets it as master settings are set)" in (
+        str(caught.value)
+    )

@@ -174,3 +174,36 @@ def test_field_table_flags_and_generations_agree_with_this_parser() -> None:
                 assert bad.value.expected == "expected one of: " + ", ".join(flag.choices)
             checked += 1
     assert checked >= 25
+
+
+def test_help_of_every_command_runai_tui_uses_is_read_as_from_a_real_runai() -> None:
+    """runai-local answers `--help` from its own flag tables in cobra's layout, so the embedded
+    default goes through the same reading as an installed runai: what the help lists is what
+    runai-local's parser accepts."""
+    from runai_tui.runai.capabilities import COMMANDS, parse_help
+
+    tables = {
+        "submit": F.SUBMIT_FLAGS,
+        "describe": F.DESCRIBE_FLAGS,
+        "logs": F.LOGS_FLAGS,
+        "exec": F.EXEC_FLAGS,
+        "port-forward": F.PORT_FORWARD_FLAGS,
+        "delete": F.ACTION_FLAGS,
+        "suspend": F.ACTION_FLAGS,
+        "resume": F.ACTION_FLAGS,
+        "list": F.LIST_FLAGS,
+    }
+    for key, words in COMMANDS.items():
+        res = run_local(*words, "--help")
+        assert res.code == 0, (key, res.err)
+        found = parse_help(res.out)
+        assert found is not None, key
+        if key in tables:
+            expected = {f"--{f.name}" for f in tables[key]} | {
+                f"-{f.short}" for f in tables[key] if f.short
+            }
+            assert found.flags == expected, key
+    verbs = parse_help(run_local("training", "pytorch", "--help").out)
+    assert verbs is not None and {"suspend", "resume", "describe", "logs"} <= verbs.commands
+    listing = parse_help(run_local("training", "list", "--help").out)
+    assert listing is not None and "--next-token" in listing.flags

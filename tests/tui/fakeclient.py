@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Event, Job, JobDetail, Phase, Pod
 from runai_tui.runai.backend import Backend
+from runai_tui.runai.capabilities import Capabilities
 from runai_tui.runai.client import SubmitResult
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
@@ -41,6 +42,11 @@ class FakeClient:
     log_failures: int = 0  # the next N log streams fail as if the pod had not started
     probes: dict[str, str] = field(default_factory=dict)  # pod -> what a non-TTY exec prints
     resources: dict[str, str] = field(default_factory=dict)  # pod -> what the `top` probe prints
+    # What the runai CLI accepts: unknown (every verb offered) unless a test says otherwise.
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(["runai-local"]))
+
+    async def acapabilities(self, *keys: str) -> Capabilities:
+        return self.capabilities
 
     def job(self, name: str) -> Job:
         for job in self.jobs:

@@ -111,3 +111,31 @@ async def test_readonly_hides_marking_and_the_bulk_verbs() -> None:
         for action in ("delete", "suspend", "resume"):
             assert app.screen.check_action(action, ()) is False
     assert not [call for call in client.calls if call[0] in ("delete", "suspend", "resume")]
+
+
+async def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits() -> None:
+    from runai_tui.runai.capabilities import Capabilities
+    from runai_tui.runai.generations import parse_override
+
+    client = FakeClient(jobs=[make_job("live"), make_job("broke", Phase.FAILED)])
+    app = RecordingApp(client, refresh_interval=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.screen.loaded)
+        table = app.screen.query_one(JobTable)
+        assert table.select_name("broke")
+        assert app.screen.check_action("suspend", ()) is None  # a Failed job: not offered
+        assert app.screen.check_action("resume", ()) is None
+        await pilot.press("z")
+        assert not isinstance(app.screen, ConfirmDialog)
+        await mark(pilot, table, "live", "broke")
+        await pilot.press("z")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "live" in app.screen.question and "broke" not in app.screen.question
+        assert any("suspend skips broke (Failed)" in n for n in notifications(app))
+        await pilot.press("escape")
+        # A CLI whose `training pytorch` has no suspend/resume (2.18-2.20): never offered.
+        client.capabilities = Capabilities(["runai"], parse_override("2.19"), "test")
+        assert table.select_name("live")
+        assert app.screen.check_action("suspend", ()) is False
+        assert app.screen.check_action("resume", ()) is False
+    assert not [call for call in client.calls if call[0] in ("suspend", "resume")]

@@ -1,13 +1,16 @@
-"""The submit screen learns the runai CLI generation and says, before submitting, which profile
-field the installed runai lacks (the same check `runai-tui submit` makes)."""
+"""The submit screen learns what the installed runai accepts (its submit help) and says, before
+submitting, which profile field it lacks (the same check `runai-tui submit` makes)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from runai_tui.profiles import ProfileStore
+from runai_tui.runai.capabilities import Capabilities, parse_help
+from runai_tui.runai.generations import classify
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import SubmitScreen
+from tests.fake_runai import help_pages
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner
 from tests.tui.helpers import wait_for
 
@@ -23,10 +26,20 @@ command: [sh, -c, "true"]
 
 
 class VersionedClient(FakeClient):
+    """A client whose runai's submit help is the documented one of `cli`."""
+
+    cli: str = "2.18"
     version_line: str = "runai version v2.20.1"
 
     async def aversion(self) -> str:
         return self.version_line
+
+    async def acapabilities(self, *keys: str) -> Capabilities:
+        caps = Capabilities(["runai"])
+        _short, flags = help_pages.CLIS[self.cli]["leaves"][("training", "pytorch", "submit")]
+        caps.helps["submit"] = parse_help(f"Usage:\n  runai\n\nFlags:\n{flags}\n")
+        caps.version = classify(self.version_line)
+        return caps
 
 
 def store_with_late(tmp_path: Path) -> ProfileStore:
@@ -63,9 +76,10 @@ async def test_a_field_the_cli_lacks_blocks_submit_with_the_reason(tmp_path: Pat
     async with app.run_test(size=(120, 40)) as pilot:
         submit = await open_submit(app, pilot)
         problems = str(submit.query_one("#submit-problems").render())
-        assert "preemptibility: --preemptibility is not in runai 2.20.1 (CLI v2 ≤ 2.20)" in (
-            problems
-        )
+        assert (
+            "preemptibility: --preemptibility is not in runai 2.20.1: "
+            "`runai training pytorch submit --help` does not list it"
+        ) in problems
         assert submit.argv is None
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -76,6 +90,7 @@ async def test_a_field_the_cli_lacks_blocks_submit_with_the_reason(tmp_path: Pat
 async def test_the_same_profile_submits_on_a_2_25_cli(tmp_path: Path) -> None:
     client = VersionedClient()
     client.version_line = "runai version v2.25.3"
+    client.cli = "2.25"
     app = app_for(client, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         submit = await open_submit(app, pilot)

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job, Phase
+from runai_tui.runai.capabilities import VERB_STATES, applies
 from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
@@ -208,6 +209,11 @@ class JobsScreen(AppScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.tui.readonly and action in MUTATING:
             return False
+        if (
+            action in ("suspend", "resume")
+            and self.tui.client.capabilities.has("pytorch", action) is False
+        ):
+            return False  # the installed runai has no `training pytorch suspend/resume`
         if action in ON_MARKED and self.is_mounted and self.table.marked():
             return True
         if action in NEEDS_JOB | ON_MARKED:
@@ -216,6 +222,8 @@ class JobsScreen(AppScreen):
                 return None
             if action in ("shell", "preflight") and not job.phase.is_active:
                 return None
+            if action in ("suspend", "resume") and not applies(action, job.phase.value):
+                return None  # e.g. suspend a Failed job
         return True
 
     @on(DataTable.RowHighlighted)
@@ -326,6 +334,15 @@ class JobsScreen(AppScreen):
             if job is None:
                 return
             names = [job.name]
+        if verb in ("suspend", "resume"):
+            jobs = [self.table.jobs[n] for n in names if n in self.table.jobs]
+            skipped = [j for j in jobs if not applies(verb, j.phase.value)]
+            if skipped:
+                listed = ", ".join(f"{j.name} ({j.status})" for j in skipped)
+                self.notify(f"{verb} skips {listed}: {VERB_STATES[verb]}", severity="warning")
+                names = [n for n in names if n not in {j.name for j in skipped}]
+            if not names:
+                return
 
         def done() -> None:
             self.table.clear_marks()

@@ -20,7 +20,7 @@ from runai_tui.tui.widgets.insight import InsightPanel
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
-    from runai_tui.runai.generations import CliVersion
+    from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.submission import Submission
 
 # Form inputs and the profile field each one overrides.
@@ -67,7 +67,7 @@ class SubmitScreen(AppScreen):
         self.prepared: Submission | None = None  # the form's profile and command, when valid
         self.errors: dict[str, str] = {}
         self.submitting = False
-        self.cli: CliVersion | None = None  # the runai CLI generation, once known
+        self.cli: Capabilities | None = None  # what the runai CLI accepts, once known
 
     @property
     def argv(self) -> list[str] | None:
@@ -124,13 +124,15 @@ class SubmitScreen(AppScreen):
 
     @work(exclusive=True, group="detect-cli", exit_on_error=False)
     async def detect_cli(self) -> None:
-        """Learn the runai CLI generation (cached per executable), then re-check the form."""
-        from runai_tui.runai.generations import adetect
-
-        found = await adetect(self.tui.client)
-        self.cli = found.cli
-        if found.warning:
-            self.notify(found.warning, severity="warning", title="runai version")
+        """Learn what the runai CLI accepts (its help, cached per executable), then re-check the
+        form."""
+        try:
+            self.cli = await self.tui.client.acapabilities("submit")
+        except (RunaiError, UsageError) as error:
+            self.tui.report_error(error)
+            return
+        while self.cli.warnings:
+            self.notify(self.cli.warnings.pop(0), severity="warning", title="runai --help")
         if self.base is not None:
             self.validate_form()
 
@@ -300,14 +302,13 @@ class SubmitScreen(AppScreen):
     async def submit_job(self, prepared: Submission) -> None:
         from runai_tui.profiles import ProfileError
         from runai_tui.runai import submission
-        from runai_tui.runai.generations import adetect
 
         try:
             result = await submission.asubmit(self.tui.client, prepared)
         except ProfileError:
             # Submitted before the generation was known, and it lacks a field's flag: the form
             # shows which, under the field, as it would have while typing.
-            self.cli = (await adetect(self.tui.client)).cli
+            self.cli = await self.tui.client.acapabilities("submit")
             self.validate_form()
             self.notify("Fix the errors shown in the form first.", severity="error")
         except RunaiError as error:
