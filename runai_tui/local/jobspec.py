@@ -25,6 +25,7 @@ from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
+NODE_NAME = "local"  # the local cluster's one node: every pod runs on it
 DEFAULT_BACKOFF_LIMIT = 6  # a Kubernetes Job's default: restarts before the workload fails
 
 # Flags the local cluster acts on. Every other flag given is recorded and described as having
@@ -33,6 +34,7 @@ HONOURED = {
     "backoff-limit",
     "command",
     "environment-variable",
+    "exclude-node",
     "existing-pvc",
     "gpu-devices-request",
     "master-args",
@@ -287,7 +289,7 @@ def pod_environment(
             "RUNAI_PROJECT": spec["project"],
             "RUNAI_JOB_UUID": spec["id"],
             "RUNAI_NUM_OF_GPUS": str(pod["gpus"]),
-            "NODE_NAME": "local",
+            "NODE_NAME": NODE_NAME,
             "POD_NAME": pod["name"],
         }
     )

@@ -22,7 +22,7 @@ from typing import Any
 
 from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
-from runai_tui.local.jobspec import pod_environment
+from runai_tui.local.jobspec import NODE_NAME, pod_environment
 from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
 
 POLL_SECONDS = 0.1
@@ -172,6 +172,13 @@ class Supervisor:
                     f"PVC {mount['claim']}: its directory {mount['local']} is missing "
                     f"(pvcs in local.yaml); the workload starts once it exists."
                 )
+        excluded = (self.spec.get("flags") or {}).get("exclude-node") or []
+        if NODE_NAME in excluded:
+            return (
+                f"0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+                f"--exclude-node {NODE_NAME} excludes this machine, the local cluster's one node; "
+                f"the workload never starts here."
+            )
         need = int(self.spec["resources"]["gpu"]["total"])
         if short > 0:
             return (
