@@ -274,12 +274,14 @@ def _socket_ifname(value: str | None, netifs: list[str]) -> Finding:
         name = entry.lstrip("=")
         if any(n == name or (not exact and n.startswith(name)) for n in netifs):
             return check_passed("socket-ifname", f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
-    return check_failed(
+    failed = check_failed(
         "socket-ifname",
         f"NCCL_SOCKET_IFNAME={value} names no interface of the pod (interfaces: {shown})",
         "check the Multus network annotation (k8s.v1.cni.cncf.io/networks) that adds the "
         "interface, or set NCCL_SOCKET_IFNAME to one listed",
     )
+    failed.evidence = f"interfaces: {' '.join(netifs)}"  # what a remedy picks from
+    return failed
 
 
 def _nccl_env(env: dict[str, str]) -> Finding:

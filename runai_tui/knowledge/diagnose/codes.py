@@ -139,6 +139,21 @@ CODES: dict[str, Code] = {
             ("error", "client socket has timed out", "Rendezvous"),
         ),
         Code(
+            "socket-ifname",
+            ERROR,
+            "the network interface that GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME names does not "
+            "exist in the pod: the process group cannot start",
+            "set the variable to an interface the pod has (`runai-tui preflight JOB` lists them; "
+            "eth0 is the pod network), or delete it to let Gloo/NCCL choose",
+            "RuntimeError: [enforce fail at third_party/gloo/gloo/transport/tcp/device.cc:84] "
+            "ifa != nullptr. Unable to find address for: net1",
+            _re(
+                r"Unable to find address for: \S|NCCL WARN Bootstrap : no socket interface found|"
+                r"no socket interface found"
+            ),
+            ("unable to find address for", "no socket interface found"),
+        ),
+        Code(
             "dataloader-killed",
             ERROR,
             "a DataLoader worker process died (often the kernel's OOM killer: the pod's "
