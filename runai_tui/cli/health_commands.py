@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,20 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     elif args.job:
         import asyncio
 
-        report = asyncio.run(diagnose.diagnose_job(client_for(args), args.job, pod=args.pod))
+        from runai_tui.knowledge.remedies import attach_for_job
+
+        client = client_for(args)
+        detail = client.describe(args.job)
+        report = asyncio.run(diagnose.diagnose_job(client, args.job, pod=args.pod, detail=detail))
+        note = attach_for_job(report.findings, detail, local=client.backend.is_local)
+        if note and any(f.severity != "info" for f in report.findings) and not args.json:
+            print(note, file=sys.stderr)
     else:
         raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
     if args.json:
         print_json(report.to_dict())
     else:
-        print(diagnose.render_text(report))
+        print(diagnose.render_text(report, args.job))
     return report.exit_code
 
 

@@ -12,6 +12,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from runai_tui.submission_record import ANNOTATION as RECORD_ANNOTATION
+
 MISSING = "-"
 
 
@@ -106,7 +108,8 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
     if words and not _is_flag(words[0]):
         fields.append(("name", words[0]))
         words = words[1:]
-    fields += _pairs(words)
+    # The submission record (runai-tui's own annotation) says how, not what, was submitted.
+    fields += [p for p in _pairs(words) if p[0] != f"--annotation {RECORD_ANNOTATION}"]
     if tail:
         fields.append(("command", tail[0]))
         fields += _pairs(tail[1:], "args ")

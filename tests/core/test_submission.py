@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui import submission_record
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
 from runai_tui.runai import submission
@@ -62,6 +63,13 @@ def test_prepare_rejects_before_anything_runs() -> None:
         submission.prepare(base, ["preemptibility=preemptible"], cli=classify("v2.20.1"))
 
 
+def record_in(argv: list[str]) -> tuple[int, str]:
+    """Where the submission record's `--annotation` is in argv, and its value."""
+    mark = submission_record.ANNOTATION + "="
+    [at] = [i for i, w in enumerate(argv) if w == "--annotation" and argv[i + 1].startswith(mark)]
+    return at, argv[at + 1].removeprefix(mark)
+
+
 def test_submit_checks_the_installed_cli_then_submits(
     make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient]
 ) -> None:
@@ -77,5 +85,23 @@ def test_submit_checks_the_installed_cli_then_submits(
     unknown = make_fake([rule("version", stdout="development build\n"), SUBMITTED])
     result = asyncio.run(submission.asubmit(client_for(unknown), prepared, warn=warnings.append))
     assert result.name == "try-2"
-    assert submits(unknown) == [prepared.argv[1:]]
+    [sent] = submits(unknown)
     assert len(warnings) == 1 and "cannot tell the runai CLI generation" in warnings[0]
+    # What runs is the dry run's argv plus one annotation: the submission record.
+    at, value = record_in(sent)
+    assert sent[:at] + sent[at + 2 :] == prepared.argv[1:]
+    record = submission_record.decode(value)
+    assert record.profile == "retinanet-tcp" and record.sets == ("preemptibility=preemptible",)
+    assert record.data["preemptibility"] == "preemptible" and "extends" not in record.data
+
+
+def test_a_recorded_submission_rebuilds_the_same_argv() -> None:
+    base = ProfileStore().load("retinanet-local")
+    first = submission.prepare(base, ["workers=2"], name="run")
+    record = submission_record.decode(record_in(submission.recorded_argv(first))[1])
+    rebuilt = submission_record.profile_of(record, "job run")
+    again = submission.prepare(rebuilt, ["large_shm=true"], name="run-2", prior_sets=record.sets)
+    assert again.sets == ("workers=2", "large_shm=true")
+    assert (
+        again.argv == submission.prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
+    )
