@@ -105,3 +105,33 @@ def test_a_recorded_submission_rebuilds_the_same_argv() -> None:
     assert (
         again.argv == submission.prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
     )
+
+
+@pytest.mark.parametrize("name", ["retinanet-tcp", "retinanet-rdma", "retinanet-local"])
+def test_a_submit_argv_reads_back_into_the_profile_that_built_it(name: str) -> None:
+    from runai_tui.knowledge.submitted import data_from_argv
+
+    profile = ProfileStore().load(name)
+    profile = submission.prepare(profile, ["exclude_node=[node-7]", "cpu.request=2"]).profile
+    argv = submission.prepare(profile, name="x").argv
+    again = submission_record.profile_of(
+        submission_record.Record(name, (), data_from_argv(argv)), "t"
+    )
+    assert submission.prepare(again, name="x").argv == argv
+
+
+def test_what_cannot_be_rebuilt_is_said_in_one_line() -> None:
+    from runai_tui.errors import RuntimeFailure
+    from runai_tui.knowledge.submitted import submitted
+    from runai_tui.models import Job, JobDetail
+
+    bare = JobDetail(Job("by-hand"), raw={"pods": [{"command": ["python", "x.py"]}]})
+    with pytest.raises(RuntimeFailure, match="image, resources and env cannot be known"):
+        submitted(bare)
+    odd = JobDetail(Job("odd"), raw={"spec": {"submitArgv": ["runai", "training", "pytorch",
+                                                               "submit", "odd", "--host-ipc"]}})  # fmt: skip
+    with pytest.raises(RuntimeFailure, match="--host-ipc is not a profile field"):
+        submitted(odd)
+    broken = JobDetail(Job("b"), raw={"spec": {"annotations": {submission_record.ANNOTATION: "{"}}})
+    with pytest.raises(RuntimeFailure, match="its submission record .* is unreadable"):
+        submitted(broken)
