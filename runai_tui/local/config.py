@@ -10,11 +10,15 @@ which win::
     project: local                # RUNAI_LOCAL_PROJECT (project of a submit without -p)
     max_pods: 0                   # RUNAI_LOCAL_MAX_PODS: pods running at once (0: no limit);
                                   # jobs beyond it wait Pending, with the reason as an event
+    shm_size: 64Mi                # RUNAI_LOCAL_SHM_SIZE: a pod without --large-shm gets its own
+                                  # /dev/shm of this size, as a container does (default: unset,
+                                  # the machine's /dev/shm; see shm.py)
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,18 @@ class LocalConfig:
     grace_seconds: float = 5.0
     project: str = "local"
     max_pods: int = 0  # 0: no limit
+    shm_size: str = ""  # a tmpfs size (`64m`) for pods without --large-shm; "": the machine's
+
+
+def _shm_size(source: str, value: Any) -> str:
+    """`64Mi` (or `64M`, `1Gi`, a byte count) as a tmpfs size option (`64m`); "" when unset."""
+    text = str(value or "").strip()
+    if not text:
+        return ""
+    m = re.fullmatch(r"(\d+)([KMG]i?)?", text)
+    if m is None or int(m.group(1)) == 0:
+        raise ConfigError(f"{source}: shm_size={text!r} is not a size; write e.g. 64Mi or 1Gi")
+    return m.group(1) + (m.group(2) or "")[:1].lower()
 
 
 def config_path() -> Path:
@@ -66,7 +82,8 @@ def load_config() -> LocalConfig:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: expected a mapping of settings")
-        unknown = set(loaded) - {"gpus", "pvc_root", "pvcs", "grace_seconds", "project", "max_pods"}
+        known = {"gpus", "pvc_root", "pvcs", "grace_seconds", "project", "max_pods", "shm_size"}
+        unknown = set(loaded) - known
         if unknown:
             raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
         raw = loaded
@@ -91,6 +108,9 @@ def load_config() -> LocalConfig:
         raise ConfigError(f"{src}: pvcs must map claim names to directories")
     pvcs = {str(k): Path(os.path.expanduser(str(v))) for k, v in pvcs_raw.items()}
     project = env.get("RUNAI_LOCAL_PROJECT") or str(raw.get("project") or "local")
+    shm_size = _shm_size(src, raw.get("shm_size"))
+    if env.get("RUNAI_LOCAL_SHM_SIZE"):
+        shm_size = _shm_size("environment", env["RUNAI_LOCAL_SHM_SIZE"])
     return LocalConfig(
         gpus=gpus,
         pvc_root=pvc_root,
@@ -98,4 +118,5 @@ def load_config() -> LocalConfig:
         grace_seconds=grace,
         project=project,
         max_pods=max_pods,
+        shm_size=shm_size,
     )

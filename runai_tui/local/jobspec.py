@@ -94,12 +94,14 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def _notes(parsed: Parsed) -> list[str]:
+def _notes(parsed: Parsed, config: LocalConfig) -> list[str]:
     notes = []
     user = getpass.getuser()
     for name in dict.fromkeys(parsed.seen):
         if name in HONOURED or name in _GLOBAL_NAMES:
             continue
+        if name == "large-shm" and config.shm_size:
+            continue  # honoured: the pods keep the machine's /dev/shm instead of shm_size
         value = parsed.values[name]
         if name in ("run-as-uid", "run-as-gid"):
             notes.append(
@@ -257,8 +259,15 @@ def build_spec(
         "backoffLimit": backoff_limit,
         "baseEnv": base_env(),
         "pods": pods,
-        "notes": _notes(parsed),
+        "notes": _notes(parsed, config),
+        # A pod without --large-shm gets a /dev/shm of this size (shm.py); "": the machine's.
+        "shmSize": "" if v["large-shm"] else config.shm_size,
     }
+    if spec["shmSize"]:
+        spec["notes"].append(
+            f"/dev/shm is {spec['shmSize']} in each pod (shm_size in local.yaml), as in a "
+            "container without --large-shm"
+        )
     return spec, mounts
 
 

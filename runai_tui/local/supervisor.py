@@ -210,9 +210,12 @@ class Supervisor:
         self.log_sizes[pod["name"]] = -1
         try:
             workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
+            argv = list(pod["argv"])
+            if self.spec.get("shmSize"):  # the pod's own small /dev/shm (shm.py)
+                argv = [sys.executable, "-m", "runai_tui.local.shm", self.spec["shmSize"], "--", *argv]  # fmt: skip
             with open(log_path, "wb") as log:
                 return subprocess.Popen(
-                    pod["argv"],
+                    argv,
                     cwd=workdir,
                     env=env,
                     stdin=subprocess.DEVNULL,

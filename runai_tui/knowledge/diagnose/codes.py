@@ -104,7 +104,7 @@ CODES: dict[str, Code] = {
             _re(
                 r"Unexpected bus error encountered in worker|insufficient shared memory|"
                 r"killed by signal: Bus error|failed to extend /dev/shm|"
-                r"unable to write to file </torch_\d+"
+                r"unable to (?:write to|allocate shared memory\(shm\) for) file </torch_\d+"
             ),
             ("bus error", "shared memory", "/dev/shm", "</torch_"),
         ),
