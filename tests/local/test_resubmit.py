@@ -1,0 +1,160 @@
+"""From a failed job to a fixed resubmit, on the local cluster with real faults: the trainer fails
+for a wrong GLOO_SOCKET_IFNAME or a small /dev/shm, `diagnose` proposes the remedy, `resubmit
+--apply-fixes --yes` submits NAME-2 with it, and the new job completes. Bad input gets one line
+and an exit code, and nothing is submitted."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runai_tui import submission_record
+from tests.local.conftest import describe, wait_phase
+from tests.local.test_through_runai_tui import tui
+
+
+def user_profile(name: str, text: str) -> None:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(text)
+
+
+def jobs() -> list[str]:
+    return [j["name"] for j in json.loads(tui("list", "--json").stdout)]
+
+
+def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
+    user_profile("quick", "job_name: quick\nimage: busybox:1\nworkers: 1\n"
+                 "command: [sh, -c, 'echo fine']\n")  # fmt: skip
+    assert tui("submit", "--profile", "quick").returncode == 0
+    try:
+        wait_phase("quick", "Completed")
+        # The record travels with the job: next to it on the local cluster (spec.json).
+        record = submission_record.decode(
+            describe("quick")["spec"]["annotations"][submission_record.ANNOTATION]
+        )
+        assert record.profile == "quick" and record.data["workers"] == 1
+        before = jobs()
+
+        res = tui("resubmit", "nosuchjob", "--yes")
+        assert res.returncode == 1 and len(res.stderr.splitlines()) == 2
+        assert "nosuchjob" in res.stderr.splitlines()[0]
+
+        res = tui("resubmit", "quick", "--name", "quick", "--yes")
+        assert res.returncode == 1
+        assert res.stderr.splitlines() == [
+            "error: job name 'quick' is taken: nothing submitted",
+            "hint: pick another --name, or leave it out for quick-2",
+        ]
+
+        res = tui("resubmit", "quick", "--apply-fixes", "--yes")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (
+            "no remedy to apply: diagnose finds nothing wrong with quick; nothing submitted\n"
+        )
+
+        res = tui("resubmit", "quick", "--set", "workers=two", "--yes")
+        assert res.returncode == 2
+        assert res.stderr.startswith("error: --set workers=two: workers: 'two': expected")
+
+        res = tui("resubmit", "quick", "--json")
+        assert res.returncode == 2 and res.stderr.startswith("error: --json goes with --dry-run")
+
+        res = tui("resubmit", "quick")  # no terminal: asks for --yes
+        assert res.returncode == 2
+        assert res.stderr.startswith("error: refusing to submit 'quick-2' without a terminal")
+        assert jobs() == before
+
+        # --dry-run: every override shown, the argv difference, the new command line.
+        res = tui("resubmit", "quick", "--set", "workers=2", "--dry-run")
+        assert res.returncode == 0, res.stderr
+        out = res.stdout.splitlines()
+        assert out[0].startswith("resubmit quick as quick-2, from the recorded submission")
+        assert "  --set workers=2  yours" in out
+        assert any(line.startswith("≠ --workers") and line.endswith("2") for line in out)
+        assert out[-1].startswith("runai training pytorch submit quick-2 ")
+        assert submission_record.ANNOTATION not in res.stdout  # the record is not a difference
+        assert jobs() == before
+    finally:
+        tui("delete", "quick", "--yes")
+
+
+def tiny(name: str, extra_args: str = "", extra: str = "") -> str:
+    return textwrap.dedent(
+        f"""\
+        extends: retinanet-local
+        job_name: {name}
+        {extra}
+        args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
+               --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size,
+               "2", --min-size, "64", --max-size, "64", --log-every, "1",
+               --output-dir, /data/runs/{name}{extra_args}]
+        """
+    )
+
+
+def until(check: Callable[[], Any], what: str, seconds: float = 300) -> Any:
+    """Poll for a trainer's state (slower than the local cluster's own: torch starts first)."""
+    deadline = time.monotonic() + seconds
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(1)
+    return value
+
+
+def loop(job: str, code: str, remedy: str) -> None:
+    """The job fails (ends Failed, or hangs Running with the error in its log); diagnose names
+    `code` with `remedy`; resubmit applies it; NAME-2 ends Completed; compare lines the two up,
+    the failed side saying what it lacks."""
+    assert tui("submit", "--profile", job).returncode == 0
+
+    def diagnosed() -> list[dict]:
+        res = tui("diagnose", job, "--json")
+        return [f for f in json.loads(res.stdout)["findings"] if f["code"] == code]
+
+    found = until(diagnosed, f"diagnose to find {code} in {job}")
+    assert found[0]["remedy"]["set"] == [remedy], found
+    res = tui("resubmit", job, "--apply-fixes", "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"  --set {remedy}  remedy of {code}" in res.stdout
+    assert f"Submitted job {job}-2 on the LOCAL cluster." in res.stdout
+    follow = tui("logs", f"{job}-2", "-f", timeout=600)
+    assert '{"kind": "done"' in follow.stdout, follow.stdout[-2000:]
+    assert wait_phase(f"{job}-2", "Completed", "Failed")["phase"] == "Completed"
+    res = tui("compare", job, f"{job}-2", "--differences")
+    assert res.returncode == 0, res.stderr
+    assert "A lacks trainer metric records" in res.stdout
+
+
+@pytest.mark.slow
+def test_a_wrong_gloo_interface_is_diagnosed_and_fixed_by_a_resubmit() -> None:
+    user_profile("ifbad", tiny("ifbad", extra="env: {GLOO_SOCKET_IFNAME: bad0}"))
+    try:
+        loop("ifbad", "socket-ifname", "env.GLOO_SOCKET_IFNAME=lo")
+    finally:
+        for name in ("ifbad", "ifbad-2"):
+            tui("delete", name, "--yes")
+
+
+@pytest.mark.slow
+def test_a_small_dev_shm_is_diagnosed_and_fixed_by_a_resubmit() -> None:
+    # Pods without --large-shm get a /dev/shm of 64 KiB (a container's is 64 MiB): the trainer's
+    # two DataLoader workers cannot pass a batch through it, and the trainer waits for it.
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "local.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("shm_size: 64Ki\n")
+    user_profile("shmbad", tiny("shmbad", ', --workers, "2"', extra="large_shm: false"))
+    try:
+        loop("shmbad", "shm", "large_shm=true")
+    finally:
+        for name in ("shmbad", "shmbad-2"):
+            tui("delete", name, "--yes")
+        config.unlink()
