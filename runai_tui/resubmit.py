@@ -16,9 +16,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runai_tui.errors import RuntimeFailure
-from runai_tui.knowledge.compare import Row, argv_diff
+from runai_tui.knowledge.compare import Row, argv_diff, render_rows
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.remedies import attach, context_of, local_interfaces, overrides
+from runai_tui.knowledge.remedies import (
+    attach,
+    context_of,
+    local_interfaces,
+    overrides,
+    set_words,
+)
 from runai_tui.knowledge.run_sources import submitted_argv
 from runai_tui.knowledge.submitted import submitted
 from runai_tui.profiles import check_job_name
@@ -70,6 +76,26 @@ class Plan:
     def nothing_to_fix(self) -> bool:
         """--apply-fixes found no remedy at all (none applied, none replaced by a --set)."""
         return bool(self.notes) and self.notes[0].startswith("no remedy to apply")
+
+    def lines(self) -> list[str]:
+        """The plan in words, as `resubmit` prints it and the TUI's `f` shows it: where the
+        submission comes from, every override and who proposes it, what a --set replaced, and
+        the argv difference (compare's rows)."""
+        lines = [f"resubmit {self.job} as {self.name}, from {self.how}"]
+        if self.overrides:
+            lines.append("overrides:")
+            shown = [" ".join(set_words([o.item])) for o in self.overrides]
+            width = max(len(words) for words in shown)
+            for words, o in zip(shown, self.overrides, strict=True):
+                said = (
+                    f"remedy of {o.code}" + (f" ({o.pod})" if o.pod else "") if o.code else "yours"
+                )
+                lines.append(f"  {words:<{width}}  {said}" + (f": {o.why}" if o.why else ""))
+        else:
+            lines.append("overrides: none (the same submission under a new name)")
+        lines += [f"note: {note}" for note in self.notes]
+        lines.append(f"== command line: {len(self.diff)} difference(s) ({self.job} → {self.name})")
+        return lines + render_rows(self.diff)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -40,31 +40,6 @@ def add_parsers(sub: Any) -> None:
     rs.add_argument("-y", "--yes", action="store_true", help="do not ask (required without a tty)")
 
 
-def plan_lines(planned: Any) -> list[str]:
-    """The plan in words: what is rebuilt from where, every override, what a --set replaced,
-    and the argv difference (compare's rows)."""
-    from runai_tui.knowledge.compare import render_rows
-    from runai_tui.knowledge.remedies import set_words
-
-    lines = [f"resubmit {planned.job} as {planned.name}, from {planned.how}"]
-    if planned.overrides:
-        lines.append("overrides:")
-        width = max(len(" ".join(set_words([o.item]))) for o in planned.overrides)
-        for o in planned.overrides:
-            words = " ".join(set_words([o.item]))
-            said = f"remedy of {o.code}" + (f" ({o.pod})" if o.pod else "") if o.code else "yours"
-            why = f": {o.why}" if o.why else ""
-            lines.append(f"  {words:<{width}}  {said}{why}")
-    else:
-        lines.append("overrides: none (the same submission under a new name)")
-    lines += [f"note: {note}" for note in planned.notes]
-    lines.append(
-        f"== command line: {len(planned.diff)} difference(s) ({planned.job} → {planned.name})"
-    )
-    lines += render_rows(planned.diff)
-    return lines
-
-
 def cmd_resubmit(args: argparse.Namespace) -> int:
     from runai_tui import resubmit
     from runai_tui.runai import runner
@@ -94,7 +69,7 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
     if args.json:
         doc = planned.to_dict()
     else:
-        for line in plan_lines(planned):
+        for line in planned.lines():
             print(literal(line))
     if args.dry_run:
         if args.json:

@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
+from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
 from runai_tui.text import literal
 from runai_tui.tui.job_cells import status_text
@@ -96,6 +97,8 @@ class DescribeScreen(AppScreen):
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
         Binding("h", "health", "Diagnose again"),
+        Binding("f", "fixes", "Fixes"),
+        Binding("R", "resubmit", "Resubmit"),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("r", "refresh", "Refresh"),
         Binding("w", "toggle_raw", "Summary/raw"),
@@ -205,6 +208,7 @@ class DescribeScreen(AppScreen):
         except RunaiError as error:
             panel.failed(error.message)
             return
+        attach_for_job(report.findings, detail, local=self.tui.client.backend.is_local)
         panel.show(report)
         self.tui.health.put(detail.job, report)
 
@@ -249,6 +253,48 @@ class DescribeScreen(AppScreen):
         if self.detail is not None:
             self.query_one(HealthPanel).update("reading the pods' logs…")
             self.diagnose_health(self.detail)
+
+    def action_fixes(self) -> None:
+        """The remedies' overrides and the command-line difference they make."""
+        from runai_tui.tui.screens.fixes import FixesScreen
+
+        self.app.push_screen(FixesScreen(self.job.name), self._resubmit_chosen)
+
+    def action_resubmit(self) -> None:
+        """The submit form, filled from the job's submission with the remedies applied."""
+        self._open_resubmit_form()
+
+    def _resubmit_chosen(self, resubmit: bool | None) -> None:
+        if resubmit:
+            self._open_resubmit_form()
+
+    @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
+    async def _open_resubmit_form(self) -> None:
+        from runai_tui import resubmit
+        from runai_tui.errors import Failure
+        from runai_tui.tui.screens.submit import SubmitScreen
+
+        client, name = self.tui.client, self.job.name
+        try:
+            planned = await resubmit.plan(client, name, apply_fixes=True, project=client.project,
+                                          project_explicit=self.tui.project_explicit)  # fmt: skip
+            if planned.nothing_to_fix:
+                self.notify(planned.notes[0], title="resubmit")
+                planned = await resubmit.plan(client, name, project=client.project,
+                                              project_explicit=self.tui.project_explicit)  # fmt: skip
+        except Failure as error:
+            self.tui.report_error(error)
+            return
+        self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
+
+    def _resubmitted(self, name: str | None) -> None:
+        """Back on the jobs table with the new job selected."""
+        if name:
+            self.tui.select_after_refresh = name
+            self.dismiss()
+            refresh = getattr(self.app.screen, "refresh_jobs", None)
+            if refresh is not None:
+                refresh()
 
     def action_back(self) -> None:
         self.dismiss()

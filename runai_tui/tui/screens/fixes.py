@@ -1,0 +1,91 @@
+"""FixesScreen (`f` on a job): the overrides its findings' remedies propose and the command-line
+difference they make against the first submission, as `runai-tui resubmit JOB --apply-fixes
+--dry-run` prints them (runai_tui/resubmit.py), gathered in a worker. `R` goes on to the submit
+form filled with them; nothing is submitted from here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from runai_tui.errors import Failure
+from runai_tui.text import literal
+
+if TYPE_CHECKING:
+    from runai_tui.resubmit import Plan
+    from runai_tui.tui.app import RunaiTuiApp
+
+
+class FixesScreen(ModalScreen[bool]):
+    """Dismisses with True when the user asks for the resubmit form (`R`)."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close"),
+        Binding("R", "resubmit", "Resubmit with these"),
+    ]
+
+    DEFAULT_CSS = """
+    FixesScreen { align: center middle; }
+    FixesScreen > Vertical {
+        width: 95%; height: 80%;
+        border: thick $success; background: $surface; padding: 0 1;
+    }
+    FixesScreen #fixes-status { height: auto; color: $text-muted; }
+    FixesScreen VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, job: str) -> None:
+        super().__init__()
+        self.job = job
+        self.plan: Plan | None = None
+
+    @property
+    def tui(self) -> RunaiTuiApp:
+        return cast("RunaiTuiApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = f"fixes for {literal(self.job)}"
+            box.border_subtitle = "R resubmit with these · esc close"
+            yield Static("reading the job's findings…", id="fixes-status", markup=False)
+            with VerticalScroll():
+                yield Static("", id="fixes-plan", markup=False)
+
+    def on_mount(self) -> None:
+        self.gather()
+
+    @work(exclusive=True, group="fixes", exit_on_error=False)
+    async def gather(self) -> None:
+        from runai_tui import resubmit
+
+        status = self.query_one("#fixes-status", Static)
+        client = self.tui.client
+        try:
+            self.plan = await resubmit.plan(client, self.job, apply_fixes=True,
+                                            project=client.project,
+                                            project_explicit=self.tui.project_explicit)  # fmt: skip
+        except Failure as error:
+            text = f"no fixes: {error.message}" + (f" — {error.hint}" if error.hint else "")
+            status.update(Text(literal(text)))
+            return
+        if self.plan.nothing_to_fix:
+            status.update(Text(literal(self.plan.notes[0])))
+            return
+        count = len(self.plan.remedies)
+        status.update(Text(f"{count} override(s) from the findings' remedies; R opens the form"))
+        self.query_one("#fixes-plan", Static).update(
+            Text("\n".join(literal(line) for line in self.plan.lines()))
+        )
+
+    def action_resubmit(self) -> None:
+        self.dismiss(True)
+
+    def action_close(self) -> None:
+        self.dismiss(False)
