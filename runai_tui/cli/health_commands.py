@@ -112,11 +112,15 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     import asyncio
 
     from runai_tui.knowledge import preflight
+    from runai_tui.knowledge.remedies import attach_for_job
 
     client = client_for(args)
-    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod))
+    detail = client.describe(args.job)
+    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
+    failed = [i for p in report.pods for i in p.items if preflight.status(i) == preflight.FAIL]
+    attach_for_job(failed, detail, local=client.backend.is_local)
     if args.json:
         print_json(report.to_dict())
     else:

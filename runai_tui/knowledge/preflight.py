@@ -16,6 +16,7 @@ from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
 from runai_tui.knowledge.findings import ERROR, INFO, Finding
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
+from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -107,7 +108,10 @@ def status(item: Finding) -> str:
 
 def item_dict(item: Finding) -> dict[str, str]:
     """A checklist item as `preflight --json` gives it."""
-    return {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
+    found = {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
+    if item.remedy is not None:  # the overrides that fix it (knowledge/remedies.py)
+        found["remedy"] = " ".join(item.remedy.sets)
+    return found
 
 
 @dataclass
@@ -372,6 +376,8 @@ def render_text(report: Preflight) -> str:
             out.append(f"  {marks[status(item)]:<4}  {item.code:<13} {literal(item.message)}")
             if status(item) == FAIL and item.fix:
                 out.append(f"        {'':<13} fix: {item.fix}")
+            if item.remedy is not None:
+                out.append(f"        {'':<13} {remedy_line(item.remedy)}")
         out.append("")
     failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")
