@@ -14,6 +14,7 @@ from runai_tui.runai import submission
 from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.health_view import REMEDY_MARK
+from runai_tui.tui.screens.compare import CompareScreen
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.screens.fixes import FixesScreen
 from runai_tui.tui.screens.submit import SubmitScreen
@@ -81,6 +82,11 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
             lambda: table.selected_job is not None and table.selected_job.name == "loader-2",
             "the new job selected",
         )
+        await pilot.press("equals_sign")  # the new job against the one it replaced
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), "the compare screen")
+        compared = app.screen
+        assert isinstance(compared, CompareScreen)
+        assert {compared.job_a, compared.job_b} == {"loader", "loader-2"}
     spec = local_client.describe("loader-2").raw["spec"]
     assert "--large-shm" in spec["submitArgv"]
     record = submission_record.decode(spec["annotations"][submission_record.ANNOTATION])
