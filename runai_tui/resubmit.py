@@ -204,6 +204,11 @@ async def plan(
         )
     for lost, item in beaten:
         result.notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")
+    if detail.job.phase.is_active:  # a hung job keeps its pods (and GPUs) until deleted
+        result.notes.append(
+            f"{job} is still {detail.job.phase.value}: delete it once {new} runs "
+            f"(runai-tui delete {job})"
+        )
     return result
 
 

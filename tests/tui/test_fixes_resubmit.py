@@ -87,6 +87,16 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         compared = app.screen
         assert isinstance(compared, CompareScreen)
         assert {compared.job_a, compared.job_b} == {"loader", "loader-2"}
+        await pilot.press("escape")
+        # R on the jobs table: the same form, for the failed job, under the next free name.
+        await wait_for(pilot, lambda: table.select_name("loader"), "the loader row again")
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen), "the form from jobs")
+        again = app.screen
+        assert isinstance(again, SubmitScreen)
+        await wait_for(pilot, lambda: again.prepared is not None, "a valid form")
+        assert again.query_one("#in-job_name", Input).value == "loader-3"
+        await pilot.press("escape")
     spec = local_client.describe("loader-2").raw["spec"]
     assert "--large-shm" in spec["submitArgv"]
     record = submission_record.decode(spec["annotations"][submission_record.ANNOTATION])

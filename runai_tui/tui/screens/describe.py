@@ -238,7 +238,7 @@ class DescribeScreen(AppScreen):
             self.query_one(CurvesPanel).show(progress)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.tui.readonly and action in {"shell", "delete"}:
+        if self.tui.readonly and action in {"shell", "delete", "resubmit"}:
             return False
         if action in ("shell", "preflight") and not self.job.phase.is_active:
             return None
@@ -270,22 +270,12 @@ class DescribeScreen(AppScreen):
 
     @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self) -> None:
-        from runai_tui import resubmit
-        from runai_tui.errors import Failure
+        from runai_tui.tui.screens.fixes import plan_for_form
         from runai_tui.tui.screens.submit import SubmitScreen
 
-        client, name = self.tui.client, self.job.name
-        try:
-            planned = await resubmit.plan(client, name, apply_fixes=True, project=client.project,
-                                          project_explicit=self.tui.project_explicit)  # fmt: skip
-            if planned.nothing_to_fix:
-                self.notify(planned.notes[0], title="resubmit")
-                planned = await resubmit.plan(client, name, project=client.project,
-                                              project_explicit=self.tui.project_explicit)  # fmt: skip
-        except Failure as error:
-            self.tui.report_error(error)
-            return
-        self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
+        planned = await plan_for_form(self.tui, self.job.name)
+        if planned is not None:
+            self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
 
     def _resubmitted(self, name: str | None) -> None:
         """Back on the jobs table with the new job selected."""

@@ -23,6 +23,25 @@ if TYPE_CHECKING:
     from runai_tui.tui.app import RunaiTuiApp
 
 
+async def plan_for_form(tui: RunaiTuiApp, job: str) -> Plan | None:
+    """The plan `R` fills the submit form with: the remedies applied, or (with a notification)
+    the submission as it was when no finding has one; None after reporting a failure."""
+    from runai_tui import resubmit
+
+    client = tui.client
+    try:
+        planned = await resubmit.plan(client, job, apply_fixes=True, project=client.project,
+                                      project_explicit=tui.project_explicit)  # fmt: skip
+        if planned.nothing_to_fix:
+            tui.notify(planned.notes[0], title="resubmit", markup=False)
+            planned = await resubmit.plan(client, job, project=client.project,
+                                          project_explicit=tui.project_explicit)  # fmt: skip
+    except Failure as error:
+        tui.report_error(error)
+        return None
+    return planned
+
+
 class FixesScreen(ModalScreen[bool]):
     """Dismisses with True when the user asks for the resubmit form (`R`)."""
 
