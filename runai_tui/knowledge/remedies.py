@@ -39,7 +39,7 @@ class Context:
     """What the remedies may know besides the profile and the finding: the node of each pod
     (describe), the pods' network interfaces (preflight; on the local cluster, this machine's),
     whether the master is reached over loopback, and whether the cluster has a single node (the
-    local cluster: excluding its node would leave none)."""
+    local cluster, unless its pods ran on several: excluding its node would leave none)."""
 
     nodes: dict[str, str] = field(default_factory=dict)  # pod -> node
     rank_pods: dict[int, str] = field(default_factory=dict)  # pod (node) rank -> pod
@@ -74,7 +74,9 @@ def context_of(
             ranks[0] = pod.name
         elif (m := re.search(r"-worker-(\d+)$", pod.name)) is not None:
             ranks[int(m.group(1)) + (1 if has_master else 0)] = pod.name
-    return Context(nodes, ranks, tuple(interfaces), loopback_master=local, single_node=local)
+    # The local cluster has one node unless local.yaml says more: its pods name the nodes it has.
+    single = local and len(set(nodes.values())) <= 1
+    return Context(nodes, ranks, tuple(interfaces), loopback_master=local, single_node=single)
 
 
 # --- the value forms `--set` takes ------------------------------------------------------------

@@ -195,6 +195,9 @@ def build_spec(
 
     pods: list[dict[str, Any]] = []
     world = workers + (0 if v["no-master"] else 1)
+    # Placement: round robin over the nodes --exclude-node leaves (none: the job waits).
+    excluded = set(v["exclude-node"] or [])
+    allowed = [n for n in config.node_names if n not in excluded]
     if not v["no-master"]:
         pods.append(
             {
@@ -219,6 +222,11 @@ def build_spec(
                 "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
             }
         )
+
+    for i, pod in enumerate(pods):
+        pod["node"] = allowed[i % len(allowed)] if allowed else ""
+        if pod["node"] in config.slow_nodes:  # a throttled node: the supervisor duty-cycles
+            pod["cpuShare"] = config.slow_nodes[pod["node"]]
 
     resources = {
         "workers": workers,
@@ -263,6 +271,11 @@ def build_spec(
         # A pod without --large-shm gets a /dev/shm of this size (shm.py); "": the machine's.
         "shmSize": "" if v["large-shm"] else config.shm_size,
     }
+    for node in sorted({p["node"] for p in pods if "cpuShare" in p}):
+        share = config.slow_nodes[node]
+        spec["notes"].append(
+            f"node {node} is slow: its pods get {share:.0%} of the CPU (slow_nodes in local.yaml)"
+        )
     if spec["shmSize"]:
         spec["notes"].append(
             f"/dev/shm is {spec['shmSize']} in each pod (shm_size in local.yaml), as in a "
@@ -298,7 +311,7 @@ def pod_environment(
             "RUNAI_PROJECT": spec["project"],
             "RUNAI_JOB_UUID": spec["id"],
             "RUNAI_NUM_OF_GPUS": str(pod["gpus"]),
-            "NODE_NAME": NODE_NAME,
+            "NODE_NAME": pod.get("node") or NODE_NAME,
             "POD_NAME": pod["name"],
         }
     )

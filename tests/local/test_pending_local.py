@@ -64,7 +64,7 @@ def test_jobs_past_max_pods_queue_and_a_missing_pvc_waits(tmp_path: Path) -> Non
 
 def test_a_job_excluding_the_local_node_waits_and_says_why() -> None:
     submit("shunned", "--workers", "0", "--exclude-node", "local", command=["true"])
-    doc = waiting_because("shunned", "--exclude-node local excludes this machine")
+    doc = waiting_because("shunned", "--exclude-node local excludes every node of the local")
     assert doc["spec"]["flags"]["exclude-node"] == ["local"]
     assert not any("exclude-node" in note for note in doc["notes"])  # honoured, not a no-op
     res = run_local("training", "pytorch", "delete", "shunned")
