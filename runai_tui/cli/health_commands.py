@@ -62,13 +62,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
-        import asyncio
-
         from runai_tui.knowledge.remedies import attach_for_job
+        from runai_tui.runai import runner
 
         client = client_for(args)
         detail = client.describe(args.job)
-        report = asyncio.run(diagnose.diagnose_job(client, args.job, pod=args.pod, detail=detail))
+        report = runner.run_sync(
+            diagnose.diagnose_job(client, args.job, pod=args.pod, detail=detail)
+        )
         note = attach_for_job(report.findings, detail, local=client.backend.is_local)
         if note and any(f.severity != "info" for f in report.findings) and not args.json:
             print(note, file=sys.stderr)
@@ -109,14 +110,13 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui.knowledge import preflight
     from runai_tui.knowledge.remedies import attach_for_job
+    from runai_tui.runai import runner
 
     client = client_for(args)
     detail = client.describe(args.job)
-    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
+    report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
     failed = [i for p in report.pods for i in p.items if preflight.status(i) == preflight.FAIL]

@@ -36,6 +36,7 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
+from runai_tui.quantity import KIB, MIB, bytes_text, memory_bytes, plain
 
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256
@@ -161,6 +162,9 @@ class Plan:
     gradient_bytes: int
     allreduce_bytes_per_rank: float
     allreduce_seconds: dict[str, float]
+    # Per pod, as Kubernetes reads the profile: request/limit -> cores, and -> whole bytes.
+    cpu_cores: dict[str, float] = field(default_factory=dict)
+    memory_bytes: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     measured: Measured | None = None
     measure_note: str = ""
@@ -181,6 +185,7 @@ class Plan:
         rows = [
             f"pods: {pods}",
             f"processes per pod: {procs}",
+            *self._resource_rows(),
             f"world size: {self.world_size}",
             f"batch per process: {self.batch_size}"
             + (f" ({self.grad_accum} micro-batches)" if self.grad_accum > 1 else ""),
@@ -209,6 +214,19 @@ class Plan:
         elif self.measure_note:
             rows.append(f"measured step time: {self.measure_note}")
         rows.extend(f"note: {note}" for note in self.notes)
+        return rows
+
+    def _resource_rows(self) -> list[str]:
+        rows = []
+        if self.cpu_cores:
+            cores = ", ".join(f"{k} {plain(v)}" for k, v in self.cpu_cores.items())
+            rows.append(f"cpu per pod (cores): {cores}")
+        if self.memory_bytes:
+            sizes = ", ".join(
+                f"{k} {bytes_text(v)}" + ("" if not KIB <= v < MIB else f" ({v:,} bytes)")
+                for k, v in self.memory_bytes.items()
+            )
+            rows.append(f"memory per pod: {sizes}")
         return rows
 
 
@@ -295,8 +313,20 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         gradient_bytes=grad_bytes,
         allreduce_bytes_per_rank=ring,
         allreduce_seconds={key: transfer_seconds(ring, gbps) for key, gbps in LINKS.items()},
+        cpu_cores=dict(profile.cpu),
+        memory_bytes=_memory_bytes(profile),
         notes=notes,
     )
+
+
+def _memory_bytes(profile: Profile) -> dict[str, int]:
+    """The profile's memory request and limit in whole bytes, as Kubernetes reads them."""
+    out = {}
+    for key in ("request", "limit"):
+        amount = memory_bytes(profile.memory.get(key))
+        if amount is not None:
+            out[key] = amount
+    return out
 
 
 def _dataset_size(args: TrainerArgs, given: int | None, notes: list[str]) -> tuple[int, str]:

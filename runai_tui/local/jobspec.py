@@ -316,8 +316,10 @@ def pod_environment(
         }
     )
     if not pod["gpus"]:
-        # As in a Kubernetes pod that requests no GPU: none is visible (the job's env may say else).
+        # As in a Kubernetes pod that requests no GPU, whose container runtime then mounts no GPU
+        # and no nvidia-smi (NVIDIA_VISIBLE_DEVICES=void); the job's own env may say otherwise.
         env["CUDA_VISIBLE_DEVICES"] = ""
+        env["NVIDIA_VISIBLE_DEVICES"] = "void"
     env.update(pod.get("env") or {})
     env[JOB_DIR_ENV] = str(jobdir)
     env[POD_ENV] = pod["name"]

@@ -246,12 +246,14 @@ def test_a_pod_without_gpus_sees_none_unless_the_job_says_otherwise() -> None:
     ranks that would otherwise both take it) runs on the CPU; the job's own env still wins."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0", "RUNAI_LOCAL_GPUS": "1"}
     show = ["sh", "-c", 'echo "[${CUDA_VISIBLE_DEVICES-unset}]"; sleep 300']
+    void = ["sh", "-c", 'echo "$NVIDIA_VISIBLE_DEVICES"; sleep 300']
+    submit("dev", command=void, env=env)
     submit("cpu", "--workers", "1", command=show, env=env)
     submit("mine", "-e", "CUDA_VISIBLE_DEVICES=3", command=show, env=env)
     wait_until(lambda: logs("cpu") and logs("cpu", "--pod", "cpu-worker-0"), "both pods' lines")
     assert logs("cpu") == logs("cpu", "--pod", "cpu-worker-0") == "[]\n"
-    wait_until(lambda: logs("mine"), "the line")
-    assert logs("mine") == "[3]\n"
+    wait_until(lambda: logs("mine") and logs("dev"), "the lines")
+    assert logs("mine") == "[3]\n" and logs("dev") == "void\n"
 
 
 def test_gpus_beyond_the_machine_stay_pending_until_free(tmp_path: Path) -> None:

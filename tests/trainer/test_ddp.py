@@ -259,6 +259,7 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
     out_dir = tmp_path / "out"
     proc = torchrun([
         "--dataset", dataset, "--data-root", str(root), "--output-dir", str(out_dir),
+        "--device", "cpu",
         "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "96",
         "--batch-size", "2", "--workers", "1", "--max-steps", "3", "--log-every", "1",
         "--eval-every", "1", "--checkpoint-every", "0",

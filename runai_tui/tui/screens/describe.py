@@ -247,7 +247,7 @@ class DescribeScreen(AppScreen):
     def action_preflight(self) -> None:
         from runai_tui.tui.screens.preflight import PreflightScreen
 
-        self.app.push_screen(PreflightScreen(self.job))
+        self.app.push_screen(PreflightScreen(self.tui.client, self.job))
 
     def action_health(self) -> None:
         if self.detail is not None:
@@ -258,7 +258,8 @@ class DescribeScreen(AppScreen):
         """The remedies' overrides and the command-line difference they make."""
         from runai_tui.tui.screens.fixes import FixesScreen
 
-        self.app.push_screen(FixesScreen(self.job.name), self._resubmit_chosen)
+        fixes = FixesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
+        self.app.push_screen(fixes, self._resubmit_chosen)
 
     def action_resubmit(self) -> None:
         """The submit form, filled from the job's submission with the remedies applied."""
@@ -273,7 +274,7 @@ class DescribeScreen(AppScreen):
         from runai_tui.tui.screens.fixes import plan_for_form
         from runai_tui.tui.screens.submit import SubmitScreen
 
-        planned = await plan_for_form(self.tui, self.job.name)
+        planned = await plan_for_form(self, self.job.name)
         if planned is not None:
             self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
 

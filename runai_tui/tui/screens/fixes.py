@@ -5,7 +5,7 @@ form filled with them; nothing is submitted from here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -20,14 +20,16 @@ from runai_tui.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.resubmit import Plan
-    from runai_tui.tui.app import RunaiTuiApp
+    from runai_tui.runai.client import RunaiClient
+    from runai_tui.tui.screens.base import AppScreen
 
 
-async def plan_for_form(tui: RunaiTuiApp, job: str) -> Plan | None:
+async def plan_for_form(screen: AppScreen, job: str) -> Plan | None:
     """The plan `R` fills the submit form with: the remedies applied, or (with a notification)
     the submission as it was when no finding has one; None after reporting a failure."""
     from runai_tui import resubmit
 
+    tui = screen.tui
     client = tui.client
     try:
         planned = await resubmit.plan(client, job, apply_fixes=True, project=client.project,
@@ -60,14 +62,10 @@ class FixesScreen(ModalScreen[bool]):
     FixesScreen VerticalScroll { height: 1fr; }
     """
 
-    def __init__(self, job: str) -> None:
+    def __init__(self, client: RunaiClient, job: str, project_explicit: bool = False) -> None:
         super().__init__()
-        self.job = job
+        self.client, self.job, self.project_explicit = client, job, project_explicit
         self.plan: Plan | None = None
-
-    @property
-    def tui(self) -> RunaiTuiApp:
-        return cast("RunaiTuiApp", self.app)
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -85,11 +83,11 @@ class FixesScreen(ModalScreen[bool]):
         from runai_tui import resubmit
 
         status = self.query_one("#fixes-status", Static)
-        client = self.tui.client
+        client = self.client
         try:
             self.plan = await resubmit.plan(client, self.job, apply_fixes=True,
                                             project=client.project,
-                                            project_explicit=self.tui.project_explicit)  # fmt: skip
+                                            project_explicit=self.project_explicit)  # fmt: skip
         except Failure as error:
             text = f"no fixes: {error.message}" + (f" — {error.hint}" if error.hint else "")
             status.update(Text(literal(text)))
