@@ -81,6 +81,12 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
         assert any(line.startswith("≠ --workers") and line.endswith("2") for line in out)
         assert out[-1].startswith("runai training pytorch submit quick-2 ")
         assert submission_record.ANNOTATION not in res.stdout  # the record is not a difference
+        res = tui("resubmit", "quick", "--set", "workers=2", "--dry-run", "--json")
+        plan = json.loads(res.stdout)
+        assert (plan["job"], plan["name"], plan["submitted"]) == ("quick", "quick-2", None)
+        assert plan["overrides"] == [{"set": "workers=2", "from": "--set", "code": "", "why": ""}]
+        assert {"key": "--workers", "before": "1", "after": "2"} in plan["diff"]
+        assert plan["argv"][4] == "quick-2"
         assert jobs() == before
     finally:
         tui("delete", "quick", "--yes")
