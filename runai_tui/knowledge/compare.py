@@ -237,7 +237,7 @@ def summarize(records: list[dict[str, Any]], world_size: int | None) -> MetricSu
         final_loss=losses[-1] if losses else None,
         best_map=_number(best, "map") if best else None,
         best_map_step=int(_number(best, "step") or 0) if best else None,
-        finished=finished or "running or cut short",
+        finished=finished or ("running or cut short" if records else MISSING),
     )
 
 

@@ -101,6 +101,7 @@ def test_a_side_without_records_is_compared_and_says_what_it_lacks() -> None:
     assert submission == {"name": ("job-a", "job-b"), "--large-shm": ("-", "(set)")}
     metrics = {r.key: (r.a, r.b) for r in result.metrics}
     assert metrics["records"] == ("2", "0") and metrics["final loss"][1] == "-"
+    assert metrics["ended"] == ("done", "-")
     assert result.to_dict()["b"]["lacks"] == [
         "trainer metric records (no metric lines in the master's log): it never logged a step"
     ]
