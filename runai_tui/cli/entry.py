@@ -20,6 +20,7 @@ from runai_tui.cli import (
     job_commands,
     profile_commands,
     resource_commands,
+    resubmit_commands,
     run_commands,
     watch_commands,
 )
@@ -28,6 +29,7 @@ from runai_tui.errors import Failure, UsageError
 
 GROUPS = (
     profile_commands,
+    resubmit_commands,
     job_commands,
     bulk_commands,
     health_commands,

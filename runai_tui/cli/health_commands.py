@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,15 +62,23 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
+        from runai_tui.knowledge.remedies import attach_for_job
         from runai_tui.runai import runner
 
-        report = runner.run_sync(diagnose.diagnose_job(client_for(args), args.job, pod=args.pod))
+        client = client_for(args)
+        detail = client.describe(args.job)
+        report = runner.run_sync(
+            diagnose.diagnose_job(client, args.job, pod=args.pod, detail=detail)
+        )
+        note = attach_for_job(report.findings, detail, local=client.backend.is_local)
+        if note and any(f.severity != "info" for f in report.findings) and not args.json:
+            print(note, file=sys.stderr)
     else:
         raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
     if args.json:
         print_json(report.to_dict())
     else:
-        print(diagnose.render_text(report))
+        print(diagnose.render_text(report, args.job))
     return report.exit_code
 
 
@@ -102,12 +111,16 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from runai_tui.knowledge import preflight
+    from runai_tui.knowledge.remedies import attach_for_job
     from runai_tui.runai import runner
 
     client = client_for(args)
-    report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod))
+    detail = client.describe(args.job)
+    report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
+    failed = [i for p in report.pods for i in p.items if preflight.status(i) == preflight.FAIL]
+    attach_for_job(failed, detail, local=client.backend.is_local)
     if args.json:
         print_json(report.to_dict())
     else:

@@ -156,15 +156,29 @@ def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> t
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
+    from runai_tui.knowledge.remedies import attach, remedy_dict, remedy_line
     from runai_tui.profiles import ProfileStore
 
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
-    found = [(label, finding) for label, profile in loaded for finding in lint(profile)]
+    found = []
+    for label, profile in loaded:
+        findings = lint(profile)
+        attach(findings, profile)
+        found += [(label, finding) for finding in findings]
     if args.json:
-        print_json({"findings": [finding_dict(label, finding) for label, finding in found]})
+        print_json(
+            {
+                "findings": [
+                    {**finding_dict(label, finding), "remedy": remedy_dict(finding)}
+                    for label, finding in found
+                ]
+            }
+        )
     else:
         for label, finding in found:
             print(finding_line(label, finding))
+            if finding.remedy is not None:
+                print(f"  {remedy_line(finding.remedy)}")
         counts = {s: sum(1 for _, f in found if f.severity == s) for s in ("error", "warning")}
         infos = len(found) - sum(counts.values())
         print(

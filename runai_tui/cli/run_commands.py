@@ -97,12 +97,11 @@ def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from runai_tui.knowledge.compare import compare, render, require_records
+    from runai_tui.knowledge.compare import compare, render
 
     needs_client = not (_is_dir(args.a, args.run_dir) and _is_dir(args.b, args.run_dir))
     client = client_for(args) if needs_client else None
     a, b = _side(args, args.a, client), _side(args, args.b, client)
-    require_records(a, b)
     result = compare(a, b)
     if args.json:
         print_json(result.to_dict())

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from runai_tui.errors import RuntimeFailure
+from runai_tui.submission_record import ANNOTATION as RECORD_ANNOTATION
 
 MISSING = "-"
 
@@ -62,10 +62,6 @@ class Comparison:
         }
 
 
-class RecordsMissing(RuntimeFailure):
-    """One side has no trainer records: there is nothing to compare the speed or loss with."""
-
-
 # --- the submission, field by field -----------------------------------------------------------
 
 
@@ -112,7 +108,8 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
     if words and not _is_flag(words[0]):
         fields.append(("name", words[0]))
         words = words[1:]
-    fields += _pairs(words)
+    # The submission record (runai-tui's own annotation) says how, not what, was submitted.
+    fields += [p for p in _pairs(words) if p[0] != f"--annotation {RECORD_ANNOTATION}"]
     if tail:
         fields.append(("command", tail[0]))
         fields += _pairs(tail[1:], "args ")
@@ -130,6 +127,21 @@ def _rows(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> list[Row]:
     keys = list(dict.fromkeys([k for k, _ in a] + [k for k, _ in b]))
     rows = [Row(k, da.get(k, MISSING), db.get(k, MISSING)) for k in keys]
     return [r for r in rows if not r.same] + [r for r in rows if r.same]
+
+
+def argv_diff(before: list[str], after: list[str]) -> list[Row]:
+    """The submission rows that differ between two submit argvs (compare's field-by-field view):
+    what `resubmit` shows before it submits."""
+    return [r for r in _rows(submission_fields(before), submission_fields(after)) if not r.same]
+
+
+def render_rows(rows: list[Row], a: str = "A", b: str = "B") -> list[str]:
+    """KEY / A / B lines with `≠` on differences (the tables of `render`)."""
+    if not rows:
+        return []
+    width = min(max(len(r.key) for r in rows), 40)
+    col = min(max(len(r.a) for r in rows), 40)
+    return [f"{'≠' if not r.same else ' '} {r.key:<{width}}  {r.a:<{col}}  {r.b}" for r in rows]
 
 
 # --- run.json ---------------------------------------------------------------------------------
@@ -225,7 +237,7 @@ def summarize(records: list[dict[str, Any]], world_size: int | None) -> MetricSu
         final_loss=losses[-1] if losses else None,
         best_map=_number(best, "map") if best else None,
         best_map_step=int(_number(best, "step") or 0) if best else None,
-        finished=finished or "running or cut short",
+        finished=finished or ("running or cut short" if records else MISSING),
     )
 
 
@@ -267,22 +279,21 @@ def metric_fields(summary: MetricSummary) -> list[tuple[str, str]]:
 # --- the comparison ---------------------------------------------------------------------------
 
 
-def require_records(a: RunSide, b: RunSide) -> None:
-    """Raise RecordsMissing naming the side(s) without trainer records."""
-    empty = [side for side in (a, b) if not side.records]
-    if not empty:
-        return
-    names = " and ".join(side.label for side in empty)
-    where = "; ".join(f"{side.label}: {side.records_source or 'no source'}" for side in empty)
-    raise RecordsMissing(
-        f"{names} has no trainer metric records ({where})",
-        "compare runs of the trainer (python -m trainer writes metrics.jsonl and prints each "
-        "record); a job that has not logged a step yet has none",
-    )
+def records_lack(side: RunSide) -> str | None:
+    """What a side without trainer records lacks, in words (None when it has some): a job that
+    failed before its first step is the one a resubmit replaces, so this is said, not fatal."""
+    if side.records:
+        return None
+    return f"trainer metric records ({side.records_source or 'no source'}): it never logged a step"
 
 
 def compare(a: RunSide, b: RunSide) -> Comparison:
-    """Line up two runs. Sides may lack their argv or run.json (each says so in `lacks`)."""
+    """Line up two runs. Sides may lack their argv, run.json or trainer records (each says so
+    in `lacks`); what both have is still lined up."""
+    for side in (a, b):
+        lack = records_lack(side)
+        if lack is not None and lack not in side.lacks:
+            side.lacks.append(lack)
     submission = _rows(
         submission_fields(a.argv) if a.argv else [], submission_fields(b.argv) if b.argv else []
     )
@@ -318,12 +329,5 @@ def render(result: Comparison, same_rows: bool = True) -> list[str]:
         lines.append("")
         differing = sum(not r.same for r in rows)
         lines.append(f"== {title}: {differing} of {len(rows)} differ")
-        shown = rows if same_rows else [r for r in rows if not r.same]
-        if not shown:
-            continue
-        width = min(max(len(r.key) for r in shown), 40)
-        col = min(max(len(r.a) for r in shown), 40)
-        for r in shown:
-            mark = "≠" if not r.same else " "
-            lines.append(f"{mark} {r.key:<{width}}  {r.a:<{col}}  {r.b}")
+        lines += render_rows(rows if same_rows else [r for r in rows if not r.same])
     return lines

@@ -16,6 +16,7 @@ from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
 from runai_tui.knowledge.findings import ERROR, INFO, Finding
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
+from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import JobDetail, Phase
 from runai_tui.text import literal
 
@@ -109,7 +110,10 @@ def status(item: Finding) -> str:
 
 def item_dict(item: Finding) -> dict[str, str]:
     """A checklist item as `preflight --json` gives it."""
-    return {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
+    found = {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
+    if item.remedy is not None:  # the overrides that fix it (knowledge/remedies.py)
+        found["remedy"] = " ".join(item.remedy.sets)
+    return found
 
 
 @dataclass
@@ -276,12 +280,14 @@ def _socket_ifname(value: str | None, netifs: list[str]) -> Finding:
         name = entry.lstrip("=")
         if any(n == name or (not exact and n.startswith(name)) for n in netifs):
             return check_passed("socket-ifname", f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
-    return check_failed(
+    failed = check_failed(
         "socket-ifname",
         f"NCCL_SOCKET_IFNAME={value} names no interface of the pod (interfaces: {shown})",
         "check the Multus network annotation (k8s.v1.cni.cncf.io/networks) that adds the "
         "interface, or set NCCL_SOCKET_IFNAME to one listed",
     )
+    failed.evidence = f"interfaces: {' '.join(netifs)}"  # what a remedy picks from
+    return failed
 
 
 def _nccl_env(env: dict[str, str]) -> Finding:
@@ -372,6 +378,8 @@ def render_text(report: Preflight) -> str:
             out.append(f"  {marks[status(item)]:<4}  {item.code:<13} {literal(item.message)}")
             if status(item) == FAIL and item.fix:
                 out.append(f"        {'':<13} fix: {item.fix}")
+            if item.remedy is not None:
+                out.append(f"        {'':<13} {remedy_line(item.remedy)}")
         out.append("")
     failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")

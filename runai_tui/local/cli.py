@@ -166,7 +166,7 @@ def describe_doc(
             "name": pod.get("name"),
             "phase": pod.get("phase"),
             "role": pod.get("role"),
-            "nodeName": "local",
+            "nodeName": pods_spec.get(pod.get("name"), {}).get("node") or jobspec.NODE_NAME,
             "pid": pod.get("pid"),
             "exitCode": pod.get("exitCode"),
             "restartCount": pod.get("restartCount") or 0,

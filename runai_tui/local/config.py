@@ -10,11 +10,19 @@ which win::
     project: local                # RUNAI_LOCAL_PROJECT (project of a submit without -p)
     max_pods: 0                   # RUNAI_LOCAL_MAX_PODS: pods running at once (0: no limit);
                                   # jobs beyond it wait Pending, with the reason as an event
+    nodes: 1                      # RUNAI_LOCAL_NODES: nodes this machine stands for (pods go
+                                  # round robin over local-0, local-1…; one node is `local`)
+    slow_nodes: {local-1: 0.3}    # RUNAI_LOCAL_SLOW_NODES="local-1=0.3": the CPU share the
+                                  # pods of a throttled node get (a straggler's node)
+    shm_size: 64Mi                # RUNAI_LOCAL_SHM_SIZE: a pod without --large-shm gets its own
+                                  # /dev/shm of this size, as a container does (default: unset,
+                                  # the machine's /dev/shm; see shm.py)
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,46 @@ class LocalConfig:
     grace_seconds: float = 5.0
     project: str = "local"
     max_pods: int = 0  # 0: no limit
+    shm_size: str = ""  # a tmpfs size (`64m`) for pods without --large-shm; "": the machine's
+    nodes: int = 1  # nodes the machine stands for
+    slow_nodes: dict[str, float] = field(default_factory=dict)  # node -> CPU share (0 to 1)
+
+    @property
+    def node_names(self) -> list[str]:
+        """`local` for one node, else `local-0`, `local-1`, …"""
+        return ["local"] if self.nodes <= 1 else [f"local-{i}" for i in range(self.nodes)]
+
+
+def _slow_nodes(source: str, value: Any) -> dict[str, float]:
+    """{node: share} from a mapping or `NODE=SHARE,NODE=SHARE`; a share is above 0, below 1."""
+    if isinstance(value, str):
+        pairs = [item.partition("=")[::2] for item in value.split(",") if item.strip()]
+        value = {k.strip(): v.strip() for k, v in pairs}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: slow_nodes must map node names to CPU shares")
+    out = {}
+    for node, share in value.items():
+        try:
+            number = float(share)
+        except (TypeError, ValueError):
+            number = -1.0
+        if not 0 < number < 1:
+            raise ConfigError(
+                f"{source}: slow_nodes {node}={share!r}: give a CPU share above 0 and below 1"
+            )
+        out[str(node)] = number
+    return out
+
+
+def _shm_size(source: str, value: Any) -> str:
+    """`64Mi` (or `64M`, `1Gi`, a byte count) as a tmpfs size option (`64m`); "" when unset."""
+    text = str(value or "").strip()
+    if not text:
+        return ""
+    m = re.fullmatch(r"(\d+)([KMG]i?)?", text)
+    if m is None or int(m.group(1)) == 0:
+        raise ConfigError(f"{source}: shm_size={text!r} is not a size; write e.g. 64Mi or 1Gi")
+    return m.group(1) + (m.group(2) or "")[:1].lower()
 
 
 def config_path() -> Path:
@@ -66,7 +114,9 @@ def load_config() -> LocalConfig:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: expected a mapping of settings")
-        unknown = set(loaded) - {"gpus", "pvc_root", "pvcs", "grace_seconds", "project", "max_pods"}
+        known = {"gpus", "pvc_root", "pvcs", "grace_seconds", "project", "max_pods", "shm_size"}
+        known |= {"nodes", "slow_nodes"}
+        unknown = set(loaded) - known
         if unknown:
             raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
         raw = loaded
@@ -91,6 +141,15 @@ def load_config() -> LocalConfig:
         raise ConfigError(f"{src}: pvcs must map claim names to directories")
     pvcs = {str(k): Path(os.path.expanduser(str(v))) for k, v in pvcs_raw.items()}
     project = env.get("RUNAI_LOCAL_PROJECT") or str(raw.get("project") or "local")
+    nodes = _number(src, "nodes", raw.get("nodes", 1), int)
+    if env.get("RUNAI_LOCAL_NODES"):
+        nodes = _number("environment", "RUNAI_LOCAL_NODES", env["RUNAI_LOCAL_NODES"], int)
+    slow = _slow_nodes(src, raw.get("slow_nodes") or {})
+    if env.get("RUNAI_LOCAL_SLOW_NODES"):
+        slow = _slow_nodes("environment", env["RUNAI_LOCAL_SLOW_NODES"])
+    shm_size = _shm_size(src, raw.get("shm_size"))
+    if env.get("RUNAI_LOCAL_SHM_SIZE"):
+        shm_size = _shm_size("environment", env["RUNAI_LOCAL_SHM_SIZE"])
     return LocalConfig(
         gpus=gpus,
         pvc_root=pvc_root,
@@ -98,4 +157,7 @@ def load_config() -> LocalConfig:
         grace_seconds=grace,
         project=project,
         max_pods=max_pods,
+        shm_size=shm_size,
+        nodes=max(1, nodes),
+        slow_nodes=slow,
     )

@@ -25,6 +25,7 @@ from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
+NODE_NAME = "local"  # the local cluster's one node: every pod runs on it
 DEFAULT_BACKOFF_LIMIT = 6  # a Kubernetes Job's default: restarts before the workload fails
 
 # Flags the local cluster acts on. Every other flag given is recorded and described as having
@@ -33,6 +34,7 @@ HONOURED = {
     "backoff-limit",
     "command",
     "environment-variable",
+    "exclude-node",
     "existing-pvc",
     "gpu-devices-request",
     "master-args",
@@ -92,12 +94,14 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def _notes(parsed: Parsed) -> list[str]:
+def _notes(parsed: Parsed, config: LocalConfig) -> list[str]:
     notes = []
     user = getpass.getuser()
     for name in dict.fromkeys(parsed.seen):
         if name in HONOURED or name in _GLOBAL_NAMES:
             continue
+        if name == "large-shm" and config.shm_size:
+            continue  # honoured: the pods keep the machine's /dev/shm instead of shm_size
         value = parsed.values[name]
         if name in ("run-as-uid", "run-as-gid"):
             notes.append(
@@ -191,6 +195,9 @@ def build_spec(
 
     pods: list[dict[str, Any]] = []
     world = workers + (0 if v["no-master"] else 1)
+    # Placement: round robin over the nodes --exclude-node leaves (none: the job waits).
+    excluded = set(v["exclude-node"] or [])
+    allowed = [n for n in config.node_names if n not in excluded]
     if not v["no-master"]:
         pods.append(
             {
@@ -215,6 +222,11 @@ def build_spec(
                 "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
             }
         )
+
+    for i, pod in enumerate(pods):
+        pod["node"] = allowed[i % len(allowed)] if allowed else ""
+        if pod["node"] in config.slow_nodes:  # a throttled node: the supervisor duty-cycles
+            pod["cpuShare"] = config.slow_nodes[pod["node"]]
 
     resources = {
         "workers": workers,
@@ -255,8 +267,20 @@ def build_spec(
         "backoffLimit": backoff_limit,
         "baseEnv": base_env(),
         "pods": pods,
-        "notes": _notes(parsed),
+        "notes": _notes(parsed, config),
+        # A pod without --large-shm gets a /dev/shm of this size (shm.py); "": the machine's.
+        "shmSize": "" if v["large-shm"] else config.shm_size,
     }
+    for node in sorted({p["node"] for p in pods if "cpuShare" in p}):
+        share = config.slow_nodes[node]
+        spec["notes"].append(
+            f"node {node} is slow: its pods get {share:.0%} of the CPU (slow_nodes in local.yaml)"
+        )
+    if spec["shmSize"]:
+        spec["notes"].append(
+            f"/dev/shm is {spec['shmSize']} in each pod (shm_size in local.yaml), as in a "
+            "container without --large-shm"
+        )
     return spec, mounts
 
 
@@ -287,7 +311,7 @@ def pod_environment(
             "RUNAI_PROJECT": spec["project"],
             "RUNAI_JOB_UUID": spec["id"],
             "RUNAI_NUM_OF_GPUS": str(pod["gpus"]),
-            "NODE_NAME": "local",
+            "NODE_NAME": pod.get("node") or NODE_NAME,
             "POD_NAME": pod["name"],
         }
     )

@@ -22,10 +22,13 @@ from typing import Any
 
 from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
-from runai_tui.local.jobspec import pod_environment
+from runai_tui.local.jobspec import NODE_NAME, pod_environment
 from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
 
 POLL_SECONDS = 0.1
+# A slow node's pods (slow_nodes in local.yaml) run for their CPU share of each period of this
+# many polls and are stopped (SIGSTOP) for the rest: a CPU quota, as a throttled node gives.
+THROTTLE_TICKS = 10
 # CrashLoopBackOff: the kubelet waits 10 s, doubling to 5 min; the local cluster is quicker.
 RESTART_BACKOFF_SECONDS = 1.0
 RESTART_BACKOFF_MAX_SECONDS = 30.0
@@ -88,6 +91,8 @@ class Supervisor:
         self.pod_restarts: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}  # pods in back-off: when they start again
         self.log_sizes: dict[str, int] = {}
+        self._ticks = 0  # polls of _watch, for the slow node's duty cycle
+        self._throttled: dict[str, list[int]] = {}  # slow pod -> its processes (refreshed)
 
     # -- status --------------------------------------------------------------------------------
     def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -172,6 +177,15 @@ class Supervisor:
                     f"PVC {mount['claim']}: its directory {mount['local']} is missing "
                     f"(pvcs in local.yaml); the workload starts once it exists."
                 )
+        excluded = (self.spec.get("flags") or {}).get("exclude-node") or []
+        unplaced = [p for p in self.spec["pods"] if p.get("node", NODE_NAME) == ""]
+        if unplaced or NODE_NAME in excluded and "node" not in self.spec["pods"][0]:
+            nodes = config.node_names
+            return (
+                f"0/{len(nodes)} nodes are available: {len(nodes)} node(s) didn't match Pod's "
+                f"node affinity/selector. --exclude-node {' '.join(excluded)} excludes every "
+                f"node of the local cluster ({', '.join(nodes)}); the workload never starts here."
+            )
         need = int(self.spec["resources"]["gpu"]["total"])
         if short > 0:
             return (
@@ -203,9 +217,12 @@ class Supervisor:
         self.log_sizes[pod["name"]] = -1
         try:
             workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
+            argv = list(pod["argv"])
+            if self.spec.get("shmSize"):  # the pod's own small /dev/shm (shm.py)
+                argv = [sys.executable, "-m", "runai_tui.local.shm", self.spec["shmSize"], "--", *argv]  # fmt: skip
             with open(log_path, "wb") as log:
                 return subprocess.Popen(
-                    pod["argv"],
+                    argv,
                     cwd=workdir,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -352,6 +369,7 @@ class Supervisor:
                 self._finish_stopped()
                 return
             self._record_log_growth(self.procs)
+            self._throttle()
             for name, proc in list(self.procs.items()):
                 code = proc.poll()
                 if code is None:
@@ -392,8 +410,31 @@ class Supervisor:
 
     _finished = False
 
+    def _throttle(self) -> None:
+        """Run a slow node's pods for their share of each period, stop them for the rest."""
+        slow = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
+        if not slow:
+            return
+        phase = self._ticks % THROTTLE_TICKS
+        self._ticks += 1
+        if phase == 0:  # a new period: every process of the pod runs (new ones included)
+            self._release_throttle()
+            self._throttled = {
+                name: state.processes_of_job(self.jobdir, name)
+                for name in slow
+                if name in self.procs
+            }
+        for name, pids in self._throttled.items():
+            if phase == max(1, round(slow[name] * THROTTLE_TICKS)):
+                state.signal_pids(pids, signal.SIGSTOP)
+
+    def _release_throttle(self) -> None:
+        for pids in self._throttled.values():
+            state.signal_pids(pids, signal.SIGCONT)
+
     def _stop_pods(self, reason: str) -> None:
         """TERM every running pod's group, KILL after the grace period, then sweep the job."""
+        self._release_throttle()  # a stopped process would hold its TERM until the KILL
         for proc in self.procs.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -73,6 +73,24 @@ def _dns_list(value: Any) -> list[str]:
     return v.list_of(v.dns_label, "[pool-a, pool-b]")(value)
 
 
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _node_name(value: Any) -> str:
+    """A Kubernetes node name: a DNS-1123 subdomain (`ip-10-0-0-7.ec2.internal`)."""
+    text = v.string(value)
+    if len(text) > 253 or not _NODE_NAME.match(text):
+        raise v.Invalid(
+            "expected a node name: lower-case letters, digits, '-' and '.', at most 253 "
+            "characters (e.g. 'node-7')"
+        )
+    return text
+
+
+def _node_names(value: Any) -> list[str]:
+    return v.list_of(_node_name, "[node-7]")(value)
+
+
 def _capabilities(value: Any) -> list[str]:
     return v.list_of(v.capability, "[IPC_LOCK]")(value)
 
@@ -207,6 +225,10 @@ FIELDS: tuple[Field, ...] = (
           emit="repeat", flag="--capability", cli=V2, empty=[]),
     Field("node_pools", "node pools, in priority order", "[pool-a, pool-b]", "list", _dns_list,
           emit="repeat", flag="--node-pools", empty=[]),
+    # Only the v2.25 flag list (docs/runai-cli.md §1.3) confirms it. A remedy of `straggler` and
+    # `hang-rank` adds the slow or hung rank's node here.
+    Field("exclude_node", "nodes the pods must not run on", "[node-7]", "list", _node_names,
+          emit="repeat", flag="--exclude-node", cli=V2_LATE_ONLY, empty=[]),
     # Older CLIs: `--preemptible` (v1, old v2 workspaces); training is preemptible by default.
     Field("preemptibility", "preemptible or non-preemptible", "preemptible", "value",
           v.one_of("preemptible", "non-preemptible"),

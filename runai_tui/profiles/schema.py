@@ -141,6 +141,7 @@ class Profile:
     pvcs: list[dict[str, str]] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)
     node_pools: list[str] = field(default_factory=list)
+    exclude_node: list[str] = field(default_factory=list)
     preemptibility: str | None = None
     restart_policy: str | None = None
     master_restart_policy: str | None = None

@@ -1,16 +1,22 @@
-"""Submitting a profile, one sequence for `runai-tui submit` and the TUI's submit screen:
-overrides → job name → the argv with the project → the installed CLI's flags → submit.
+"""Submitting a profile, one sequence for `runai-tui submit`, `runai-tui resubmit` and the TUI's
+submit screen: overrides → job name → the argv with the project → the installed CLI's flags →
+submit, recording the submission.
 
 `prepare` is pure and raises the profile's own errors (exit 2); the submit twins add what needs
 the cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the
-submit, as does CLI v1) and the submit itself."""
+submit, as does CLI v1) and the submit itself, whose argv carries the submission record
+(runai_tui/submission_record.py: the profile, the overrides and the resolved profile, as the
+`runai-tui.io/submission` annotation; `recorded_argv`). The dry run prints `argv`, the profile's
+command without that annotation."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runai_tui import submission_record
 from runai_tui.runai.capabilities import check_profile, missing_submit_flags
 from runai_tui.runai.command import build_submit_argv, with_project
 
@@ -22,10 +28,33 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Submission:
-    """A profile with its overrides applied and the exact command line that submits it."""
+    """A profile with its overrides applied and the exact command line that submits it; `sets`
+    are every override applied since the profile file (a resubmit adds its own to the first
+    submission's), and `name`, `project`, `project_explicit` what built `argv`."""
 
     profile: Profile
     argv: list[str]
+    sets: tuple[str, ...] = ()
+    name: str | None = None
+    project: str | None = None
+    project_explicit: bool = False
+
+    def record(self) -> submission_record.Record:
+        data = {k: v for k, v in self.profile.data.items() if k != "extends"}
+        return submission_record.Record(self.profile.name, self.sets, data)
+
+
+def recorded_argv(submission: Submission) -> list[str]:
+    """`argv` with the submission record added as one annotation (what the submit runs)."""
+    profile = dataclasses.replace(
+        submission.profile,
+        annotations={
+            **submission.profile.annotations,
+            submission_record.ANNOTATION: submission.record().encode(),
+        },
+    )
+    argv = build_submit_argv(profile, submission.name)
+    return with_project(argv, submission.project, override=submission.project_explicit)
 
 
 def prepare(
@@ -36,10 +65,12 @@ def prepare(
     project: str | None = None,
     project_explicit: bool = False,
     cli: Capabilities | None = None,
+    prior_sets: Sequence[str] = (),
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv with the project (an explicit
-    `-p` beats the profile's own) and, when the CLI's capabilities are known, check its flags. Raises
-    ProfileError or UsageError; nothing here touches the cluster."""
+    `-p` beats the profile's own) and, when the CLI's capabilities are known, check its flags.
+    `prior_sets`: the overrides `profile` already has (a resubmit's first submission), recorded
+    before `sets`. Raises ProfileError or UsageError; nothing here touches the cluster."""
     from runai_tui.profiles import apply_overrides, check_job_name
 
     if sets:
@@ -49,7 +80,7 @@ def prepare(
     if cli is not None:
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
     argv = with_project(build_submit_argv(profile, name), project, override=project_explicit)
-    return Submission(profile, argv)
+    return Submission(profile, argv, (*prior_sets, *sets), name, project, project_explicit)
 
 
 def _no_warning(_: str) -> None:
@@ -75,4 +106,4 @@ async def asubmit(
     if missing_submit_flags(submission.profile, caps):
         await caps.aversion(client.probe)  # the refusal names the CLI's version
     check_profile(submission.profile, caps)
-    return await client.asubmit(submission.argv)
+    return await client.asubmit(recorded_argv(submission))

@@ -14,6 +14,7 @@ from rich.text import Text
 from runai_tui.knowledge.diagnose import TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
 from runai_tui.knowledge.findings import ERROR, WARNING
 from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
+from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import Job, Phase
 from runai_tui.text import literal
 
@@ -27,6 +28,7 @@ SEVERITY_STYLE = {ERROR: "bold red", WARNING: "bold yellow"}
 SEVERITY_MARK = {ERROR: "✗", WARNING: "!"}
 TRANSPORT_STYLE = {TRANSPORT_IB: "bold black on green", TRANSPORT_SOCKET: "bold black on yellow"}
 STATUS_STYLE = {PASS: "green", FAIL: "bold red"}
+REMEDY_MARK = "✚ remedy"  # a finding with profile overrides that fix it
 
 
 @dataclass
@@ -121,6 +123,9 @@ def diagnosis_renderable(diagnosis: Diagnosis) -> Group:
             if f.evidence:
                 detail.append(f"\n{literal(f.evidence)}", style="dim")
             detail.append(f"\nfix: {f.fix}", style="cyan")
+            if f.remedy is not None:  # marked: `f` shows the overrides, `R` resubmits with them
+                mark.append(f"\n{REMEDY_MARK}", style="bold green")
+                detail.append(f"\n{remedy_line(f.remedy)}", style="green")
             grid.add_row(mark, detail)
         parts.append(grid)
     return Group(*parts)  # type: ignore[arg-type]

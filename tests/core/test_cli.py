@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui import submission_record
+
 REPO = Path(__file__).resolve().parents[2]
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"
 
@@ -187,7 +189,12 @@ def test_cli_against_fake_runai(tmp_path: Path) -> None:
         and "runai-tui logs retinanet-tcp -f" in out.stdout
     )
     dry = json.loads(run("submit", "--profile", "retinanet-tcp", "--dry-run", "--json").stdout)
-    assert fake.calls()[-1] == dry["argv"][1:]  # exactly the builder's argv, minus "runai"
+    # Exactly the builder's argv, minus "runai", plus the submission record (one annotation).
+    sent = fake.calls()[-1]
+    mark = f"{submission_record.ANNOTATION}="
+    [at] = [i for i, w in enumerate(sent) if w == "--annotation" and sent[i + 1].startswith(mark)]
+    assert sent[:at] + sent[at + 2 :] == dry["argv"][1:]
+    assert submission_record.decode(sent[at + 1].removeprefix(mark)).profile == "retinanet-tcp"
 
     listed = json.loads(run("list", "--json", env=env).stdout)
     assert [(j["name"], j["status"]) for j in listed] == [

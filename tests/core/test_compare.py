@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from runai_tui.knowledge.compare import (
-    RecordsMissing,
     RunSide,
+    argv_diff,
     compare,
     render,
-    require_records,
     submission_fields,
     summarize,
 )
@@ -84,13 +83,35 @@ def test_differences_come_first_and_each_lack_is_said() -> None:
     }
 
 
-def test_a_side_without_records_is_named() -> None:
-    a = RunSide("job-a", records=records([1.0], 1.0, []))
-    b = RunSide("job-b", records_source="no metric lines in the master's log")
-    with pytest.raises(RecordsMissing) as info:
-        require_records(a, b)
-    assert info.value.message.startswith("job-b has no trainer metric records (job-b: no metric")
-    assert info.value.exit_code == 1
+def test_a_side_without_records_is_compared_and_says_what_it_lacks() -> None:
+    a = RunSide(
+        "job-a", argv=["submit", "job-a", "--workers", "2"], records=records([1.0], 1.0, [])
+    )
+    b = RunSide(
+        "job-b",
+        argv=["submit", "job-b", "--workers", "2", "--large-shm"],
+        records_source="no metric lines in the master's log",
+    )
+    result = compare(a, b)
+    text = render(result)
+    lack = "B lacks trainer metric records (no metric lines in the master's log): it never logged"
+    assert [line for line in text if "lacks" in line] == [lack + " a step"]
+    assert not any(line.startswith("A lacks") for line in text)
+    submission = {r.key: (r.a, r.b) for r in result.submission if not r.same}
+    assert submission == {"name": ("job-a", "job-b"), "--large-shm": ("-", "(set)")}
+    metrics = {r.key: (r.a, r.b) for r in result.metrics}
+    assert metrics["records"] == ("2", "0") and metrics["final loss"][1] == "-"
+    assert metrics["ended"] == ("done", "-")
+    assert result.to_dict()["b"]["lacks"] == [
+        "trainer metric records (no metric lines in the master's log): it never logged a step"
+    ]
+
+
+def test_argv_diff_lists_only_what_changed() -> None:
+    before = ["runai", "training", "pytorch", "submit", "x", "--workers", "2", "-e", "A=1"]
+    after = ["runai", "training", "pytorch", "submit", "x-2", "--workers", "2", "-e", "A=2"]
+    rows = argv_diff(before, after)
+    assert [(r.key, r.a, r.b) for r in rows] == [("name", "x", "x-2"), ("-e A", "1", "2")]
 
 
 def test_tensorboard_port_is_a_profile_field_but_never_a_runai_flag() -> None:

@@ -27,6 +27,7 @@ EXPECTED = {
     "shm": {"shm"},
     "cuda-oom": {"cuda-oom"},
     "rendezvous": {"rendezvous"},
+    "socket-ifname": {"socket-ifname"},  # a local-cluster job with GLOO_SOCKET_IFNAME=bad0
     "dataloader-killed": {"dataloader-killed"},
     "nan-loss": {"nan-loss"},
     "trainer-error": {"trainer-error"},  # the torchrun failure after it is explained by it
@@ -152,7 +153,7 @@ def test_cli_reads_saved_logs_as_json_with_exit_codes(capsys: pytest.CaptureFixt
     doc = json.loads(capsys.readouterr().out)
     assert [p["pod"] for p in doc["pods"]] == ["memlock", "data-starved"]
     first = doc["findings"][0]
-    assert set(first) == {"code", "severity", "pod", "line", "evidence", "message", "fix"}
+    assert set(first) == {"code", "severity", "pod", "line", "evidence", "message", "fix", "remedy"}
     assert (first["code"], first["severity"], first["pod"], first["line"]) == (
         "memlock",
         "error",

@@ -11,7 +11,7 @@ from tests.core.test_cli import run, user_profile
 from tests.fakes import fake_runai, rule
 
 LINE = re.compile(r"^[\w.-]+: (error|warning|info): [a-z-]+: [\w./-]+: .+ \(fix: .+\)$")
-FINDING_KEYS = {"profile", "code", "severity", "field", "message", "fix"}
+FINDING_KEYS = {"profile", "code", "severity", "field", "message", "fix", "remedy"}
 PLAN_KEYS = {
     "pods",
     "processes_per_pod",
@@ -202,3 +202,16 @@ def test_lint_and_plan_load_neither_textual_nor_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lint_offers_a_remedy_under_a_finding_that_has_one() -> None:
+    out = run("lint", "retinanet-tcp", "--set", "large_shm=false")
+    lines = out.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if ": shm-loader-workers: " in line)
+    assert lines[at + 1] == (
+        "  remedy: --set large_shm=true  (a large /dev/shm (--large-shm) for the DataLoader workers)"
+    )
+    data = json.loads(run("lint", "retinanet-tcp", "--set", "large_shm=false", "--json").stdout)
+    remedies = {f["code"]: f["remedy"] for f in data["findings"]}
+    assert remedies["shm-loader-workers"]["set"] == ["large_shm=true"]
+    assert remedies["memory-unit"] is None

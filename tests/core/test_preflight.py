@@ -151,3 +151,21 @@ def test_text_output_keeps_pod_values_inert() -> None:
     hostile = facts(**{**RDMA_POD, "env": "NCCL_X=\x1b[2J[red]x[/]"})
     text = render_text(Preflight([checklist("pod\x1b[1m", hostile)]))
     assert "\x1b" not in text and "NCCL_X=^[[2J[red]x[/]" in text and "pod^[[1m" in text
+
+
+def test_failed_checks_carry_remedies_against_the_submitted_profile() -> None:
+    from runai_tui.knowledge.preflight import Preflight, item_dict, render_text
+    from runai_tui.knowledge.remedies import attach
+    from runai_tui.profiles import ProfileStore, apply_overrides
+
+    profile = apply_overrides(ProfileStore().load("retinanet-rdma"), ["large_shm=false"])
+    result = checklist("p", facts(**{**RDMA_POD, "netifs": "eth0 lo", "shm_kb": "65536"}))
+    failed = [i for i in result.items if status(i) == FAIL]
+    attach(failed, profile)
+    remedies = {i.code: item_dict(i).get("remedy") for i in failed}
+    assert remedies == {"shm": "large_shm=true", "socket-ifname": "env.NCCL_SOCKET_IFNAME=eth0"}
+    text = render_text(Preflight([result]))
+    assert (
+        "remedy: --set env.NCCL_SOCKET_IFNAME=eth0  (NCCL_SOCKET_IFNAME names eth0, an "
+        "interface seen in the pod (eth0 lo))" in text
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui import submission_record
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
 from runai_tui.runai import submission
@@ -64,6 +65,13 @@ def test_prepare_rejects_before_anything_runs() -> None:
         submission.prepare(base, ["preemptibility=preemptible"], cli=early)
 
 
+def record_in(argv: list[str]) -> tuple[int, str]:
+    """Where the submission record's `--annotation` is in argv, and its value."""
+    mark = submission_record.ANNOTATION + "="
+    [at] = [i for i, w in enumerate(argv) if w == "--annotation" and argv[i + 1].startswith(mark)]
+    return at, argv[at + 1].removeprefix(mark)
+
+
 def test_submit_checks_the_installed_cli_then_submits(
     make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient]
 ) -> None:
@@ -81,8 +89,14 @@ def test_submit_checks_the_installed_cli_then_submits(
     )
     result = asyncio.run(submission.asubmit(client_for(unknown), prepared, warn=warnings.append))
     assert result.name == "try-2"
-    assert submits(unknown) == [prepared.argv[1:]]
+    [sent] = submits(unknown)
     assert len(warnings) == 1 and "every flag is tried" in warnings[0]
+    # What runs is the dry run's argv plus one annotation: the submission record.
+    at, value = record_in(sent)
+    assert sent[:at] + sent[at + 2 :] == prepared.argv[1:]
+    record = submission_record.decode(value)
+    assert record.profile == "retinanet-tcp" and record.sets == ("preemptibility=preemptible",)
+    assert record.data["preemptibility"] == "preemptible" and "extends" not in record.data
 
 
 def test_new_settings_are_checked_and_the_master_copies_too() -> None:
@@ -116,3 +130,45 @@ def test_new_settings_are_checked_and_the_master_copies_too() -> None:
     assert "--master-environment-variable (the master gets it as master settings are set)" in (
         str(caught.value)
     )
+
+
+def test_a_recorded_submission_rebuilds_the_same_argv() -> None:
+    base = ProfileStore().load("retinanet-local")
+    first = submission.prepare(base, ["workers=2"], name="run")
+    record = submission_record.decode(record_in(submission.recorded_argv(first))[1])
+    rebuilt = submission_record.profile_of(record, "job run")
+    again = submission.prepare(rebuilt, ["large_shm=true"], name="run-2", prior_sets=record.sets)
+    assert again.sets == ("workers=2", "large_shm=true")
+    assert (
+        again.argv == submission.prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
+    )
+
+
+@pytest.mark.parametrize("name", ["retinanet-tcp", "retinanet-rdma", "retinanet-local"])
+def test_a_submit_argv_reads_back_into_the_profile_that_built_it(name: str) -> None:
+    from runai_tui.knowledge.submitted import data_from_argv
+
+    profile = ProfileStore().load(name)
+    profile = submission.prepare(profile, ["exclude_node=[node-7]", "cpu.request=2"]).profile
+    argv = submission.prepare(profile, name="x").argv
+    again = submission_record.profile_of(
+        submission_record.Record(name, (), data_from_argv(argv)), "t"
+    )
+    assert submission.prepare(again, name="x").argv == argv
+
+
+def test_what_cannot_be_rebuilt_is_said_in_one_line() -> None:
+    from runai_tui.errors import RuntimeFailure
+    from runai_tui.knowledge.submitted import submitted
+    from runai_tui.models import Job, JobDetail
+
+    bare = JobDetail(Job("by-hand"), raw={"pods": [{"command": ["python", "x.py"]}]})
+    with pytest.raises(RuntimeFailure, match="image, resources and env cannot be known"):
+        submitted(bare)
+    odd = JobDetail(Job("odd"), raw={"spec": {"submitArgv": ["runai", "training", "pytorch",
+                                                               "submit", "odd", "--attach"]}})  # fmt: skip
+    with pytest.raises(RuntimeFailure, match="--attach is not a profile field"):
+        submitted(odd)
+    broken = JobDetail(Job("b"), raw={"spec": {"annotations": {submission_record.ANNOTATION: "{"}}})
+    with pytest.raises(RuntimeFailure, match="its submission record .* is unreadable"):
+        submitted(broken)

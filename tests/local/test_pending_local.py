@@ -60,3 +60,12 @@ def test_jobs_past_max_pods_queue_and_a_missing_pvc_waits(tmp_path: Path) -> Non
     assert pending_finding("third")["message"] == "a PVC is not bound"
     data.mkdir()  # the claim is bound now: third starts
     assert wait_phase("third", "Completed", "Failed")["phase"] == "Completed"
+
+
+def test_a_job_excluding_the_local_node_waits_and_says_why() -> None:
+    submit("shunned", "--workers", "0", "--exclude-node", "local", command=["true"])
+    doc = waiting_because("shunned", "--exclude-node local excludes every node of the local")
+    assert doc["spec"]["flags"]["exclude-node"] == ["local"]
+    assert not any("exclude-node" in note for note in doc["notes"])  # honoured, not a no-op
+    res = run_local("training", "pytorch", "delete", "shunned")
+    assert res.code == 0, res.err

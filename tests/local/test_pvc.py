@@ -107,3 +107,25 @@ def test_settings_file_and_environment_overrides(
     config_path().write_text("gpu: 1\n")
     with pytest.raises(ConfigError, match="unknown setting"):
         load_config()
+
+
+def test_nodes_slow_nodes_and_shm_size_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runai_tui.local.config import ConfigError, config_path, load_config
+
+    default = load_config()
+    assert (default.node_names, default.slow_nodes, default.shm_size) == (["local"], {}, "")
+    config_path().parent.mkdir(parents=True, exist_ok=True)
+    config_path().write_text("nodes: 3\nslow_nodes: {local-2: 0.25}\nshm_size: 64Mi\n")
+    loaded = load_config()
+    assert loaded.node_names == ["local-0", "local-1", "local-2"]
+    assert (loaded.slow_nodes, loaded.shm_size) == ({"local-2": 0.25}, "64m")
+    monkeypatch.setenv("RUNAI_LOCAL_SLOW_NODES", "local-0=0.5")
+    monkeypatch.setenv("RUNAI_LOCAL_SHM_SIZE", "1Gi")
+    assert (load_config().slow_nodes, load_config().shm_size) == ({"local-0": 0.5}, "1g")
+    monkeypatch.setenv("RUNAI_LOCAL_SLOW_NODES", "local-0=2")
+    with pytest.raises(ConfigError, match="local-0='2': give a CPU share above 0 and below 1"):
+        load_config()
+    monkeypatch.delenv("RUNAI_LOCAL_SLOW_NODES")
+    monkeypatch.setenv("RUNAI_LOCAL_SHM_SIZE", "lots")
+    with pytest.raises(ConfigError, match="shm_size='lots' is not a size; write e.g. 64Mi"):
+        load_config()

@@ -104,7 +104,7 @@ CODES: dict[str, Code] = {
             _re(
                 r"Unexpected bus error encountered in worker|insufficient shared memory|"
                 r"killed by signal: Bus error|failed to extend /dev/shm|"
-                r"unable to write to file </torch_\d+"
+                r"unable to (?:write to|allocate shared memory\(shm\) for) file </torch_\d+"
             ),
             ("bus error", "shared memory", "/dev/shm", "</torch_"),
         ),
@@ -137,6 +137,21 @@ CODES: dict[str, Code] = {
                 r"to connect|RendezvousTimeoutError|RendezvousConnectionError|DistStoreError"
             ),
             ("error", "client socket has timed out", "Rendezvous"),
+        ),
+        Code(
+            "socket-ifname",
+            ERROR,
+            "the network interface that GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME names does not "
+            "exist in the pod: the process group cannot start",
+            "set the variable to an interface the pod has (`runai-tui preflight JOB` lists them; "
+            "eth0 is the pod network), or delete it to let Gloo/NCCL choose",
+            "RuntimeError: [enforce fail at third_party/gloo/gloo/transport/tcp/device.cc:84] "
+            "ifa != nullptr. Unable to find address for: net1",
+            _re(
+                r"Unable to find address for: \S|NCCL WARN Bootstrap : no socket interface found|"
+                r"no socket interface found"
+            ),
+            ("unable to find address for", "no socket interface found"),
         ),
         Code(
             "dataloader-killed",

@@ -8,8 +8,12 @@ from runai_tui.knowledge.findings import ERROR
 from runai_tui.text import literal
 
 
-def render_text(report: Diagnosis) -> str:
-    """The CLI's report. Every piece of log text goes through `literal`: inert on a terminal."""
+def render_text(report: Diagnosis, job: str | None = None) -> str:
+    """The CLI's report. Every piece of log text goes through `literal`: inert on a terminal.
+    A finding with a remedy gets a `remedy:` line; with `job`, the last line says how to
+    resubmit with them."""
+    from runai_tui.knowledge.remedies import remedy_line
+
     out: list[str] = []
     if report.pods:
         width = max(len("POD"), *(len(literal(p.pod)) for p in report.pods))
@@ -32,10 +36,14 @@ def render_text(report: Diagnosis) -> str:
         out.append(f"  evidence: {literal(f.evidence)}")
         out.append(f"  what:     {literal(f.message)}")
         out.append(f"  fix:      {f.fix}")
+        if f.remedy is not None:
+            out.append(f"  {remedy_line(f.remedy).replace('remedy: ', 'remedy:   ', 1)}")
         total = report.counts.get(key, 0)
         if shown[key] == FINDINGS_PER_CODE and total > FINDINGS_PER_CODE:
             out.append(f"  (and {total - FINDINGS_PER_CODE} more lines like these in this pod)")
     errors = sum(1 for f in report.findings if f.severity == ERROR)
     out.append("")
     out.append(f"{errors} error(s), {len(report.findings) - errors} other finding(s)")
+    if job is not None and any(f.remedy is not None for f in report.findings):
+        out.append(f"resubmit with the remedies: runai-tui resubmit {job} --apply-fixes")
     return "\n".join(out)

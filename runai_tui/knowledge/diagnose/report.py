@@ -62,6 +62,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "evidence": f.evidence,
         "message": f.message,
         "fix": f.fix,
+        "remedy": f.remedy.to_dict() if f.remedy is not None else None,
     }
 
 

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from runai_tui.errors import Failure
-from runai_tui.knowledge.compare import Comparison, compare, render, require_records
+from runai_tui.knowledge.compare import Comparison, compare, render
 from runai_tui.knowledge.run_sources import gather_job
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
@@ -58,7 +58,6 @@ class CompareScreen(ModalScreen[None]):
         try:
             a = await gather_job(self.client, self.job_a)
             b = await gather_job(self.client, self.job_b)
-            require_records(a, b)
         except Failure as error:
             text = f"compare failed: {error.message}"
             status.update(Text(literal(text + (f" — {error.hint}" if error.hint else ""))))

@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
+from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
 from runai_tui.text import literal
 from runai_tui.tui.job_cells import status_text
@@ -96,6 +97,8 @@ class DescribeScreen(AppScreen):
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
         Binding("h", "health", "Diagnose again"),
+        Binding("f", "fixes", "Fixes"),
+        Binding("R", "resubmit", "Resubmit"),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("r", "refresh", "Refresh"),
         Binding("w", "toggle_raw", "Summary/raw"),
@@ -205,6 +208,7 @@ class DescribeScreen(AppScreen):
         except RunaiError as error:
             panel.failed(error.message)
             return
+        attach_for_job(report.findings, detail, local=self.tui.client.backend.is_local)
         panel.show(report)
         self.tui.health.put(detail.job, report)
 
@@ -234,7 +238,7 @@ class DescribeScreen(AppScreen):
             self.query_one(CurvesPanel).show(progress)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.tui.readonly and action in {"shell", "delete"}:
+        if self.tui.readonly and action in {"shell", "delete", "resubmit"}:
             return False
         if action in ("shell", "preflight") and not self.job.phase.is_active:
             return None
@@ -249,6 +253,39 @@ class DescribeScreen(AppScreen):
         if self.detail is not None:
             self.query_one(HealthPanel).update("reading the pods' logs…")
             self.diagnose_health(self.detail)
+
+    def action_fixes(self) -> None:
+        """The remedies' overrides and the command-line difference they make."""
+        from runai_tui.tui.screens.fixes import FixesScreen
+
+        fixes = FixesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
+        self.app.push_screen(fixes, self._resubmit_chosen)
+
+    def action_resubmit(self) -> None:
+        """The submit form, filled from the job's submission with the remedies applied."""
+        self._open_resubmit_form()
+
+    def _resubmit_chosen(self, resubmit: bool | None) -> None:
+        if resubmit:
+            self._open_resubmit_form()
+
+    @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
+    async def _open_resubmit_form(self) -> None:
+        from runai_tui.tui.screens.fixes import plan_for_form
+        from runai_tui.tui.screens.submit import SubmitScreen
+
+        planned = await plan_for_form(self, self.job.name)
+        if planned is not None:
+            self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
+
+    def _resubmitted(self, name: str | None) -> None:
+        """Back on the jobs table with the new job selected."""
+        if name:
+            self.tui.select_after_refresh = name
+            self.dismiss()
+            refresh = getattr(self.app.screen, "refresh_jobs", None)
+            if refresh is not None:
+                refresh()
 
     def action_back(self) -> None:
         self.dismiss()

@@ -18,9 +18,9 @@ from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
 # Actions that change the cluster; --readonly hides them.
-MUTATING = {"shell", "delete", "suspend", "resume", "new_job"}
+MUTATING = {"shell", "delete", "suspend", "resume", "new_job", "resubmit"}
 # Actions that need a selected job.
-NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight", "forward_tensorboard"}
+NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight", "forward_tensorboard", "resubmit"}
 # Actions on the marked jobs (else the selected one).
 ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
@@ -41,6 +41,7 @@ class JobsScreen(AppScreen):
         Binding("z", "suspend", "Suspend", show=False),
         Binding("u", "resume", "Resume", show=False),
         Binding("n", "new_job", "New job"),
+        Binding("R", "resubmit", "Resubmit", show=False),
         Binding("p", "profiles", "Profiles"),
         Binding("P", "projects", "Switch project", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
@@ -354,6 +355,21 @@ class JobsScreen(AppScreen):
         from runai_tui.tui.screens.submit import SubmitScreen
 
         self.app.push_screen(SubmitScreen(), self._submitted)
+
+    def action_resubmit(self) -> None:
+        """The submit form filled from the selected job's submission, remedies applied."""
+        job = self.table.selected_job
+        if job is not None:
+            self._open_resubmit_form(job.name)
+
+    @work(exclusive=True, group="jobs-resubmit", exit_on_error=False)
+    async def _open_resubmit_form(self, name: str) -> None:
+        from runai_tui.tui.screens.fixes import plan_for_form
+        from runai_tui.tui.screens.submit import SubmitScreen
+
+        planned = await plan_for_form(self, name)
+        if planned is not None:
+            self.app.push_screen(SubmitScreen(resubmit=planned), self._submitted)
 
     def _submitted(self, name: str | None) -> None:
         if name:

@@ -1,5 +1,9 @@
 """SubmitScreen: pick a profile, adjust overrides with live validation, see the exact command,
-submit. Dismisses with the new job's name so the jobs screen can select it."""
+submit. Dismisses with the new job's name so the jobs screen can select it.
+
+Given a resubmit plan (runai_tui/resubmit.py: `R` on a job), the form starts from the job's
+submission with the remedies applied, shown highlighted above the fields, under the next free
+name; the profile list is hidden (the submission is the profile)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from runai_tui.tui.widgets.insight import InsightPanel
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
+    from runai_tui.resubmit import Plan
     from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.submission import Submission
 
@@ -60,9 +65,14 @@ class SubmitScreen(AppScreen):
     # Below 120 columns the checks and the plan go under the form, else beside it.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
-    def __init__(self, profile: str | None = None) -> None:
+    DEFAULT_CSS = """
+    SubmitScreen #submit-remedies { height: auto; color: $success; border: round $success; }
+    """
+
+    def __init__(self, profile: str | None = None, resubmit: Plan | None = None) -> None:
         super().__init__()
         self.profile_name = profile
+        self.resubmit = resubmit  # the plan of `R`: the form starts from its submission
         self.base: Profile | None = None  # the loaded profile
         self.prepared: Submission | None = None  # the form's profile and command, when valid
         self.errors: dict[str, str] = {}
@@ -83,6 +93,7 @@ class SubmitScreen(AppScreen):
             with Container(id="submit-right"):
                 with VerticalScroll(id="submit-form"):
                     yield Static("", id="submit-description", markup=False)
+                    yield Static("", id="submit-remedies", markup=False)
                     for field, label, hint in FIELDS:
                         yield Label(label, classes="field-label")
                         yield Input(placeholder=hint, id=f"in-{field}", classes="field")
@@ -99,6 +110,13 @@ class SubmitScreen(AppScreen):
 
     def on_mount(self) -> None:
         self.detect_cli()
+        remedies = self.query_one("#submit-remedies", Static)
+        remedies.display = self.resubmit is not None
+        if self.resubmit is not None:
+            self.query_one("#submit-left").display = False
+            self.load_resubmit(self.resubmit)
+            self.query_one("#in-job_name", Input).focus()
+            return
         options = self.query_one("#submit-profiles", OptionList)
         try:
             entries = self.tui.store.entries()
@@ -170,6 +188,30 @@ class SubmitScreen(AppScreen):
                 box.value = value
         self.validate_form()
 
+    def load_resubmit(self, plan: Plan) -> None:
+        """Fill the form from a resubmit plan: its profile (the submission with every override
+        applied), its new name; the overrides listed, highlighted."""
+        profile = plan.prepared.profile
+        self.profile_name = profile.name
+        self.base = profile
+        self.query_one("#submit-description", Static).update(
+            f"resubmit {plan.job} (from {plan.how})"
+        )
+        shown = plan.lines()[1:]  # the overrides, notes and command-line difference
+        self.query_one("#submit-remedies", Static).update("\n".join(shown))
+        values = {
+            "job_name": plan.name,
+            "workers": "" if profile.workers is None else str(profile.workers),
+            "gpus": "" if profile.gpus is None else str(profile.gpus),
+            "image": profile.image or "",
+            "env": "",
+        }
+        for field, value in values.items():
+            box = self.query_one(f"#in-{field}", Input)
+            with box.prevent(Input.Changed):
+                box.value = value
+        self.validate_form()
+
     # -- validation ------------------------------------------------------------------------------
 
     def overrides(self, profile: Profile) -> tuple[list[str], dict[str, str]]:
@@ -211,12 +253,18 @@ class SubmitScreen(AppScreen):
         # Validate whatever parsed, so every field's problem shows at once.
         try:
             # The project the app uses (-p) is part of the command shown and run.
+            name = None
+            if self.resubmit is not None:  # the job name is the form's, never a --set
+                name = self.query_one("#in-job_name", Input).value.strip() or None
+                sets = [item for item in sets if not item.startswith("job_name=")]
             prepared = submission.prepare(
                 base,
                 sets,
+                name=name,
                 project=self.tui.client.project,
                 project_explicit=self.tui.project_explicit,
                 cli=self.cli,  # a field this runai lacks: said before submit
+                prior_sets=self.resubmit.prepared.sets if self.resubmit is not None else (),
             )
         except ProfileError as error:
             known = {field for field, _, _ in FIELDS}
@@ -226,6 +274,8 @@ class SubmitScreen(AppScreen):
                     errors.setdefault(field, problem.message)
                 else:
                     general.append(str(problem))
+        except UsageError as error:  # the resubmit form's job name
+            errors.setdefault("job_name", error.message)
         for field, _, _ in FIELDS:
             message = errors.get(field, "")
             self.query_one(f"#err-{field}", Static).update(message)

@@ -31,7 +31,9 @@ class HealthPanel(Static):
         self.diagnosis = diagnosis
         self.set_class(diagnosis.has_errors, "-errors")
         errors = sum(1 for f in diagnosis.findings if f.severity == "error")
-        self.border_subtitle = f"{errors} error(s), {len(diagnosis.findings) - errors} other"
+        remedies = sum(1 for f in diagnosis.findings if f.remedy is not None)
+        said = f"; {remedies} with a remedy: f shows, R resubmits" if remedies else ""
+        self.border_subtitle = f"{errors} error(s), {len(diagnosis.findings) - errors} other{said}"
         self.update(diagnosis_renderable(diagnosis))
 
     def failed(self, message: str) -> None:

@@ -1,0 +1,395 @@
+"""Remedies: what a finding proposes to change in the profile, as `--set FIELD=VALUE` overrides.
+
+A finding of lint, diagnose or preflight keeps its fix text (for what no override can do: the
+nodes' memlock, a quota); where its own evidence and the profile say which field to change and
+to what, it also carries a `Remedy`. `attach` computes them and keeps only those the field table
+accepts (`apply_overrides` re-validates the profile) and that change something: an invalid or
+empty remedy is never offered.
+
+Core, pure: the profile, the findings and a `Context` (what describe and the node say) in,
+remedies out. `runai-tui diagnose`, `lint`, `preflight`, `resubmit` and the TUI show the same.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from runai_tui.errors import UsageError
+from runai_tui.knowledge.findings import Finding, Remedy
+from runai_tui.knowledge.trainer_facts import TRAINER_DEFAULTS, trainer_args
+from runai_tui.models import JobDetail
+from runai_tui.profiles import Profile, apply_overrides
+
+IPC_LOCK = "IPC_LOCK"
+EXPANDABLE = "expandable_segments:True"
+# What retinanet-rdma sets to put NCCL on InfiniBand/RoCE (profiles/retinanet-rdma.yaml).
+IB_ENV = {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5", "NCCL_IB_GID_INDEX": "3"}
+# A Mellanox NIC or an RDMA VF among the extended resources: the profile means to use IB.
+IB_RESOURCE = re.compile(r"mellanox|mlnx|rdma", re.IGNORECASE)
+# The interface every Kubernetes pod gets from its CNI: a remedy's choice when nothing better
+# is known about the pod's interfaces.
+POD_NETWORK_IFACE = "eth0"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the remedies may know besides the profile and the finding: the node of each pod
+    (describe), the pods' network interfaces (preflight; on the local cluster, this machine's),
+    whether the master is reached over loopback, and whether the cluster has a single node (the
+    local cluster, unless its pods ran on several: excluding its node would leave none)."""
+
+    nodes: dict[str, str] = field(default_factory=dict)  # pod -> node
+    rank_pods: dict[int, str] = field(default_factory=dict)  # pod (node) rank -> pod
+    interfaces: tuple[str, ...] = ()
+    loopback_master: bool = False
+    single_node: bool = False
+
+
+def local_interfaces() -> tuple[str, ...]:
+    """This machine's network interfaces: the local cluster's pods share its network."""
+    try:
+        return tuple(sorted(os.listdir("/sys/class/net")))
+    except OSError:
+        return ()
+
+
+def context_of(
+    detail: JobDetail | None,
+    interfaces: Sequence[str] = (),
+    *,
+    local: bool = False,
+) -> Context:
+    """A Context from describe: each pod's node, and the pod of each rank as the PyTorch
+    operator numbers them (the master 0, worker i i+1; without a master, worker i is i)."""
+    if detail is None:
+        return Context(interfaces=tuple(interfaces), loopback_master=local, single_node=local)
+    nodes = {p.name: p.node for p in detail.pods if p.node}
+    has_master = any(p.name.endswith("-master-0") for p in detail.pods)
+    ranks: dict[int, str] = {}
+    for pod in detail.pods:
+        if pod.name.endswith("-master-0"):
+            ranks[0] = pod.name
+        elif (m := re.search(r"-worker-(\d+)$", pod.name)) is not None:
+            ranks[int(m.group(1)) + (1 if has_master else 0)] = pod.name
+    # The local cluster has one node unless local.yaml says more: its pods name the nodes it has.
+    single = local and len(set(nodes.values())) <= 1
+    return Context(nodes, ranks, tuple(interfaces), loopback_master=local, single_node=single)
+
+
+# --- the value forms `--set` takes ------------------------------------------------------------
+
+_PLAIN = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_./-]*$")
+_YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "~"}
+
+
+def flow_list(items: Iterable[str]) -> str:
+    """A list as `--set` parses it (YAML flow): `[IPC_LOCK, SYS_NICE]`, each word quoted when
+    YAML would read it as something else than that text (`"2"`, `"true"`)."""
+    words = []
+    for item in items:
+        plain = _PLAIN.match(item) and item.lower() not in _YAML_WORDS
+        words.append(item if plain else '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return "[" + ", ".join(words) + "]"
+
+
+# --- the trainer's flags in `args` ------------------------------------------------------------
+
+
+def _trainer_value(profile: Profile, flag: str) -> str | None:
+    """The last value of `--flag` the trainer is given (None: not given)."""
+    words = trainer_args(profile) or []
+    found = None
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith(flag + "="):
+            found = word.split("=", 1)[1]
+    return found
+
+
+def _with_trainer_flags(profile: Profile, values: dict[str, str]) -> str | None:
+    """`args=[...]` with each `--flag value` replaced (or added): None when the trainer's
+    arguments are not the profile's `args` (a command that holds them, or not the trainer)."""
+    if trainer_args(profile) is None:
+        return None
+    command_words = set(profile.command)
+    if any(flag in command_words for flag in values):
+        return None  # the command, not args, passes it: an args override would not win
+    words = list(profile.args)
+    for flag, value in values.items():
+        replaced = False
+        for i, word in enumerate(words):
+            if word == flag and i + 1 < len(words):
+                words[i + 1], replaced = value, True
+            elif word.startswith(flag + "="):
+                words[i], replaced = f"{flag}={value}", True
+        if not replaced:
+            words += [flag, value]
+    return "args=" + flow_list(words)
+
+
+def _trainer_int(profile: Profile, flag: str) -> int | None:
+    raw = _trainer_value(profile, flag)
+    if raw is None:
+        default = TRAINER_DEFAULTS.get(flag.lstrip("-").replace("-", "_"))
+        return default if isinstance(default, int) and not isinstance(default, bool) else None
+    return int(raw) if raw.isdigit() else None
+
+
+# --- one function per kind of finding --------------------------------------------------------
+
+Propose = Callable[[Finding, Profile, Context], Remedy | None]
+
+
+def _fewer_loader_workers(profile: Profile, why: str) -> Remedy | None:
+    workers = _trainer_int(profile, "--workers")
+    if not workers:
+        return None
+    fewer = workers // 2
+    sets = _with_trainer_flags(profile, {"--workers": str(fewer)})
+    if sets is None:
+        return None
+    return Remedy((sets,), f"{workers} → {fewer} DataLoader workers per process: {why}")
+
+
+def _shm(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    if not profile.large_shm:
+        return Remedy(
+            ("large_shm=true",), "a large /dev/shm (--large-shm) for the DataLoader workers"
+        )
+    return _fewer_loader_workers(profile, "/dev/shm is large already; fewer batches in flight")
+
+
+def _ipc_lock(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    if IPC_LOCK in profile.capabilities:
+        return None  # the pod has it: what is left (the nodes' memlock) is the fix text's
+    return Remedy(
+        (f"capabilities={flow_list([*profile.capabilities, IPC_LOCK])}",),
+        "the pod gets IPC_LOCK; memlock unlimited on the nodes stays for the admin (fix)",
+    )
+
+
+def _back_on_ib(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    if not any(IB_RESOURCE.search(key) for key in profile.extended_resources):
+        return None  # the profile asks for no IB device: TCP may be what it means
+    sets = []
+    for key, value in IB_ENV.items():
+        now = profile.env.get(key)
+        if now is None or (key == "NCCL_IB_DISABLE" and now.strip() not in ("", "0")):
+            sets.append(f"env.{key}={value}")
+    if IPC_LOCK not in profile.capabilities:
+        sets.append(f"capabilities={flow_list([*profile.capabilities, IPC_LOCK])}")
+    if not sets:
+        return None
+    return Remedy(tuple(sets), "NCCL back on InfiniBand/RoCE (as retinanet-rdma), with IPC_LOCK")
+
+
+_IFACE_VAR = re.compile(r"\b(NCCL|GLOO)_SOCKET_IFNAME\b")
+
+
+def pick_interface(interfaces: Sequence[str], loopback_master: bool) -> str | None:
+    """The interface a socket variable should name: `lo` when the master is reached over
+    loopback (the local cluster), else the pod network's `eth0`, else the first one not `lo`."""
+    if loopback_master and "lo" in interfaces:
+        return "lo"
+    if POD_NETWORK_IFACE in interfaces:
+        return POD_NETWORK_IFACE
+    return next((i for i in interfaces if i != "lo"), None)
+
+
+def _interfaces_seen(finding: Finding) -> tuple[str, ...]:
+    """Preflight puts the pod's interfaces in its evidence: `interfaces: lo eth0 net1`."""
+    if finding.evidence.startswith("interfaces:"):
+        return tuple(finding.evidence.split(":", 1)[1].split())
+    return ()
+
+
+def _socket_ifname(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    said = _IFACE_VAR.search(f"{finding.message} {finding.evidence}")
+    if said is not None:
+        variable = said.group(0)
+    elif "gloo" in finding.evidence.lower() or "Unable to find address" in finding.evidence:
+        variable = "GLOO_SOCKET_IFNAME"
+    else:
+        variable = "NCCL_SOCKET_IFNAME"
+    seen = _interfaces_seen(finding) or context.interfaces
+    iface = pick_interface(seen, context.loopback_master)
+    if iface is None or profile.env.get(variable) == iface:
+        return None
+    where = "seen in the pod" if _interfaces_seen(finding) else "of the pods' node"
+    return Remedy(
+        (f"env.{variable}={iface}",),
+        f"{variable} names {iface}, an interface {where} ({' '.join(seen)})",
+    )
+
+
+def _loader_killed(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    fewer = _fewer_loader_workers(profile, "less memory for batches in flight")
+    if fewer is not None:
+        return fewer
+    limit = profile.memory.get("limit")
+    m = re.fullmatch(r"(\d+)([KMGT]i?)?", limit or "")
+    if m is None:
+        return None
+    doubled = f"{int(m.group(1)) * 2}{m.group(2) or ''}"
+    return Remedy((f"memory.limit={doubled}",), f"the memory limit doubled: {limit} → {doubled}")
+
+
+def _cuda_oom(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    env = profile.env
+    conf = env.get("PYTORCH_ALLOC_CONF", "") or env.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    if EXPANDABLE not in conf:
+        return Remedy(
+            (f"env.PYTORCH_ALLOC_CONF={EXPANDABLE}",),
+            "expandable segments: less fragmentation of the GPU memory",
+        )
+    batch = _trainer_value(profile, "--batch-size")
+    if batch is None or not batch.isdigit() or int(batch) < 2:
+        return None  # the profile passes no per-GPU batch to the trainer, or it is 1 already
+    accum = _trainer_int(profile, "--grad-accum") or 1
+    half = int(batch) // 2
+    sets = _with_trainer_flags(profile, {"--batch-size": str(half), "--grad-accum": str(accum * 2)})
+    if sets is None:
+        return None
+    return Remedy(
+        (sets,),
+        f"per-GPU batch {batch} → {half} with --grad-accum {accum} → {accum * 2}: the same "
+        f"global batch in half the activation memory",
+    )
+
+
+_RANK = re.compile(r"^rank (\d+):")
+
+
+def _exclude_node(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    pod = finding.pod
+    m = _RANK.match(finding.evidence)
+    if finding.code == "straggler" and m is not None:
+        per_pod = max(1, profile.master_gpus or profile.gpus or 1)
+        pod = context.rank_pods.get(int(m.group(1)) // per_pod, "")
+    node = context.nodes.get(pod, "")
+    if not node or context.single_node or node in profile.exclude_node:
+        return None
+    return Remedy(
+        (f"exclude_node={flow_list([*profile.exclude_node, node])}",),
+        f"{pod} ran on {node}: the new job's pods keep off it",
+    )
+
+
+_FREE = re.compile(r"\((\d+) free\)")
+
+
+def _pending(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    if "GPU" not in finding.message:
+        return None
+    per_worker = profile.gpus or 0
+    master = profile.master_gpus if profile.master_gpus is not None else per_worker
+    workers = profile.workers or 1
+    if per_worker <= 0 or workers <= 1:
+        return None
+    need = master + workers * per_worker
+    free = _FREE.search(finding.evidence)
+    if free is not None:
+        fits = (int(free.group(1)) - master) // per_worker
+        if fits < 1 or fits >= workers:
+            return None
+        said = f"{free.group(1)} free"
+    else:
+        fits, said = workers - 1, "free GPUs unknown: one worker fewer"
+    asks = f"{master} + {workers}×{per_worker} = {need} GPUs"
+    now = f"{master} + {fits}×{per_worker} = {master + fits * per_worker}"
+    return Remedy(
+        (f"workers={fits}",),
+        f"the job asks {asks} ({said}); {fits} workers ask {now} (or another node pool: "
+        f"--set node_pools=[POOL])",
+    )
+
+
+PROPOSALS: dict[str, Propose] = {
+    "shm": _shm,  # diagnose and preflight
+    "shm-loader-workers": _shm,  # lint
+    "memlock": _ipc_lock,  # diagnose and preflight
+    "ib-ipc-lock": _ipc_lock,  # lint
+    "tcp-fallback": _back_on_ib,
+    "socket-ifname": _socket_ifname,  # diagnose and preflight
+    "dataloader-killed": _loader_killed,
+    "cuda-oom": _cuda_oom,
+    "straggler": _exclude_node,
+    "hang-rank": _exclude_node,
+    "pending": _pending,
+}
+
+
+def propose(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
+    """The finding's remedy as computed from its evidence, not yet validated."""
+    make = PROPOSALS.get(finding.code)
+    return make(finding, profile, context) if make is not None else None
+
+
+def validate(remedy: Remedy, profile: Profile) -> bool:
+    """The remedy goes through the field table (`--set` parsing and validation) and changes
+    the profile."""
+    try:
+        changed = apply_overrides(profile, list(remedy.sets))
+    except UsageError:
+        return False
+    return changed.data != profile.data
+
+
+def attach(findings: Iterable[Finding], profile: Profile, context: Context | None = None) -> int:
+    """Give each finding its remedy where one validates; returns how many got one."""
+    context = context or Context()
+    count = 0
+    for finding in findings:
+        remedy = propose(finding, profile, context)
+        finding.remedy = remedy if remedy is not None and validate(remedy, profile) else None
+        count += finding.remedy is not None
+    return count
+
+
+def set_words(sets: Iterable[str]) -> list[str]:
+    """`--set FIELD=VALUE` words for a command line (each override its own argv word)."""
+    return [word for item in sets for word in ("--set", item)]
+
+
+def remedy_line(remedy: Remedy) -> str:
+    """`remedy: --set large_shm=true  (why)`: one line, shell-quoted as a user would type it."""
+    import shlex
+
+    words = " ".join(shlex.quote(w) for w in set_words(remedy.sets))
+    return f"remedy: {words}" + (f"  ({remedy.why})" if remedy.why else "")
+
+
+def remedy_dict(finding: Finding) -> dict[str, object] | None:
+    """A finding's remedy in JSON (`{"set": [...], "why": ...}`), None when it has none."""
+    return finding.remedy.to_dict() if finding.remedy is not None else None
+
+
+def overrides(findings: Iterable[Finding]) -> list[tuple[str, Finding]]:
+    """Every remedy's overrides, once each, with the finding that proposes it: the first finding
+    to set a field wins (findings come most severe first)."""
+    out: list[tuple[str, Finding]] = []
+    seen: set[str] = set()
+    for finding in findings:
+        for item in finding.remedy.sets if finding.remedy else ():
+            key = item.partition("=")[0]
+            if key not in seen:
+                seen.add(key)
+                out.append((item, finding))
+    return out
+
+
+def attach_for_job(findings: list[Finding], detail: JobDetail, *, local: bool) -> str:
+    """Remedies for a job's findings against what it was submitted with (its submission record,
+    else describe's submit argv): "" when done, else one line saying why there are none."""
+    from runai_tui.knowledge.submitted import recorded_profile
+
+    profile, how = recorded_profile(detail)
+    if profile is None:
+        return f"no remedies: {how}"
+    interfaces = local_interfaces() if local else (POD_NETWORK_IFACE, "lo")
+    attach(findings, profile, context_of(detail, interfaces, local=local))
+    return ""

@@ -1,0 +1,217 @@
+"""The resubmit sequence, one for `runai-tui resubmit` and the TUI's `R`: a job's submission
+rebuilt, its findings' remedies and the user's overrides applied, the next free name, and the
+argv difference against the first submission.
+
+It joins the plumbing (runai/submission.py builds and submits) and the knowledge (the record read
+back, diagnose, remedies, compare's argv diff), as the faces do; neither of those imports the
+other. `plan` is async and reads the cluster (describe, the logs, the job list); `submit` sends the
+plan through the one submit sequence, which records it again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runai_tui.errors import RuntimeFailure
+from runai_tui.knowledge.compare import Row, argv_diff, render_rows
+from runai_tui.knowledge.findings import Finding
+from runai_tui.knowledge.remedies import (
+    attach,
+    context_of,
+    local_interfaces,
+    overrides,
+    set_words,
+)
+from runai_tui.knowledge.run_sources import submitted_argv
+from runai_tui.knowledge.submitted import submitted
+from runai_tui.profiles import check_job_name
+from runai_tui.runai import submission
+
+if TYPE_CHECKING:
+    from runai_tui.runai.client import RunaiClient, SubmitResult
+
+_SUFFIX = re.compile(r"^(.*?)-(\d{1,3})$")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One override of the new submission: `item` (FIELD=VALUE), who proposes it (`source`:
+    "remedy" or "--set"), and for a remedy its finding's code, pod and why."""
+
+    item: str
+    source: str
+    code: str = ""
+    pod: str = ""
+    why: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"set": self.item, "from": self.source, "code": self.code, "why": self.why}
+
+
+@dataclass
+class Plan:
+    """What a resubmit would do: the job, the new name, where the submission came from, every
+    override in order (remedies, then yours), the remedies your --set replaced (`beaten`), the
+    argv of the first submission and the new one, their difference, and notes."""
+
+    job: str
+    name: str
+    how: str
+    overrides: list[Override]
+    beaten: list[tuple[Override, str]]  # (the remedy, the --set that wins over it)
+    before: list[str]
+    prepared: submission.Submission
+    diff: list[Row]
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def remedies(self) -> list[Override]:
+        return [o for o in self.overrides if o.source == "remedy"]
+
+    @property
+    def nothing_to_fix(self) -> bool:
+        """--apply-fixes found no remedy at all (none applied, none replaced by a --set)."""
+        return bool(self.notes) and self.notes[0].startswith("no remedy to apply")
+
+    def lines(self) -> list[str]:
+        """The plan in words, as `resubmit` prints it and the TUI's `f` shows it: where the
+        submission comes from, every override and who proposes it, what a --set replaced, and
+        the argv difference (compare's rows)."""
+        lines = [f"resubmit {self.job} as {self.name}, from {self.how}"]
+        if self.overrides:
+            lines.append("overrides:")
+            shown = [" ".join(set_words([o.item])) for o in self.overrides]
+            width = max(len(words) for words in shown)
+            for words, o in zip(shown, self.overrides, strict=True):
+                said = (
+                    f"remedy of {o.code}" + (f" ({o.pod})" if o.pod else "") if o.code else "yours"
+                )
+                lines.append(f"  {words:<{width}}  {said}" + (f": {o.why}" if o.why else ""))
+        else:
+            lines.append("overrides: none (the same submission under a new name)")
+        lines += [f"note: {note}" for note in self.notes]
+        lines.append(f"== command line: {len(self.diff)} difference(s) ({self.job} → {self.name})")
+        return lines + render_rows(self.diff)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "name": self.name,
+            "from": self.how,
+            "overrides": [o.to_dict() for o in self.overrides],
+            "replaced_remedies": [{**remedy.to_dict(), "by": item} for remedy, item in self.beaten],
+            "diff": [{"key": r.key, "before": r.a, "after": r.b} for r in self.diff],
+            "argv": self.prepared.argv,
+            "notes": self.notes,
+        }
+
+
+def base_name(job: str) -> str:
+    """`sweep-3` → `sweep`: a resubmit of a resubmit counts on from the first name."""
+    m = _SUFFIX.match(job)
+    return m.group(1) if m and m.group(1) else job
+
+
+def next_free(job: str, taken: Sequence[str]) -> str:
+    """The first of NAME-2, NAME-3, … that no job has."""
+    base, used = base_name(job), set(taken)
+    n = 2
+    while f"{base}-{n}" in used:
+        n += 1
+    return f"{base}-{n}"
+
+
+def _key(item: str) -> str:
+    return item.partition("=")[0].strip()
+
+
+def _conflicts(a: str, b: str) -> bool:
+    """Two overrides touch the same field (`env` and `env.X` do)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+async def plan(
+    client: RunaiClient,
+    job: str,
+    *,
+    apply_fixes: bool = False,
+    sets: Sequence[str] = (),
+    name: str | None = None,
+    project: str | None = None,
+    project_explicit: bool = False,
+) -> Plan:
+    """The resubmit of `job`. Raises RunaiError (unknown job), RuntimeFailure (nothing to
+    rebuild from, a taken name), ProfileError/UsageError (a bad --set or name)."""
+    from runai_tui.knowledge.diagnose import diagnose_job
+
+    detail = await client.adescribe(job)
+    found = submitted(detail)
+    local = client.backend.is_local
+    findings: list[Finding] = []
+    if apply_fixes:
+        report = await diagnose_job(client, job, detail=detail)
+        findings = report.findings
+        interfaces = local_interfaces() if local else ("eth0", "lo")
+        attach(findings, found.profile, context_of(detail, interfaces, local=local))
+    chosen: list[Override] = []
+    beaten: list[tuple[Override, str]] = []
+    for item, finding in overrides(findings):
+        why = finding.remedy.why if finding.remedy else ""
+        proposed = Override(item, "remedy", finding.code, finding.pod, why)
+        winner = next((s for s in sets if _conflicts(_key(s), _key(item))), None)
+        if winner is not None:
+            beaten.append((proposed, winner))
+        else:
+            chosen.append(proposed)
+    chosen += [Override(item, "--set") for item in sets]
+    jobs = await client.alist_jobs()
+    taken = [j.name for j in jobs]
+    if name is not None:
+        check_job_name(name)
+        if name in taken:
+            raise RuntimeFailure(
+                f"job name {name!r} is taken: nothing submitted",
+                f"pick another --name, or leave it out for {next_free(job, taken)}",
+            )
+    new = name or next_free(job, taken)
+    prepared = submission.prepare(
+        found.profile,
+        [o.item for o in chosen],
+        name=new,
+        project=project,
+        project_explicit=project_explicit,
+        prior_sets=found.sets,
+    )
+    before, _ = submitted_argv(detail)
+    if not before or before[:1] == ["--"]:  # no submit argv kept: the record's, rebuilt
+        before = submission.prepare(
+            found.profile, name=job, project=project, project_explicit=project_explicit
+        ).argv
+    result = Plan(
+        job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)
+    )
+    result.findings = findings
+    if apply_fixes and not result.remedies and not beaten:
+        codes = ", ".join(dict.fromkeys(f.code for f in findings if f.severity != "info"))
+        result.notes.append(
+            f"no remedy to apply: {job}'s findings ({codes or 'none'}) have none; nothing submitted"
+            if codes
+            else f"no remedy to apply: diagnose finds nothing wrong with {job}; nothing submitted"
+        )
+    for lost, item in beaten:
+        result.notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")
+    if detail.job.phase.is_active:  # a hung job keeps its pods (and GPUs) until deleted
+        result.notes.append(
+            f"{job} is still {detail.job.phase.value}: delete it once {new} runs "
+            f"(runai-tui delete {job})"
+        )
+    return result
+
+
+async def asubmit(client: RunaiClient, planned: Plan) -> SubmitResult:
+    """Submit the plan through the one submit sequence (CLI generation check, record)."""
+    return await submission.asubmit(client, planned.prepared)

@@ -1,0 +1,108 @@
+"""FixesScreen (`f` on a job): the overrides its findings' remedies propose and the command-line
+difference they make against the first submission, as `runai-tui resubmit JOB --apply-fixes
+--dry-run` prints them (runai_tui/resubmit.py), gathered in a worker. `R` goes on to the submit
+form filled with them; nothing is submitted from here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from runai_tui.errors import Failure
+from runai_tui.text import literal
+
+if TYPE_CHECKING:
+    from runai_tui.resubmit import Plan
+    from runai_tui.runai.client import RunaiClient
+    from runai_tui.tui.screens.base import AppScreen
+
+
+async def plan_for_form(screen: AppScreen, job: str) -> Plan | None:
+    """The plan `R` fills the submit form with: the remedies applied, or (with a notification)
+    the submission as it was when no finding has one; None after reporting a failure."""
+    from runai_tui import resubmit
+
+    tui = screen.tui
+    client = tui.client
+    try:
+        planned = await resubmit.plan(client, job, apply_fixes=True, project=client.project,
+                                      project_explicit=tui.project_explicit)  # fmt: skip
+        if planned.nothing_to_fix:
+            tui.notify(planned.notes[0], title="resubmit", markup=False)
+            planned = await resubmit.plan(client, job, project=client.project,
+                                          project_explicit=tui.project_explicit)  # fmt: skip
+    except Failure as error:
+        tui.report_error(error)
+        return None
+    return planned
+
+
+class FixesScreen(ModalScreen[bool]):
+    """Dismisses with True when the user asks for the resubmit form (`R`)."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close"),
+        Binding("R", "resubmit", "Resubmit with these"),
+    ]
+
+    DEFAULT_CSS = """
+    FixesScreen { align: center middle; }
+    FixesScreen > Vertical {
+        width: 95%; height: 80%;
+        border: thick $success; background: $surface; padding: 0 1;
+    }
+    FixesScreen #fixes-status { height: auto; color: $text-muted; }
+    FixesScreen VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, client: RunaiClient, job: str, project_explicit: bool = False) -> None:
+        super().__init__()
+        self.client, self.job, self.project_explicit = client, job, project_explicit
+        self.plan: Plan | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = f"fixes for {literal(self.job)}"
+            box.border_subtitle = "R resubmit with these · esc close"
+            yield Static("reading the job's findings…", id="fixes-status", markup=False)
+            with VerticalScroll():
+                yield Static("", id="fixes-plan", markup=False)
+
+    def on_mount(self) -> None:
+        self.gather()
+
+    @work(exclusive=True, group="fixes", exit_on_error=False)
+    async def gather(self) -> None:
+        from runai_tui import resubmit
+
+        status = self.query_one("#fixes-status", Static)
+        client = self.client
+        try:
+            self.plan = await resubmit.plan(client, self.job, apply_fixes=True,
+                                            project=client.project,
+                                            project_explicit=self.project_explicit)  # fmt: skip
+        except Failure as error:
+            text = f"no fixes: {error.message}" + (f" — {error.hint}" if error.hint else "")
+            status.update(Text(literal(text)))
+            return
+        if self.plan.nothing_to_fix:
+            status.update(Text(literal(self.plan.notes[0])))
+            return
+        count = len(self.plan.remedies)
+        status.update(Text(f"{count} override(s) from the findings' remedies; R opens the form"))
+        self.query_one("#fixes-plan", Static).update(
+            Text("\n".join(literal(line) for line in self.plan.lines()))
+        )
+
+    def action_resubmit(self) -> None:
+        self.dismiss(True)
+
+    def action_close(self) -> None:
+        self.dismiss(False)
