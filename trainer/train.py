@@ -9,6 +9,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,11 +20,12 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import checkpoint
+from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
-from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers
+from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers, gather_objects
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
@@ -78,12 +80,25 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if cfg.amp == "fp16" and ctx.device.type == "cpu":
         log("note: --amp fp16 on CPU is emulated and very slow; use bf16 or none on CPU")
     model_without_ddp = model
+    comm: GradientComm | None = None
     if ctx.distributed:
+        choice = parse_hook(cfg.ddp_comm_hook)
+        cap = bucket_cap_mb(choice, str(ctx.backend), model, cfg.ddp_bucket_mb, log)
         model = DistributedDataParallel(
             model,
             device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-            gradient_as_bucket_view=True,
+            bucket_cap_mb=cap,
+            gradient_as_bucket_view=cfg.gradient_as_bucket_view,
         )
+        comm = GradientComm(choice, start_iter=cfg.warmup_steps)
+        label = comm.install(model, log)
+        log(
+            f"DDP: --ddp-comm-hook {label} ({comm.describe()}); "
+            f"{f'{cap} MiB buckets' if cap else 'default buckets (25 MiB, first 1 MiB)'}; "
+            f"gradient_as_bucket_view {'on' if cfg.gradient_as_bucket_view else 'off'}"
+        )
+    elif cfg.ddp_comm_hook != "none":
+        log(f"--ddp-comm-hook {cfg.ddp_comm_hook} ignored: one process sends no gradients")
     global_batch = cfg.batch_size * ctx.world_size
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
@@ -135,6 +150,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         if scaler and ckpt.get("scaler"):
             scaler.load_state_dict(ckpt["scaler"])
         progress = Progress(**ckpt["progress"])
+        _restore_comm_state(comm, ckpt, ctx.rank, log)
         rng = ckpt.get("rng", [])
         if ctx.rank < len(rng):
             checkpoint.set_rng_state(rng[ctx.rank])
@@ -173,6 +189,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         positions = None
         if isinstance(feed, ShardFeed):  # every rank's stream position (exact resume)
             positions = all_gather_objects(ctx, feed.position())
+        comm_states = None
+        if comm is not None and comm.powersgd is not None:  # each rank's own error feedback
+            comm_states = gather_objects(ctx, comm.state_dict())
         if not ctx.is_main or last_saved["step"] == progress.global_step:
             return
         state = {
@@ -187,6 +206,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             "world_size": ctx.world_size,
             "data": data_info,
             "stream": positions,
+            "comm_hook": comm_states,
             "reason": reason,
             "versions": {
                 "torch": str(torch.__version__),
@@ -238,7 +258,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         )
         outcome = train_one_epoch(
             ctx, cfg, model, optimizer, scheduler, scaler, batches, progress,
-            total_steps, metrics, save, stop, data.meter,
+            total_steps, metrics, save, stop, data.meter, comm,
         )  # fmt: skip
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
@@ -268,6 +288,25 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     metrics.close()
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0
+
+
+def _restore_comm_state(
+    comm: GradientComm | None, ckpt: dict, rank: int, log: Callable[[str], None]
+) -> None:
+    """PowerSGD's per-rank state (error feedback, warm start, its step count) from a checkpoint
+    saved with the same hook; any other pairing starts the hook afresh, said in one line."""
+    saved = ckpt.get("comm_hook") or []
+    wanted = comm.powersgd is not None if comm is not None else False
+    if not saved and not wanted:
+        return
+    mine = saved[rank] if rank < len(saved) else None
+    if comm is None or not wanted or mine is None or mine.get("hook") != comm.choice.label:
+        was = saved[0].get("hook") if saved and saved[0] else "none"
+        now = comm.choice.label if comm is not None else "none"
+        log(f"--ddp-comm-hook {now}: the checkpoint's hook state ({was}) is not restored")
+        return
+    comm.load_state_dict(mine)
+    log(f"--ddp-comm-hook {comm.choice.label}: state restored at its step {mine['iter']}")
 
 
 def _keep_command_line_hyperparameters(
