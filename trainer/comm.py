@@ -54,7 +54,7 @@ class HookChoice:
 
 def parse_hook(spec: str) -> HookChoice:
     """'none', 'bf16', 'fp16', 'powersgd' or 'powersgd:R'; ConfigError otherwise."""
-    text = spec.strip().lower()
+    text = spec
     if not HOOK_SPEC.match(text):
         raise ConfigError(
             f"--ddp-comm-hook {spec!r}: expected none, bf16, fp16, powersgd or powersgd:RANK "

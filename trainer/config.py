@@ -430,7 +430,7 @@ def validate(cfg: TrainConfig) -> None:
             raise bad(name.replace("_", "-"), getattr(cfg, name), "must be 0 or more")
     if cfg.ddp_bucket_mb < 0:
         raise bad("ddp-bucket-mb", cfg.ddp_bucket_mb, "must be 0 (PyTorch's default) or more")
-    if not HOOK_SPEC.match(cfg.ddp_comm_hook.strip().lower()):
+    if not HOOK_SPEC.match(cfg.ddp_comm_hook):
         raise bad(
             "ddp-comm-hook", cfg.ddp_comm_hook,
             "expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)",
