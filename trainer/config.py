@@ -266,6 +266,14 @@ class TrainConfig:
             "mixed precision (fp16 adds a grad scaler)", choices=("none", "fp16", "bf16")
         ),
     )
+    loss: str = field(
+        default="batched",
+        metadata=_opt(
+            "training loss: batched (matcher and focal loss over the whole batch, checked equal "
+            "to torchvision's on the first batch) or torchvision (its per-image loop)",
+            choices=("batched", "torchvision"),
+        ),
+    )
     sync_bn: bool = field(default=False, metadata=_opt("SyncBatchNorm across ranks"))
     clip_grad: float = field(default=0.0, metadata=_opt("max gradient norm (0: off)"))
     channels_last: bool = field(

@@ -29,6 +29,7 @@ from trainer.distributed import DistContext, all_gather_objects, broadcast_buffe
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
+from trainer.loss import install_batched_loss
 from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
 from trainer.model import build_model, parameter_groups
 
@@ -73,6 +74,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     # Model, optimiser, schedule.
     model = build_model(cfg, data.num_classes).to(ctx.device)
+    if cfg.loss == "batched":
+        install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
     if cfg.sync_bn and ctx.distributed and ctx.device.type == "cuda":
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
     elif cfg.sync_bn:
