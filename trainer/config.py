@@ -261,9 +261,11 @@ class TrainConfig:
     warmup_steps: int = field(default=1000, metadata=_opt("linear warmup length in steps"))
     warmup_factor: float = field(default=0.001, metadata=_opt("lr multiplier at step 0"))
     amp: str = field(
-        default="none",
+        default="auto",
         metadata=_opt(
-            "mixed precision (fp16 adds a grad scaler)", choices=("none", "fp16", "bf16")
+            "mixed precision: auto (CUDA: bf16 where supported, else fp16; CPU: the faster of "
+            "fp32 and bf16, measured at start), none, fp16 (adds a grad scaler) or bf16",
+            choices=("auto", "none", "fp16", "bf16"),
         ),
     )
     loss: str = field(

@@ -20,6 +20,7 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import checkpoint
+from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
@@ -76,6 +77,20 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     model = build_model(cfg, data.num_classes).to(ctx.device)
     if cfg.loss == "batched":
         install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
+    # The checkpoint to resume from, before the precision is chosen: a resumed run keeps its own.
+    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+    amp = choose_amp(
+        cfg.amp, ctx, model, cfg.micro_batch_size, _train_size(cfg),
+        found[1].get("config", {}).get("amp") if found else None, log,
+    )  # fmt: skip
+    amp_asked, cfg.amp = cfg.amp, amp.amp  # what the run trains in; checkpoints record it
+    log(f"precision: {amp.amp if amp.amp != 'none' else 'fp32'} ({amp.why})")
+    if ctx.device.type == "cuda":
+        # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
+        # (at most _padded_shapes of them): cuDNN's autotuner pays once per shape.
+        torch.backends.cudnn.benchmark = True
+        log(f"cudnn.benchmark on: padded batch shapes are multiples of 32, at most "
+            f"{_padded_shapes(cfg)} at --min-size {cfg.min_size} --max-size {cfg.max_size}")  # fmt: skip
     if cfg.sync_bn and ctx.distributed and ctx.device.type == "cuda":
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
     elif cfg.sync_bn:
@@ -133,7 +148,6 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         writer, note = open_tensorboard(cfg.output_dir)
         log(note)
     metrics = MetricsLog(cfg.output_dir, ctx.is_main, writer)
-    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
         # Their higher step numbers would win over this run's files in rotation and resume.
         raise ConfigError(
@@ -180,7 +194,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     )
     if ctx.is_main:
         info = _run_info(cfg, ctx, ranks, found[0] if found else None)
-        write_run_json(cfg.output_dir, {**info, "data": data_info})
+        precision = {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
+        write_run_json(cfg.output_dir, {**info, "data": data_info, "amp": precision})
 
     stop = StopRequest()
     stop.install()
@@ -291,6 +306,24 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     metrics.close()
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0
+
+
+def _train_size(cfg: TrainConfig) -> tuple[int, int]:
+    """(height, width) of a 4:3 landscape image after the model's resize."""
+    return cfg.min_size, min(cfg.max_size, cfg.min_size * 4 // 3)
+
+
+def _padded_shapes(cfg: TrainConfig) -> int:
+    """How many (height, width) a batch can pad to: the shorter side resizes to --min-size, or
+    the longer to --max-size when it would pass it, and both round up to a multiple of 32."""
+
+    def up(side: int) -> int:
+        return -(-side // 32) * 32
+
+    short, longest = cfg.min_size, cfg.max_size
+    landscape = {(up(short), up(side)) for side in range(short, longest + 1)}
+    landscape |= {(up(side), up(longest)) for side in range(1, short + 1)}
+    return len(landscape | {(w, h) for h, w in landscape})
 
 
 def _restore_comm_state(

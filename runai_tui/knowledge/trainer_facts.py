@@ -46,7 +46,7 @@ class TrainerArgs:
     lr: float | None = None
     lr_base_batch: int = 16
     sync_bn: bool = False
-    amp: str = "none"
+    amp: str = "auto"
     ddp_comm_hook: str = "none"
     ddp_bucket_mb: int = 0
     given: frozenset[str] = frozenset()

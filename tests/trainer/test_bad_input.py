@@ -28,6 +28,8 @@ SMALL = [
     "0",
     "--model",
     "retinanet_resnet18_fpn",
+    "--amp",
+    "none",
 ]
 
 
