@@ -281,6 +281,14 @@ class TrainConfig:
     channels_last: bool = field(
         default=False, metadata=_opt("channels-last weights and backbone input")
     )
+    compile: bool = field(
+        default=False,
+        metadata=_opt(
+            "torch.compile the backbone, FPN and head in place (anchors, loss and "
+            "post-processing stay eager); batches pad to multiples of 32, so a run meets a "
+            "bounded set of shapes"
+        ),
+    )
     seed: int = field(default=0, metadata=_opt("seed for sample order, augmentation and init"))
     # checkpoints, logs, evaluation
     output_dir: str = field(

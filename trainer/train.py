@@ -19,7 +19,7 @@ import torch
 import torchvision
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import checkpoint
+from trainer import checkpoint, test_hooks
 from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
@@ -85,6 +85,19 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     )  # fmt: skip
     amp_asked, cfg.amp = cfg.amp, amp.amp  # what the run trains in; checkpoints record it
     log(f"precision: {amp.amp if amp.amp != 'none' else 'fp32'} ({amp.why})")
+    if cfg.compile:
+        # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
+        # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
+        backend = test_hooks.compile_backend()
+        model.backbone.compile(backend=backend)
+        model.head.compile(backend=backend)
+        log(
+            f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
+            f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
+            f"{cfg.min_size} --max-size {cfg.max_size}: the first shape compiles a static graph, "
+            "the second one graph dynamic in height and width that later shapes reuse "
+            "(TORCH_LOGS=recompiles lists every recompile)"
+        )
     if ctx.device.type == "cuda":
         # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
         # (at most _padded_shapes of them): cuDNN's autotuner pays once per shape.
