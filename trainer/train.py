@@ -89,8 +89,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
         # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
         backend = test_hooks.compile_backend()
-        model.backbone.compile(backend=backend)
-        model.head.compile(backend=backend)
+        for part in ("backbone", "head"):
+            module = model.get_submodule(part)
+            module.compile(backend=backend)
         log(
             f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
             f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
