@@ -123,7 +123,9 @@ def test_images_with_every_anchor_ignored_or_empty(models, box_loss) -> None:
         model.proposal_matcher.allow_low_quality_matches = True
 
 
-def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models) -> None:
+@pytest.mark.parametrize("autocast", [False, True])
+def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models, autocast) -> None:
+    """Also under bf16 autocast, where torchvision's own focal loss rounds: the check is fp32."""
     model = models["l1"]
     said: list[str] = []
     install_batched_loss(model, "retinanet_resnet18_fpn", said.append)
@@ -134,7 +136,8 @@ def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models) -> N
             {"boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0]]), "labels": torch.tensor([1])},
             {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)},
         ]
-        losses = model(images, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            losses = model(images, targets)
         assert set(losses) == {"classification", "bbox_regression"}
         assert len(said) == 1 and said[0].startswith("loss: batched"), said
         assert isinstance(model.compute_loss, BatchedRetinaNetLoss)
