@@ -1,9 +1,16 @@
-# Two set-up commands: `make run` and `make test`. Each creates .venv and installs what it needs.
+# Two set-up commands: `make run` and `make test`. Each creates .venv and installs what it needs:
+# `make run` the app and the trainer its local jobs run (no test tools), `make test` adds them.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint format bench clean
+# On a machine without an NVIDIA driver, PyTorch's CPU wheels are asked for first: the same torch
+# without ~4 GB of CUDA libraries. pip skips an index it cannot reach (one short try), so a machine
+# that has only the default index gets the default (CUDA) wheel as before. TORCH_INDEX= turns it off.
+TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+PIP_INSTALL := $(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX) --retries 0 --timeout 15)
+
+.PHONY: run test lint format bench clean test-torch test-pythons
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "Python 3.10+ is required")'
@@ -11,29 +18,45 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # Reinstall whenever pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[trainer,test]'
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[trainer]'
 	@touch $@
 
-run: $(VENV)/.installed
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[trainer,test]'
+	@touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
 	$(BIN)/runai-tui $(ARGS)
 
-test: $(VENV)/.installed lint
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+# The suite runs on every core (pytest-xdist, set in pyproject.toml); PYTEST_ARGS="-n 0" runs it in one process.
+test: $(VENV)/.installed-test lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy runai_tui trainer
 
-format: $(VENV)/.installed
+format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The trainer and Flight Recorder tests against another torch build, in a venv of its own:
+#   make test-torch TORCH="torch==2.4.1 torchvision==0.19.1"   (pip requirement specifiers or wheel files)
+TORCH ?= torch==2.4.1 torchvision==0.19.1
+test-torch:
+	PYTHON=$(PYTHON) scripts/test-torch.sh $(TORCH)
+
+# The whole suite on each Python the project supports (pyenv's, else python3.X on PATH).
+PYTHONS ?= 3.10 3.11 3.12 3.13
+test-pythons:
+	scripts/test-pythons.sh $(PYTHONS)
+
 # The suite (benchmarks/run.py): every figure a ratio against a yardstick measured in the same run.
 # BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/.
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .pytest_cache .ruff_cache

@@ -1,5 +1,5 @@
 """How fast `runai-tui diagnose` reads a streamed log (`diagnose JOB`: lines as `runai logs`
-prints them), through each line screen, and that its memory stays flat. Prints figures.
+prints them), through each line prefilter, and that its memory stays flat. Prints figures.
 
     python benchmarks/diagnose_throughput.py [MEGABYTES]   (default 1024)
 
@@ -58,7 +58,7 @@ def main() -> None:
             elapsed = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             print(
-                f"{pod.screen.name} screen, {'noisy' if noisy else 'clean'} log: {megabytes} MB, "
+                f"{pod.prefilter.name} prefilter, {'noisy' if noisy else 'clean'} log: {megabytes} MB, "
                 f"{pod.lines} lines in {elapsed:.2f} s = {megabytes / elapsed:.0f} MB/s; peak RSS "
                 f"{before / 1024:.1f} -> {after / 1024:.1f} MB; findings kept "
                 f"{len(report.findings)}"

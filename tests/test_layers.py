@@ -3,11 +3,12 @@ torch; the trainer imports nothing from runai_tui; faces never spawn processes t
 runai/backend.py knows the local cluster's package; asyncio spawns happen only in the core's
 runner; the `runai` plumbing (runai_tui/runai/) and the operator's knowledge
 (runai_tui/knowledge/) never import each other; nothing forks this process; lint and preflight
-share the findings module without importing diagnose; no module in runai_tui/ is over 700 lines."""
+share the findings module without importing diagnose; profiles import nothing from the plumbing; no module in runai_tui/ is over 700 lines."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,63 @@ def test_plumbing_and_knowledge_stay_apart() -> None:
         for p in python_files(folder)
         for m in imported_modules(p)
         if m == other or m.startswith(other + ".")
+    ]
+    assert offenders == []
+
+
+def test_profiles_import_nothing_from_runai() -> None:
+    # The profile field table is read by the plumbing (argv, the CLI generation check), never
+    # the reverse: the generations' names are in the leaf runai_tui/cli_generations.py, so there
+    # is no circle, not even through an import inside a function.
+    files = python_files(REPO / "runai_tui" / "profiles")
+    assert files
+    offenders = []
+    for p in files:
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            offenders += [
+                (str(p), n) for n in names if n.startswith(("runai_tui.runai", "runai_tui.local"))
+            ]
+    assert offenders == []
+    leaf = imported_modules(REPO / "runai_tui" / "cli_generations.py")
+    assert leaf <= {"__future__"}
+
+
+def test_only_the_launcher_and_the_screen_base_import_the_app() -> None:
+    # The app imports its screens and helpers; they take what they need (a client, Textual's
+    # App, the ForwardsHost protocol) instead of importing it back. The launcher starts it, and
+    # the screen base gives screens their typed `tui` (a type-only import).
+    tui = REPO / "runai_tui" / "tui"
+    importers = sorted(
+        str(p.relative_to(tui))
+        for p in python_files(tui)
+        if "runai_tui.tui.app" in imported_modules(p)
+    )
+    assert importers == ["launch.py", "screens/base.py"]
+
+
+BRIDGES = re.compile(
+    r"asyncio\.(run|to_thread|new_event_loop|run_coroutine_threadsafe)\(|"
+    r"threading\.Thread\(|ThreadPoolExecutor\(|run_until_complete\("
+)
+
+
+def test_one_bridge_from_sync_to_async() -> None:
+    # Sync code reaches the async core one way: runner.run_sync, iterate_sync or
+    # run_in_background (docs/contracts.md "From sync to async"). The local cluster is its own
+    # executables, whose servers run their own loop.
+    runner = REPO / "runai_tui" / "runai" / "runner.py"
+    local = REPO / "runai_tui" / "local"
+    offenders = [
+        (str(p.relative_to(REPO)), match.group(0))
+        for p in python_files(REPO / "runai_tui")
+        if p != runner and local not in p.parents
+        for match in BRIDGES.finditer(p.read_text())
     ]
     assert offenders == []
 

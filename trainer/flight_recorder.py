@@ -8,8 +8,10 @@ out. The trainer points that prefix at ``<output-dir>/flight-recorder/rank-`` an
 file itself when a collective fails in Python (gloo has no watchdog dump) or SIGTERM arrives while
 a collective is in flight. `runai-tui diagnose` reads the files and names the rank that hung.
 
-Only this module touches torch's dump function, which is underscored (torch documents the Flight
-Recorder and its variables, but the in-process dump has no public name yet): `_trace_bytes`.
+torch documents the Flight Recorder and its variables, but the in-process dump has no public
+name yet, and its private entry points differ between builds: trainer/torch_private.py finds the
+one this torch has. Where none works, the run says so in one line and torch's own watchdog dump
+(NCCL) is all there is; a file torch itself wrote is never replaced.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pickle
 import time
 from dataclasses import dataclass
 
+from trainer import torch_private
 from trainer.files import atomic_open
 
 DIR_NAME = "flight-recorder"
@@ -30,8 +33,10 @@ PREFIX_ENV = "TORCH_FR_DUMP_TEMP_FILE"
 @dataclass
 class _Recorder:
     rank: int
-    backend: str
     path: str
+    dumper: torch_private.TraceDumper | None  # None: this torch has no in-process dump
+    started: float  # time.time() when the group came up: a newer file at `path` is torch's own
+    wrote: bool = False  # this process wrote `path` itself (a later dump may replace its own)
 
 
 _active: _Recorder | None = None
@@ -54,11 +59,24 @@ def prepare(output_dir: str) -> None:
 
 
 def start(rank: int, backend: str) -> None:
-    """After the process group is up: what `dump` needs to know."""
+    """After the process group is up: find this torch's dump entry point, and what `dump` needs
+    to know. Rank 0 says where the dumps go, or in one line why this torch has none."""
     global _active
+    _active = None
     prefix = os.environ.get(PREFIX_ENV)
-    _active = _Recorder(rank, backend, prefix + str(rank)) if prefix else None
-    if prefix and rank == 0:  # `runai-tui diagnose JOB` learns from this line where to look
+    if not prefix:
+        return
+    dumper = torch_private.find_trace_dumper(backend)
+    _active = _Recorder(rank, prefix + str(rank), dumper, time.time())
+    if rank != 0:
+        return
+    # `runai-tui diagnose JOB` learns from this line where to look (torch's own dumps go there too)
+    if dumper is None:
+        import torch
+
+        line = torch_private.unavailable_line(torch.__version__)
+        print(f"trainer: {line}, to {prefix}N", flush=True)
+    else:
         print(
             f"trainer: flight recorder: a hang dumps each rank's collectives to {prefix}N",
             flush=True,
@@ -70,23 +88,12 @@ def stop() -> None:
     _active = None
 
 
-def _trace_bytes(backend: str) -> bytes:
-    """The recorder's buffer as torch pickles it (plain dicts, lists, strings and numbers).
-    torch 2.15 has no public name for this: `_dump_nccl_trace` for NCCL (the one torch's Flight
-    Recorder guide uses), `_dump_fr_trace` for the recorder gloo writes into."""
-    from torch._C import _distributed_c10d as c10d
-
-    if backend == "nccl":
-        return c10d._dump_nccl_trace(includeStackTraces=False)  # type: ignore[attr-defined]  # built only with NCCL
-    return c10d._dump_fr_trace(includeStackTraces=False, backend=backend)
-
-
 def in_collective() -> bool:
     """True while some collective this rank entered has not completed."""
-    if _active is None:
+    if _active is None or _active.dumper is None:
         return False
     try:
-        status = pickle.loads(_trace_bytes(_active.backend)).get("pg_status", {})
+        status = pickle.loads(_active.dumper.read()).get("pg_status", {})
     except Exception:  # noqa: BLE001 - a recorder that cannot answer is treated as idle
         return False
     return any(
@@ -100,10 +107,20 @@ def dump(reason: str) -> str | None:
     written. Never raises: it runs on the way out of a failure."""
     if _active is None:
         return None
+    if _written_by_torch(_active):
+        print(
+            f"trainer: [rank {_active.rank}] flight recorder dump (torch's watchdog): "
+            f"{_active.path}",
+            flush=True,
+        )
+        return _active.path
+    if _active.dumper is None:
+        return None
     try:
-        data = _trace_bytes(_active.backend)
+        data = _with_world_size(_active.dumper.read())
         with atomic_open(_active.path) as f:
             f.write(data)
+        _active.wrote = True
     except Exception as exc:  # noqa: BLE001
         print(f"trainer: [rank {_active.rank}] flight recorder dump failed: {exc}", flush=True)
         return None
@@ -112,6 +129,29 @@ def dump(reason: str) -> str | None:
         flush=True,
     )
     return _active.path
+
+
+def _with_world_size(data: bytes) -> bytes:
+    """The dump with the job's world size added: some builds leave a group's `ranks` empty in
+    `pg_config`, and then one dump alone cannot say which ranks are missing."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        return data
+    trace = pickle.loads(data)
+    trace.setdefault("world_size", dist.get_world_size())
+    return pickle.dumps(trace)
+
+
+def _written_by_torch(recorder: _Recorder) -> bool:
+    """torch's watchdog (NCCL, TORCH_FR_DUMP_ON_TIMEOUT) already wrote this rank's file during
+    this run: it saw the timeout from inside, so it is kept rather than written over."""
+    if recorder.wrote:
+        return False
+    try:
+        return os.stat(recorder.path).st_mtime >= recorder.started
+    except OSError:
+        return False
 
 
 SETTLE_SECONDS = 2.0

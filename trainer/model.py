@@ -6,16 +6,18 @@ import os
 
 import torch
 from torch import nn
-from torchvision.models import resnet18, resnet50
 from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn_v2
-from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
+from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 from torchvision.ops.misc import FrozenBatchNorm2d
 
 from trainer.config import TrainConfig
 from trainer.errors import ConfigError
 
-NORM_LAYERS = (nn.modules.batchnorm._BatchNorm, nn.GroupNorm, nn.LayerNorm, FrozenBatchNorm2d)
+NORM_LAYERS = (
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
+    nn.GroupNorm, nn.LayerNorm, FrozenBatchNorm2d,
+)  # fmt: skip
 
 
 def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
@@ -37,12 +39,13 @@ def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
     elif cfg.model in ("retinanet_resnet50_fpn", "retinanet_resnet18_fpn"):
         # v1 as torchvision builds it (frozen BN when starting from weights); the resnet18 variant
         # is the same design with a small body, for CPU smoke runs and tests.
-        norm_layer = FrozenBatchNorm2d if pretrained else nn.BatchNorm2d
-        body = (resnet50 if cfg.model == "retinanet_resnet50_fpn" else resnet18)(
-            weights=None, norm_layer=norm_layer
-        )
-        backbone = _resnet_fpn_extractor(
-            body, trainable, returned_layers=[2, 3, 4], extra_blocks=LastLevelP6P7(256, 256)
+        backbone = resnet_fpn_backbone(
+            backbone_name="resnet50" if cfg.model == "retinanet_resnet50_fpn" else "resnet18",
+            weights=None,
+            norm_layer=FrozenBatchNorm2d if pretrained else nn.BatchNorm2d,
+            trainable_layers=trainable,
+            returned_layers=[2, 3, 4],
+            extra_blocks=LastLevelP6P7(256, 256),
         )
         model = RetinaNet(backbone, num_classes=num_classes, **sizes)
     else:

@@ -61,9 +61,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
-        import asyncio
+        from runai_tui.runai import runner
 
-        report = asyncio.run(diagnose.diagnose_job(client_for(args), args.job, pod=args.pod))
+        report = runner.run_sync(diagnose.diagnose_job(client_for(args), args.job, pod=args.pod))
     else:
         raise UsageError("diagnose needs a JOB or --log FILE", "see: runai-tui diagnose --help")
     if args.json:
@@ -101,12 +101,11 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui.knowledge import preflight
+    from runai_tui.runai import runner
 
     client = client_for(args)
-    report = asyncio.run(preflight.preflight_job(client, args.job, pod=args.pod))
+    report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
     if args.json:

@@ -30,18 +30,18 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
-    import asyncio
     import json
     import sys
     import time
 
     from runai_tui.knowledge import resources
+    from runai_tui.runai import runner
 
     if args.every <= 0:
         raise UsageError(f"--every {args.every:g}: must be > 0", "e.g. --every 2")
     client = client_for(args)
     while True:
-        report = asyncio.run(resources.top_job(client, args.job, pod=args.pod))
+        report = runner.run_sync(resources.top_job(client, args.job, pod=args.pod))
         if args.json and args.watch:
             sys.stdout.write(json.dumps(report.to_dict()) + "\n")
         elif args.json:

@@ -58,12 +58,11 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui.knowledge.job_records import read_progress
     from runai_tui.knowledge.progress import figure_text, record_age
+    from runai_tui.runai import runner
 
-    pod, progress = asyncio.run(read_progress(client_for(args), args.job))
+    pod, progress = runner.run_sync(read_progress(client_for(args), args.job))
     if not progress.ranks:
         why = "it has no pods yet" if pod is None else f"no per-rank record in {pod}'s log yet"
         raise RuntimeFailure(
@@ -99,11 +98,10 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui.knowledge.job_records import metric_columns, metric_rows, read_job_records
+    from runai_tui.runai import runner
 
-    rows = metric_rows(asyncio.run(read_job_records(client_for(args), args.job)))
+    rows = metric_rows(runner.run_sync(read_job_records(client_for(args), args.job)))
     if args.json:
         print_json(rows)
         return 0
@@ -148,9 +146,8 @@ def _json(value: object) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runai_tui.knowledge.job_end import TARGETS, wait_for
+    from runai_tui.runai import runner
 
     if args.target not in TARGETS:
         raise UsageError(
@@ -168,7 +165,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         print(f"waiting for job {literal(args.job)} ({phase.value}) to be {args.target}…",
               file=sys.stderr, flush=True)  # fmt: skip
 
-    result = asyncio.run(
+    result = runner.run_sync(
         wait_for(
             client_for(args),
             args.job,

@@ -23,6 +23,7 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
+from runai_tui.quantity import plain, quantity_or_none
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
@@ -53,7 +54,7 @@ def finding_line(profile: str, finding: Finding) -> str:
 
 
 @dataclass(frozen=True)
-class Hit:
+class RuleFinding:
     """What a rule found: `message` and `fix`; `severity` and `field` (None: the rule's)."""
 
     message: str
@@ -106,7 +107,7 @@ class Facts:
         return [k for k in self.profile.extended_resources if "rdma" in k.lower()]
 
 
-Check = Callable[[Facts], Iterable[Hit]]
+Check = Callable[[Facts], Iterable[RuleFinding]]
 
 
 @dataclass(frozen=True)
@@ -202,32 +203,8 @@ def _show(value: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Kubernetes quantities
 
-_SUFFIX = {
-    "": 1,
-    "m": 1e-3,
-    "k": 1e3,
-    "K": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)$")
-
-
-def quantity_bytes(text: str) -> float | None:
-    """A Kubernetes memory quantity in bytes (a bare number is bytes), or None if unreadable."""
-    match = _QUANTITY.match(text.strip())
-    if not match or match.group(2) not in _SUFFIX:
-        return None
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+MEGABYTE = 10**6  # a bare memory number below this is surely not the bytes that were meant
+SMALL_SI = {"m": "milli", "u": "micro", "n": "nano"}  # legal suffixes, never meant for memory
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,28 +215,34 @@ def quantity_bytes(text: str) -> float | None:
     "memory-unit",
     "warning",
     "memory",
-    "a memory quantity with no unit (read as bytes)",
+    "a memory quantity in milli-bytes or a bare number below a megabyte",
     fields="`memory.request`, `memory.limit`",
     means=(
-        "a bare number (or an `m` suffix): Kubernetes reads `3846` as 3846 bytes, `512m` as "
-        "0.512 bytes"
+        "Kubernetes reads a bare number as bytes (`3846` is 3846 bytes) and a lower-case `m` as "
+        "milli (`512m` is 0.512 bytes); warned for `m` and for bare numbers below a megabyte"
     ),
     fix="write the unit: `--set memory.request=3846Mi`",
     example=("memory.request=3846",),
 )
-def _memory_unit(f: Facts) -> Iterable[Hit]:
+def _memory_unit(f: Facts) -> Iterable[RuleFinding]:
     for key in ("request", "limit"):
-        value = f.profile.memory.get(key)
-        if value is None:
+        value = quantity_or_none(f.profile.memory.get(key))
+        if value is None or value.has_unit:
             continue
-        match = _QUANTITY.match(value)
-        if match and match.group(2) in ("", "m"):
-            unit = "milli-bytes" if match.group(2) == "m" else "bytes"
-            number = match.group(1)
-            yield Hit(
-                f"memory.{key} {value} has no unit: Kubernetes reads it as {value} {unit}, not MiB",
-                f"write the unit: --set memory.{key}={number}Mi (or {number}M, or e.g. 16Gi)",
-                field=f"memory.{key}",
+        number, field = value.number, f"memory.{key}"
+        if value.suffix in SMALL_SI:
+            yield RuleFinding(
+                f"{field} {value.text} is {plain(value.value)} bytes to Kubernetes (a lower-case "
+                f"{value.suffix} is {SMALL_SI[value.suffix]}): did you mean {number}Mi?",
+                f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
+                field=field,
+            )
+        elif value.value < MEGABYTE:  # a bare number or an exponent form (1e3)
+            number = plain(value.value)
+            yield RuleFinding(
+                f"{field} {value.text} has no unit: Kubernetes reads it as {number} bytes, not MiB",
+                f"write the unit: --set {field}={number}Mi (or {number}M, or e.g. 16Gi)",
+                field=field,
             )
 
 
@@ -275,13 +258,11 @@ def _memory_unit(f: Facts) -> Iterable[Hit]:
     fix="raise the limit to at least the request",
     example=("memory.request=1Gi", "memory.limit=1000M"),
 )
-def _memory_limit(f: Facts) -> Iterable[Hit]:
+def _memory_limit(f: Facts) -> Iterable[RuleFinding]:
     request, limit = f.profile.memory.get("request"), f.profile.memory.get("limit")
-    if request is None or limit is None:
-        return
-    req, lim = quantity_bytes(request), quantity_bytes(limit)
-    if req is not None and lim is not None and lim < req:
-        yield Hit(
+    req, lim = quantity_or_none(request), quantity_or_none(limit)
+    if req is not None and lim is not None and lim.value < req.value:
+        yield RuleFinding(
             f"limit {limit} is below request {request}: Kubernetes rejects the pod",
             f"raise the limit to at least the request: --set memory.limit={request}",
         )
@@ -302,7 +283,7 @@ def _memory_limit(f: Facts) -> Iterable[Hit]:
     fix="delete it from `env` (`env: {CUDA_VISIBLE_DEVICES: null}` in a profile that extends)",
     example=("env.CUDA_VISIBLE_DEVICES=0",),
 )
-def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
+def _cuda_visible_devices(f: Facts) -> Iterable[RuleFinding]:
     if "CUDA_VISIBLE_DEVICES" not in f.env:
         return
     value = f.env["CUDA_VISIBLE_DEVICES"]
@@ -313,14 +294,14 @@ def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
     )
     hidden = value.strip() in ("", "-1", "none", "NoDevFiles")
     if gpus > 1 or (hidden and gpus > 0):
-        yield Hit(
+        yield RuleFinding(
             f"CUDA_VISIBLE_DEVICES={_show(value)} overrides the device plugin's choice and a pod "
             f"has {gpus} GPU(s): the entry script and the trainer see the wrong devices",
             fix,
             severity="error",
         )
     else:
-        yield Hit(
+        yield RuleFinding(
             f"CUDA_VISIBLE_DEVICES={_show(value)} overrides the device plugin's choice: harmless "
             "with one GPU per pod, wrong as soon as a pod gets two",
             fix,
@@ -340,7 +321,7 @@ def _cuda_visible_devices(f: Facts) -> Iterable[Hit]:
     fix="add `annotations: {k8s.v1.cni.cncf.io/networks: NAME}`, or drop the variable",
     example=("annotations=null",),
 )
-def _socket_ifname(f: Facts) -> Iterable[Hit]:
+def _socket_ifname(f: Facts) -> Iterable[RuleFinding]:
     value = f.env.get("NCCL_SOCKET_IFNAME")
     if value is None or MULTUS_ANNOTATION in f.profile.annotations:
         return
@@ -350,7 +331,7 @@ def _socket_ifname(f: Facts) -> Iterable[Hit]:
     names = [n.strip() for n in text.lstrip("=").split(",") if n.strip()]
     if all(n.startswith(POD_INTERFACES) for n in names):
         return
-    yield Hit(
+    yield RuleFinding(
         f"NCCL_SOCKET_IFNAME={_show(value)} names an interface a secondary network creates, but "
         f"no {MULTUS_ANNOTATION} annotation attaches one: NCCL finds no such interface",
         f"add the network: annotations: {{{MULTUS_ANNOTATION}: NAME}} (your "
@@ -371,11 +352,11 @@ def _socket_ifname(f: Facts) -> Iterable[Hit]:
     '["memlock=-1:-1"]` in `/etc/crio/crio.conf.d/99-ulimits.conf`); or `NCCL_IB_DISABLE=1`',
     example=("env.NCCL_IB_DISABLE=0", "extended_resources.rdma/rdma_shared_device_a=1"),
 )
-def _ib_ipc_lock(f: Facts) -> Iterable[Hit]:
+def _ib_ipc_lock(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_on or "IPC_LOCK" in f.profile.capabilities:
         return
     why = _ib_why(f)
-    yield Hit(
+    yield RuleFinding(
         f"NCCL may use InfiniBand/RoCE ({why}) but the pod lacks the IPC_LOCK capability: "
         "registering memory for RDMA (ibv_reg_mr) fails and NCCL falls back to TCP",
         fixes.MEMLOCK + "; or set NCCL_IB_DISABLE=1 for TCP on purpose",
@@ -397,10 +378,10 @@ def _ib_ipc_lock(f: Facts) -> Iterable[Hit]:
     ),
     example=("env.NCCL_IB_DISABLE=0", "capabilities=[IPC_LOCK]"),
 )
-def _ib_without_rdma(f: Facts) -> Iterable[Hit]:
+def _ib_without_rdma(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_on or f.rdma_resources:
         return
-    yield Hit(
+    yield RuleFinding(
         f"NCCL may use InfiniBand/RoCE ({_ib_why(f)}) but no RDMA extended resource is "
         "requested: the pod gets no RDMA device and NCCL falls back to sockets",
         "request one: extended_resources: {openshift.io/mlxrdma: 1} (your cluster's RDMA "
@@ -428,11 +409,11 @@ def _ib_why(f: Facts) -> str:
     fix="remove it (`NAME: null` in a profile that extends), or `NCCL_IB_DISABLE=0`",
     example=("extended_resources.rdma/rdma_shared_device_a=1",),
 )
-def _rdma_unused(f: Facts) -> Iterable[Hit]:
+def _rdma_unused(f: Facts) -> Iterable[RuleFinding]:
     if not f.ib_disabled:
         return
     for name in f.rdma_resources:
-        yield Hit(
+        yield RuleFinding(
             f"{name} is requested but NCCL_IB_DISABLE={f.env['NCCL_IB_DISABLE']}: the RDMA "
             "device is held and never used",
             f"drop it (extended_resources: {{{name}: null}} in a profile that extends this one),"
@@ -453,11 +434,11 @@ def _rdma_unused(f: Facts) -> Iterable[Hit]:
     fix="`--set large_shm=true`, or `--workers 0` in the trainer's args",
     example=("large_shm=false",),
 )
-def _shm_workers(f: Facts) -> Iterable[Hit]:
+def _shm_workers(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or f.profile.large_shm or f.trainer.workers <= 0:
         return
     origin = "--workers" if "workers" in f.trainer.given else "--workers default"
-    yield Hit(
+    yield RuleFinding(
         f"the trainer runs {f.trainer.workers} data-loader workers per process ({origin}) and "
         "large_shm is off: they pass batches through /dev/shm (64 MiB by default) and die "
         "with a bus error",
@@ -477,10 +458,10 @@ def _shm_workers(f: Facts) -> Iterable[Hit]:
     fix="drop `--sync-bn`",
     example=("workers=null", "args=[--sync-bn]"),
 )
-def _sync_bn(f: Facts) -> Iterable[Hit]:
+def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or not f.trainer.sync_bn or (f.profile.workers or 0) > 0:
         return
-    yield Hit(
+    yield RuleFinding(
         "--sync-bn with one pod: SyncBatchNorm synchronises every forward pass, which pays "
         "only when batch statistics span nodes",
         "drop --sync-bn from args (plain BatchNorm on one node)",
@@ -503,13 +484,13 @@ def _sync_bn(f: Facts) -> Iterable[Hit]:
     ),
     example=("args=[--ddp-comm-hook,none]",),
 )
-def _tcp_uncompressed_gradients(f: Facts) -> Iterable[Hit]:
+def _tcp_uncompressed_gradients(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or not f.profile.workers or f.max_gpus_per_pod == 0:
         return
     if not f.ib_disabled or f.trainer.ddp_comm_hook != "none":
         return
     origin = "--ddp-comm-hook none" if "ddp_comm_hook" in f.trainer.given else "no --ddp-comm-hook"
-    yield Hit(
+    yield RuleFinding(
         f"gradients cross TCP sockets in fp32 every step ({origin}, {_ib_why(f)}): the "
         "all-reduce is the whole gradient, and it grows with the class count",
         "add --ddp-comm-hook bf16 to args (half the bytes; powersgd:2 cuts them ~10x or more); "
@@ -529,10 +510,10 @@ def _tcp_uncompressed_gradients(f: Facts) -> Iterable[Hit]:
     fix="`--set env.NCCL_DEBUG=WARN`",
     example=("env.NCCL_DEBUG=INFO",),
 )
-def _nccl_debug(f: Facts) -> Iterable[Hit]:
+def _nccl_debug(f: Facts) -> Iterable[RuleFinding]:
     if f.env.get("NCCL_DEBUG", "").upper() != "INFO":
         return
-    yield Hit(
+    yield RuleFinding(
         "NCCL_DEBUG=INFO: right for a first run (it shows NET/IB or NET/Socket), noisy in "
         "production",
         "once the transport is confirmed: --set env.NCCL_DEBUG=WARN",
@@ -557,14 +538,14 @@ FR_DUMP_VARS = ("TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT")
     fix="`--set env.TORCH_FR_BUFFER_SIZE=2000 --set env.TORCH_FR_DUMP_ON_TIMEOUT=1`",
     example=("env.TORCH_FR_DUMP_ON_TIMEOUT=0",),
 )
-def _flight_recorder_off(f: Facts) -> Iterable[Hit]:
+def _flight_recorder_off(f: Facts) -> Iterable[RuleFinding]:
     if not f.profile.workers:
         return
     buffer = next((f.env[v] for v in FR_BUFFER_VARS if f.env.get(v)), "")
     dump = next((f.env[v] for v in FR_DUMP_VARS if f.env.get(v)), "")
     if buffer.strip().isdigit() and int(buffer) > 0 and dump.strip().lower() in ("1", "true"):
         return
-    yield Hit(
+    yield RuleFinding(
         "the Flight Recorder is not set to dump on a collective timeout: when a rank hangs, "
         "`runai-tui diagnose` cannot name it",
         "--set env.TORCH_FR_BUFFER_SIZE=2000 --set env.TORCH_FR_DUMP_ON_TIMEOUT=1 (the shipped "
@@ -581,12 +562,12 @@ def _flight_recorder_off(f: Facts) -> Iterable[Hit]:
     fix="`--set clean_pod_policy=None`",
     example=("clean_pod_policy=All",),
 )
-def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
+def _clean_pod_policy(f: Facts) -> Iterable[RuleFinding]:
     policy = f.profile.clean_pod_policy
     if policy not in ("All", "Running"):
         return
     which = "every pod" if policy == "All" else "the pods still running"
-    yield Hit(
+    yield RuleFinding(
         f"clean_pod_policy {policy}: when the job ends, {which} is deleted, and with them "
         "their logs (the reason a job failed)",
         "--set clean_pod_policy=None keeps finished pods and their logs; delete the job when done",
@@ -609,14 +590,14 @@ def _clean_pod_policy(f: Facts) -> Iterable[Hit]:
     ),
     example=("env.HF_TOKEN=hf_abc123",),
 )
-def _secret_in_env(f: Facts) -> Iterable[Hit]:
+def _secret_in_env(f: Facts) -> Iterable[RuleFinding]:
     for name, value in f.env.items():
         parts = re.split(r"[_.\-]+", name.upper())
         if not any(p.endswith(SECRET_WORDS) for p in parts if p) or parts[-1] in FILE_WORDS:
             continue
         if not value.strip() or value.startswith(("$(", "${", "SECRET:")):
             continue
-        yield Hit(
+        yield RuleFinding(
             f"{name} carries a literal value (not shown): it lands in the profile file, the "
             "command line and the job spec, readable by anyone who can list them",
             f"delete env.{name}, put the value in a Kubernetes Secret (kubectl create secret "
@@ -638,10 +619,10 @@ def _secret_in_env(f: Facts) -> Iterable[Hit]:
     fix="fix the value in `args`",
     example=("args=[--batch-size,two]",),
 )
-def _trainer_args(f: Facts) -> Iterable[Hit]:
+def _trainer_args(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer_error:
-        yield Hit(f.trainer_error, "fix the value in args")
+        yield RuleFinding(f.trainer_error, "fix the value in args")
         return
     problem = trainer_args_problem(f.trainer) if f.trainer is not None else ""
     if problem:
-        yield Hit(f"{problem} (the trainer refuses it)", "fix the value in args")
+        yield RuleFinding(f"{problem} (the trainer refuses it)", "fix the value in args")

@@ -95,6 +95,7 @@ class RankDump:
     entered: dict[str, int]  # process group -> last collective this rank entered
     completed: dict[str, int]  # process group -> last collective it completed
     groups: dict[str, list[int]]  # process group -> its ranks, as pg_config gives them
+    world_size: int | None = None  # the trainer adds it: some builds leave pg_config's ranks empty
 
 
 @dataclass
@@ -204,7 +205,11 @@ def load_dump(data: bytes, name: str, rank: int) -> RankDump:
         raise DumpProblem(f"{name}: not a Flight Recorder dump ({exc})", hint) from None
     for e in entries:  # a dump without pg_status (older torch): the buffer says as much
         entered[e.pg] = max(entered.get(e.pg, -1), e.seq)
-    return RankDump(rank, name, str(raw.get("version", "")), entries, entered, completed, groups)
+    world = raw.get("world_size")
+    world_size = world if isinstance(world, int) and not isinstance(world, bool) else None
+    return RankDump(
+        rank, name, str(raw.get("version", "")), entries, entered, completed, groups, world_size
+    )
 
 
 def _entry(e: dict[str, Any]) -> Entry:
@@ -275,6 +280,7 @@ def judge(dumps: list[RankDump]) -> Judgement:
     for d in dumps:
         for ranks in d.groups.values():
             world.update(ranks)
+        world.update(range(d.world_size or 0))
     world |= set(range(max(present) + 1))
     missing = sorted(world - present)
     hangs = []
@@ -404,12 +410,11 @@ class PodFiles(Protocol):
 
 async def read_through_pod(client: PodFiles, job: str, pod: str, directory: str) -> list[RankDump]:
     """The dumps on the PVC, read through `pod` (ls, then base64 of each file: binary-safe over
-    the exec path). Raises DumpProblem; a failed exec raises the client's error."""
+    the exec path); none when no rank has dumped. Raises DumpProblem for a dump that cannot be
+    read; a failed exec raises the client's error."""
     listing = await client.aexec_output(job, pod, ["ls", "-1", directory])
     files = rank_files(line.strip() for line in listing.splitlines())
-    if not files:
-        raise DumpProblem(f"{pod}:{directory}: no rank-N dump files", "no rank has dumped yet")
-    dumps = []
+    dumps: list[RankDump] = []
     for rank, name in sorted(files.items()):
         path = f"{directory}/{name}"
         text = await client.aexec_output(job, pod, ["base64", path])
@@ -467,13 +472,18 @@ def unreadable(problem: DumpProblem, pod: str) -> Reported:
 
 
 async def job_findings(client: object, detail: JobDetail, locator: DumpLocator) -> list[Reported]:
-    """`diagnose JOB`: the dumps the trainer said it wrote, read through a running pod of the job
-    (they are on the PVC every pod mounts). Nothing when no dump was announced."""
+    """`diagnose JOB`: the dumps of the job's ranks, read through a running pod of the job (they
+    are on the PVC every pod mounts). Only a dump that exists is a finding: every distributed run
+    announces the directory, and a healthy one never writes it, so a directory that is missing,
+    empty or out of reach says nothing unless a rank logged that it dumped."""
     if locator.directory is None or not isinstance(client, PodFiles):
         return []
+    dumped = bool(locator.pod_of_rank)
     running = [p.name for p in detail.pods if p.phase is Phase.RUNNING]
     first = detail.pods[0].name if detail.pods else detail.job.name
     if not running:
+        if not dumped:
+            return []
         return [unreadable(DumpProblem(
             f"the dumps are in {locator.directory} on the PVC, but no pod of the job is running "
             "to read them through",
@@ -481,13 +491,23 @@ async def job_findings(client: object, detail: JobDetail, locator: DumpLocator) 
             "`runai-tui diagnose --flight-recorder DIR`"), first)]  # fmt: skip
     try:
         dumps = await read_through_pod(client, detail.job.name, running[0], locator.directory)
-        return findings(judge(dumps), locator.pod_of_rank)
     except DumpProblem as problem:
         return [unreadable(problem, running[0])]
     except Exception as exc:  # noqa: BLE001 - the client's error (exec refused, pod gone)
+        if not dumped:  # the directory was announced and never written: nothing to judge
+            return []
         message = getattr(exc, "message", str(exc))
         return [unreadable(DumpProblem(f"{locator.directory}: {message}", "copy the directory "
                 "and run `runai-tui diagnose --flight-recorder DIR`"), running[0])]  # fmt: skip
+    if not dumps:
+        if not dumped:
+            return []
+        return [unreadable(DumpProblem(
+            f"{running[0]}:{locator.directory}: no rank-N dump files, though "
+            f"{_ranks(sorted(locator.pod_of_rank))} logged a dump",
+            "the PVC the pods mount may differ: copy the dumps and run "
+            "`runai-tui diagnose --flight-recorder DIR`"), running[0])]  # fmt: skip
+    return findings(judge(dumps), locator.pod_of_rank)
 
 
 def render_text(judgement: Judgement, reported: list[Reported]) -> str:

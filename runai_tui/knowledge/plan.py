@@ -38,6 +38,7 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
+from runai_tui.quantity import KIB, MIB, bytes_text, memory_bytes, plain
 
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256
@@ -194,6 +195,9 @@ class Plan:
     hook_seconds: dict[str, float] = field(default_factory=dict)
     half_bytes_per_rank: float = 0.0
     half_seconds: dict[str, float] = field(default_factory=dict)
+    # Per pod, as Kubernetes reads the profile: request/limit -> cores, and -> whole bytes.
+    cpu_cores: dict[str, float] = field(default_factory=dict)
+    memory_bytes: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     measured: Measured | None = None
@@ -215,6 +219,7 @@ class Plan:
         rows = [
             f"pods: {pods}",
             f"processes per pod: {procs}",
+            *self._resource_rows(),
             f"world size: {self.world_size}",
             f"batch per process: {self.batch_size}"
             + (f" ({self.grad_accum} micro-batches)" if self.grad_accum > 1 else ""),
@@ -290,6 +295,19 @@ class Plan:
         for key, text in times.items():
             mark = " (the profile's link)" if key == self.link else ""
             rows.append(f"  on {LINK_LABELS[key]}{mark}: {text}")
+        return rows
+
+    def _resource_rows(self) -> list[str]:
+        rows = []
+        if self.cpu_cores:
+            cores = ", ".join(f"{k} {plain(v)}" for k, v in self.cpu_cores.items())
+            rows.append(f"cpu per pod (cores): {cores}")
+        if self.memory_bytes:
+            sizes = ", ".join(
+                f"{k} {bytes_text(v)}" + ("" if not KIB <= v < MIB else f" ({v:,} bytes)")
+                for k, v in self.memory_bytes.items()
+            )
+            rows.append(f"memory per pod: {sizes}")
         return rows
 
 
@@ -388,8 +406,20 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         ),
         half_bytes_per_rank=ring / 2,
         half_seconds={key: transfer_seconds(ring / 2, gbps) for key, gbps in LINKS.items()},
+        cpu_cores=dict(profile.cpu),
+        memory_bytes=_memory_bytes(profile),
         notes=notes,
     )
+
+
+def _memory_bytes(profile: Profile) -> dict[str, int]:
+    """The profile's memory request and limit in whole bytes, as Kubernetes reads them."""
+    out = {}
+    for key in ("request", "limit"):
+        amount = memory_bytes(profile.memory.get(key))
+        if amount is not None:
+            out[key] = amount
+    return out
 
 
 def _dataset_size(args: TrainerArgs, given: int | None, notes: list[str]) -> tuple[int, str]:

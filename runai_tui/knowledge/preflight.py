@@ -35,7 +35,9 @@ if [ -d /dev/shm ]; then
 else
   p shm_kb missing
 fi
-if command -v nvidia-smi >/dev/null 2>&1; then
+if [ "${NVIDIA_VISIBLE_DEVICES:-}" = void ]; then
+  p gpus_visible "0 NVIDIA_VISIBLE_DEVICES=void"
+elif command -v nvidia-smi >/dev/null 2>&1; then
   p gpus_visible "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') nvidia-smi"
 else
   n=0

@@ -28,6 +28,7 @@ from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.models import JobDetail, Phase
+from runai_tui.quantity import bytes_text
 from runai_tui.text import literal
 
 MARK = "@@rs"
@@ -37,8 +38,6 @@ MEMORY_WARN = 0.90  # a pod at or above this fraction of its memory limit is fla
 # cgroup v1 reports "no limit" as a huge number (PAGE_COUNTER_MAX pages); anything this large
 # is no limit.
 NO_LIMIT_V1 = 1 << 60
-GIB = 1024**3
-MIB = 1024**2
 
 SCRIPT = r"""
 p() { printf '@@rs %s %s\n' "$1" "$2"; }
@@ -78,7 +77,7 @@ fi
 sample 0
 sleep __INTERVAL__
 sample 1
-if command -v nvidia-smi >/dev/null 2>&1; then
+if [ "${NVIDIA_VISIBLE_DEVICES:-}" != void ] && command -v nvidia-smi >/dev/null 2>&1; then
   out="$(nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits 2>&1)"
   if [ $? -eq 0 ]; then
     printf '%s\n' "$out" | while IFS= read -r line; do p gpu "$line"; done
@@ -311,12 +310,6 @@ async def top_job(
 # --- shown the same way by the CLI and the TUI --------------------------------------------------
 
 
-def size(num_bytes: float) -> str:
-    if num_bytes >= GIB:
-        return f"{num_bytes / GIB:.1f} GiB"
-    return f"{num_bytes / MIB:.0f} MiB"
-
-
 def cpu_text(res: PodResources) -> str:
     return "" if res.cpu_cores is None else f"{res.cpu_cores:.2f} cores"
 
@@ -324,12 +317,12 @@ def cpu_text(res: PodResources) -> str:
 def memory_text(res: PodResources) -> str:
     if res.memory_bytes is None:
         return ""
-    used = size(res.memory_bytes)
+    used = bytes_text(res.memory_bytes)
     fraction = res.memory_fraction
     if fraction is None or res.memory_limit_bytes is None:
         return f"{used} (no limit)"
     mark = " !" if res.memory_warning else ""
-    return f"{used} / {size(res.memory_limit_bytes)} {fraction * 100:.0f}%{mark}"
+    return f"{used} / {bytes_text(res.memory_limit_bytes)} {fraction * 100:.0f}%{mark}"
 
 
 def gpu_text(gpu: Gpu) -> str:

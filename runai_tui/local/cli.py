@@ -29,6 +29,7 @@ from runai_tui.local import jobs, jobspec, pvc, state
 from runai_tui.local.config import load_config
 from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import Flag, FlagError, Parsed
+from runai_tui.quantity import memory_bytes
 
 PROG = "runai-local"
 FOLLOW_POLL_SECONDS = 0.2
@@ -388,22 +389,6 @@ def _copy_new(path: Path, offset: int, inode: int, out: Any) -> tuple[int, int]:
     return offset + len(chunk), inode
 
 
-_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
-          "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}  # fmt: skip
-
-
-def _quantity_bytes(value: Any) -> int | None:
-    """A memory quantity with a unit (`4G`, `512Mi`) in bytes; None if unset, unknown or a bare
-    number (`8996`: bytes to Kubernetes, megabytes to some `runai` versions; not guessed)."""
-    text = str(value or "").strip()
-    number = text.rstrip("KMGTkmgtiIB")
-    unit = text[len(number) :].lower().removesuffix("b")
-    try:
-        return int(float(number) * _UNITS[unit]) if number and unit else None
-    except (KeyError, ValueError):
-        return None
-
-
 def cmd_exec(p: Parsed, argv: list[str]) -> int:
     name = _one_name(p)
     jobdir = jobs.find(name, p["project"])
@@ -423,7 +408,8 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     # before the command starts, so the command itself is not among them.
     pids = state.processes_of_job(jobdir, pod["name"])
     env["RUNAI_LOCAL_POD_PIDS"] = " ".join(str(pid) for pid in sorted(pids))
-    limit = _quantity_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
+    # Read as Kubernetes reads it: `8996` is 8996 bytes, `512m` rounds up to 1 byte.
+    limit = memory_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
     if limit:  # reported against, not enforced, here
         env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)
     if os.environ.get("TERM"):

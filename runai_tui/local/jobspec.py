@@ -291,6 +291,11 @@ def pod_environment(
             "POD_NAME": pod["name"],
         }
     )
+    if not pod["gpus"]:
+        # As in a Kubernetes pod that requests no GPU, whose container runtime then mounts no GPU
+        # and no nvidia-smi (NVIDIA_VISIBLE_DEVICES=void); the job's own env may say otherwise.
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["NVIDIA_VISIBLE_DEVICES"] = "void"
     env.update(pod.get("env") or {})
     env[JOB_DIR_ENV] = str(jobdir)
     env[POD_ENV] = pod["name"]

@@ -52,7 +52,6 @@ from runai_tui.profiles.validators import (
     ENV_NAME,
     PROFILE_NAME,
     QUALIFIED_KEY,
-    QUANTITY,
 )
 
 __all__ = [
@@ -66,7 +65,6 @@ __all__ = [
     "PROFILE_NAME",
     "PROJECT_ROOT",
     "QUALIFIED_KEY",
-    "QUANTITY",
     "RESTART",
     "SCHEMA",
     "Document",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 import sys
 
+from runai_tui.cli_generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
 from runai_tui.docblocks import Block, rewrite, table
 from runai_tui.profiles.fields import FIELDS, Field
-from runai_tui.runai.generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
 
 FIELD_TABLE = Block("field-table", "runai_tui.profiles.docs")
 

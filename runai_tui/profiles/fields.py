@@ -4,7 +4,7 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
 where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
 (docs.py; a test keeps README.md current) and the CLI generation check
-(runai_tui/runai/generations.py). The local cluster's own flag parser
+(runai_tui/runai/generations.py; the generations' names are in runai_tui/cli_generations.py). The local cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runai_tui.cli_generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
-from runai_tui.runai.generations import ALL, V2, V2_LATE_ONLY
 
 RESTART = ("Always", "OnFailure", "Never")
 
@@ -75,7 +75,7 @@ def _capabilities(value: Any) -> list[str]:
 
 
 _UID = v.int_range(0, 2**31 - 1)
-_CORES = v.positive_float(1024)
+_CORES = v.cores(1024)
 
 # Field(name, help, example, kind, check, ...keywords): see the Field class above.
 FIELDS: tuple[Field, ...] = (
@@ -120,7 +120,7 @@ FIELDS: tuple[Field, ...] = (
                SubField("limit", _CORES, "CPU cores limit", "--cpu-core-limit")),
           emit="group", cli=V2, empty={}),
     Field("memory", "memory per pod (quantities): {request, limit}",
-          '{request: "3846", limit: 16Gi}', "group",
+          "{request: 4Gi, limit: 16Gi}", "group",
           sub=(SubField("request", v.quantity, "memory requested", "--cpu-memory-request"),
                SubField("limit", v.quantity, "memory limit", "--cpu-memory-limit")),
           emit="group", cli=V2, empty={}),

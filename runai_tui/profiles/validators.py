@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from runai_tui.quantity import QuantityError, parse_quantity
+
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 # Kubernetes qualified name with an optional DNS prefix: `example.com/name`.
@@ -14,7 +16,6 @@ QUALIFIED_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|K|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 CAPABILITY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -73,24 +74,34 @@ def int_range(lo: int, hi: int) -> Callable[[Any], int]:
     return check
 
 
-def positive_float(hi: float) -> Callable[[Any], float | int]:
+def cores(hi: float) -> Callable[[Any], float | int]:
+    """CPU cores: a number or a Kubernetes quantity (`0.5`, `4`, `500m`), above 0 and at most
+    `hi`; normalised to the number of cores (`500m` -> 0.5), which the runai flags take."""
+    expected = f"expected CPU cores above 0 and at most {hi:g}, e.g. 0.5, 4 or 500m"
+
     def check(value: Any) -> float | int:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise Invalid(f"expected a number above 0 and at most {hi:g} (cores, e.g. 0.5 or 4)")
-        if not 0 < value <= hi:
-            raise Invalid(f"expected a number above 0 and at most {hi:g} (cores, e.g. 0.5 or 4)")
-        return value
+        try:
+            amount = parse_quantity(value).value
+        except QuantityError:
+            raise Invalid(expected) from None
+        if not 0 < amount <= hi:
+            raise Invalid(expected)
+        return int(amount) if amount.denominator == 1 else float(amount)
 
     return check
 
 
 def quantity(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise Invalid("expected a memory quantity such as 3846, 512Mi, 4G or 16Gi")
-    text = str(value)
-    if not QUANTITY.match(text) or float(re.sub(r"[^0-9.]", "", text) or 0) <= 0:
-        raise Invalid("expected a memory quantity such as 3846, 512Mi, 4G or 16Gi")
-    return text
+    """A memory quantity above 0 bytes, kept as written (`512Mi`, `16Gi`, `4G`; a bare number is
+    bytes). Lint warns about the legal but surprising ones (`512m`, `3846`)."""
+    expected = "expected a memory quantity such as 512Mi, 4G or 16Gi (a bare number is bytes)"
+    try:
+        parsed = parse_quantity(value)
+    except QuantityError:
+        raise Invalid(expected) from None
+    if parsed.value <= 0:
+        raise Invalid(expected)
+    return str(value)
 
 
 def one_of(*choices: str) -> Callable[[Any], str]:
@@ -176,12 +187,17 @@ def label_value(value: Any) -> str:
 
 
 def resource_amount(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise Invalid("expected a whole quantity such as 1")
-    text = str(value)
-    if not QUANTITY.match(text):
-        raise Invalid("expected a whole quantity such as 1")
-    return text
+    """An extended resource amount: a whole, non-negative quantity (`1`, `2`)."""
+    expected = "expected a whole quantity such as 1"
+    if isinstance(value, float):
+        raise Invalid(expected)
+    try:
+        amount = parse_quantity(value).value
+    except QuantityError:
+        raise Invalid(expected) from None
+    if amount < 0 or amount.denominator != 1:
+        raise Invalid(expected)
+    return str(value)
 
 
 def env_value(value: Any) -> str:

@@ -30,10 +30,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
+from runai_tui.cli_generations import (
+    ALL,
+    GENERATIONS,
+    LABELS,
+    V1,
+    V2,
+    V2_EARLY,
+    V2_LATE,
+    V2_LATE_ONLY,
+)
 from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.profiles import Problem, Profile, ProfileError, unsupported_fields
 
-if TYPE_CHECKING:  # the backend only when it runs; profiles import this module's constants
-    from runai_tui.profiles import Profile
+if TYPE_CHECKING:  # the backend only when it runs
     from runai_tui.runai.backend import Backend
 
 
@@ -49,14 +59,6 @@ class _AsyncVersionClient(Protocol):
     async def aversion(self) -> str: ...
 
 
-V1 = "v1"
-V2_EARLY = "v2-early"  # CLI v2 up to about 2.20 ([D20])
-V2_LATE = "v2.2x"  # CLI v2 2.21 and later: 2.2x, 2.25, v3.0 ([D25], [D30], [ISAAC] 2.23)
-GENERATIONS = (V1, V2_EARLY, V2_LATE)
-LABELS = {V1: "CLI v1", V2_EARLY: "CLI v2 ≤ 2.20", V2_LATE: "CLI v2 ≥ 2.21"}
-ALL = frozenset(GENERATIONS)
-V2 = frozenset({V2_EARLY, V2_LATE})
-V2_LATE_ONLY = frozenset({V2_LATE})
 FIRST_LATE = (2, 21)
 # The flag table runai-local parses is CLI v2.25's (runai_tui/local/flags.py).
 LOCAL_EMULATES = V2_LATE
@@ -229,9 +231,6 @@ def describe_limits(generation: str | None) -> bool | None:
 
 def check_profile(profile: Profile, cli: CliVersion) -> None:
     """Raise ProfileError (exit 2) naming every field whose flag `cli` lacks; unknown passes."""
-    # Imported here: the field table (runai_tui.profiles) imports this module's constants.
-    from runai_tui.profiles import Problem, ProfileError, unsupported_fields
-
     if cli.generation is None or cli.generation == V1:
         return
     problems = []

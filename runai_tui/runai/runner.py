@@ -2,9 +2,13 @@
 
 argv lists (never a shell), stdin from /dev/null (so a prompt can never hang us), the child in its
 own process group (so a timeout or a cancel kills it and anything it started), and the child
-always reaped. Everything is async, so the TUI's event loop is never blocked; the headless CLI
-drives the same coroutines through `run_sync` and `iterate_sync` (a private event loop per call,
-in a helper thread when the caller itself runs inside an event loop).
+always reaped. Everything is async, so the TUI's event loop is never blocked.
+
+The one bridge from sync code to these coroutines is the sync facade at the end of this module
+(docs/contracts.md "From sync to async"): `run_sync` runs a coroutine to its end, `iterate_sync`
+hands on the items of an async iterator, `run_in_background` starts a coroutine in a thread and
+answers a `concurrent.futures.Future`. Each runs on a private event loop of its own (in a helper
+thread when the caller itself runs inside an event loop).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -24,7 +29,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -156,7 +161,7 @@ def _loop_running() -> bool:
     return True
 
 
-class _Driver:
+class _PrivateLoop:
     """A private event loop for sync callers. Called from inside a running event loop (a sync
     call in async code), the private loop runs in a helper thread, and the caller blocks as on
     any sync call."""
@@ -202,21 +207,38 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run `coroutine` to completion on a private event loop (for the headless CLI)."""
-    driver = _Driver()
+    private = _PrivateLoop()
     try:
-        return driver.step(coroutine)
+        return private.step(coroutine)
     finally:
-        driver.close()
+        private.close()
+
+
+def run_in_background(coroutine: Coroutine[Any, Any, _T], name: str) -> Future[_T]:
+    """Start `coroutine` on a private event loop in a daemon thread called `name`, now; the
+    Future answers its result or raises its error. Await it in async code with
+    `asyncio.wrap_future`. A daemon thread: a process that ends does not wait for it."""
+    future: Future[_T] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(run_sync(coroutine))
+        except BaseException as exc:  # the awaiting side gets it, as from any Future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:
     """The items of an async iterator as a plain iterator, on a private event loop. Closing the
     iterator (or Ctrl-C) closes the async one inside the loop, so its cleanup runs."""
-    driver = _Driver()
+    private = _PrivateLoop()
     try:
         while True:
             try:
-                item = driver.step(stream.__anext__())
+                item = private.step(stream.__anext__())
             except StopAsyncIteration:
                 return
             yield item
@@ -225,6 +247,6 @@ def iterate_sync(stream: AsyncIterator[_T]) -> Generator[_T, None, None]:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
-                    driver.step(aclose())
+                    private.step(aclose())
         finally:
-            driver.close()
+            private.close()

@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.text import literal
+from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
@@ -23,12 +24,13 @@ from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.widgets.header import StatusHeader
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from textual.driver import Driver
 
     from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
     from runai_tui.runai.client import RunaiClient
-    from runai_tui.tui.launch import FirstList
 
 
 def not_logged_in(error: RunaiError) -> str:
@@ -87,7 +89,7 @@ class RunaiTuiApp(App[int]):
         runner: InteractiveRunner | None = None,
         clock: Callable[[], datetime] | None = None,
         save_dir: Path | None = None,
-        first_list: FirstList | None = None,
+        first_list: Future[list[Job]] | None = None,
         notify: bool = True,
     ) -> None:
         super().__init__()
@@ -122,7 +124,7 @@ class RunaiTuiApp(App[int]):
     def get_driver_class(self) -> type[Driver]:
         return driver_class_with_handle(super().get_driver_class())
 
-    def watch_job_ends(self, jobs: list[Job]) -> None:
+    def announce_job_ends(self, jobs: list[Job]) -> None:
         """The jobs screen's every list: word of each job that went from Running to an end."""
         for job in self.end_watcher.ends(jobs):
             announce(self, job, ring=self.ring_on_end)
@@ -217,13 +219,7 @@ class RunaiTuiApp(App[int]):
 
     def report_error(self, error: Failure) -> None:
         """Show a failure with its fix; the app keeps running."""
-        title = "runai" if isinstance(error, RunaiError) else "error"
-        if isinstance(error, RunaiError):
-            title = f"runai: {error.kind.value}"
-        message = literal(str(error))
-        if error.hint:
-            message += f"\nfix: {literal(error.hint)}"
-        self.notify(message, title=title, severity="error", timeout=8, markup=False)
+        notify_failure(self, error)
 
     # -- global actions ------------------------------------------------------------------------
 
@@ -282,7 +278,9 @@ class RunaiTuiApp(App[int]):
                 if on_switched is not None:
                     on_switched()
 
-        self.push_screen(ProjectsDialog(getattr(self.client, "project", None)), answered)
+        self.push_screen(
+            ProjectsDialog(self.client, getattr(self.client, "project", None)), answered
+        )
 
     # True once the user chose the project (-p, or P): it then beats a profile's own project.
     project_explicit = False

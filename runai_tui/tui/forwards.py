@@ -7,24 +7,55 @@ group and reaps it."""
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
-from textual.worker import WorkerCancelled, WorkerFailed
+from textual.notifications import SeverityLevel
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from runai_tui.errors import Failure
-from runai_tui.runai.client import Forwarding
+from runai_tui.profiles import ProfileStore
+from runai_tui.runai.client import Forwarding, RunaiClient
 from runai_tui.text import literal
-
-if TYPE_CHECKING:
-    from textual.worker import Worker
-
-    from runai_tui.tui.app import RunaiTuiApp
 
 DEFAULT_TENSORBOARD_PORT = 6006
 
 
+class ForwardsHost(Protocol):
+    """What the forwards need of the app (RunaiTuiApp is one): its profiles and client, Textual's
+    notify and run_worker, and its error report. A protocol, so this module does not import the
+    app that imports it."""
+
+    @property
+    def store(self) -> ProfileStore: ...
+
+    @property
+    def client(self) -> RunaiClient: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def run_worker(
+        self,
+        work: Coroutine[Any, Any, None],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+    ) -> Worker[None]: ...
+
+    def report_error(self, error: Failure) -> None: ...
+
+
 class Forwards:
-    def __init__(self, app: RunaiTuiApp) -> None:
+    def __init__(self, app: ForwardsHost) -> None:
         self.app = app
         self.urls: dict[str, str] = {}  # job -> the local URL, while its forward listens
         self.workers: dict[str, Worker[None]] = {}

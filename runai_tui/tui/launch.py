@@ -8,7 +8,7 @@ first refresh takes its result (first paint measured by benchmarks/fig_tui_paint
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from runai_tui.errors import UsageError
@@ -18,27 +18,12 @@ if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
 
 
-class FirstList:
-    """`client.list_jobs()` running in a thread; `result()` waits for it (or raises its error)."""
+def start_first_list(client: RunaiClient) -> Future[list[Job]]:
+    """The first `runai training list`, started now in a thread of its own (the core's sync
+    bridge, runner.run_in_background); the jobs screen awaits the Future."""
+    from runai_tui.runai import runner
 
-    def __init__(self, client: RunaiClient) -> None:
-        self._client = client
-        self._jobs: list[Job] = []
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._fetch, name="first-job-list", daemon=True)
-        self._thread.start()
-
-    def _fetch(self) -> None:
-        try:
-            self._jobs = self._client.list_jobs()
-        except BaseException as exc:  # handed to the app, which reports it like any refresh
-            self._error = exc
-
-    def result(self) -> list[Job]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._jobs
+    return runner.run_in_background(client.alist_jobs(), "first-job-list")
 
 
 def run_tui(
@@ -63,7 +48,7 @@ def run_tui(
         )
     backend = select_backend(backend_choice)
     client = RunaiClient(backend, project=project, timeout=timeout)
-    first_list = FirstList(client)
+    first_list = start_first_list(client)
     from runai_tui.tui.app import RunaiTuiApp  # Textual is imported here, while the list runs
 
     app = RunaiTuiApp(

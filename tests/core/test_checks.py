@@ -16,7 +16,6 @@ from runai_tui.knowledge.checks import (
     exit_code,
     finding_line,
     lint,
-    quantity_bytes,
 )
 from runai_tui.knowledge.docs import (
     EXAMPLE_PROFILE,
@@ -103,8 +102,17 @@ def test_memory_unit(store: ProfileStore) -> None:
         ("memory.limit", "warning"),
     ]
     assert "3846 bytes" in found[0].message and "--set memory.request=3846Mi" in found[0].fix
-    assert "milli-bytes" in found[1].message
+    assert found[1].message == (
+        "memory.limit 512m is 0.512 bytes to Kubernetes (a lower-case m is milli): "
+        "did you mean 512Mi?"
+    )
+    assert "--set memory.limit=512Mi" in found[1].fix
     assert not only(lint(profile(store, "memory.request=4G", "memory.limit=16Gi")), "memory-unit")
+    # A bare number of a megabyte or more is plausibly bytes; an exponent form is a number too.
+    big = profile(store, "memory.request=4294967296", "memory.limit=1e9")
+    assert not only(lint(big), "memory-unit")
+    small = only(lint(profile(store, "memory.request=1e3")), "memory-unit")
+    assert [f.field for f in small] == ["memory.request"]
 
 
 def test_memory_limit_below_request_compares_across_units(store: ProfileStore) -> None:
@@ -116,8 +124,12 @@ def test_memory_limit_below_request_compares_across_units(store: ProfileStore) -
     assert len(found) == 1 and found[0].severity == "error" and found[0].field == "memory.limit"
     assert "--set memory.limit=1Gi" in found[0].fix
     assert not only(lint(profile(store, "memory.limit=4096Mi")), "memory-limit-below-request")
-    assert quantity_bytes("1Ki") == 1024 and quantity_bytes("3846") == 3846
-    assert quantity_bytes("2x") is None
+    # 512m (0.512 bytes) is below any request written in bytes
+    below = only(
+        lint(profile(store, "memory.request=1", "memory.limit=512m")),
+        "memory-limit-below-request",
+    )
+    assert len(below) == 1
 
 
 def test_cuda_visible_devices_is_an_error_with_more_than_one_gpu(store: ProfileStore) -> None:

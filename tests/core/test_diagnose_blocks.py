@@ -18,7 +18,7 @@ from runai_tui.knowledge.diagnose import (
     diagnose_files,
     read_log_file,
 )
-from runai_tui.knowledge.diagnose.screen import hyperscan_installed
+from runai_tui.knowledge.diagnose.prefilter import hyperscan_installed
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 NOW = 1795000020.0 + 3600
@@ -231,7 +231,7 @@ ALTERNATIVES = {
 }
 
 
-# -- the two block screens: Hyperscan (C) and bytes.find passes (Python) ---------------------
+# -- the two line prefilters: Hyperscan (C) and bytes.find passes (Python) ---------------------
 
 needs_hyperscan = pytest.mark.skipif(
     not hyperscan_installed(), reason="the hyperscan package is not installed here"
@@ -251,11 +251,11 @@ def test_every_pattern_alternative_passes_the_needles_in_any_case(
             assert [f.line for f in report.findings if f.code == code] == [2]
 
 
-def both_screens(path: Path, block: int, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple, tuple]:
-    """(python screen, hyperscan screen) summaries of one saved log, read in blocks of `block`."""
+def both_prefilters(path: Path, block: int, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple, tuple]:
+    """(python prefilter, hyperscan prefilter) summaries of one saved log, read in blocks of `block`."""
     fast = read_log_file(path, block_bytes=block, limits=limits)
     python = read_log_file(path, block_bytes=block, limits=limits, hyperscan=False)
-    assert (python.screen.name, fast.screen.name) == ("python", "hyperscan"), path.name
+    assert (python.prefilter.name, fast.prefilter.name) == ("python", "hyperscan"), path.name
     return tuple(
         summary(combine([d], running=True, now=NOW)) + (d.ib_wanted, d.finished)
         for d in (python, fast)
@@ -266,12 +266,12 @@ def both_screens(path: Path, block: int, limits: Limits = DEFAULT_LIMITS) -> tup
 @pytest.mark.parametrize("block", [64, 1 << 20])
 def test_every_fixture_log_gives_the_same_through_hyperscan_and_python(block: int) -> None:
     for path in sorted(LOGS.glob("*.log")):
-        python, fast = both_screens(path, block)
+        python, fast = both_prefilters(path, block)
         assert fast == python, path.name
 
 
 @needs_hyperscan
-def test_the_screens_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_newline(
+def test_the_prefilters_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_newline(
     tmp_path: Path,
 ) -> None:
     """Mixed case (the patterns ignore it), non-finite JSON numbers next to `retinanet`-like
@@ -292,7 +292,7 @@ def test_the_screens_agree_on_case_nan_crlf_a_long_line_and_a_last_line_without_
     ]
     path = write(tmp_path, "mixed.log", b"\n".join(lines))  # no newline at the end
     for block in (7, 1024, 1 << 20):
-        python, fast = both_screens(path, block, Limits(max_line=1024))
+        python, fast = both_prefilters(path, block, Limits(max_line=1024))
         assert fast == python
     codes = {f[0] for f in python[1]}
     assert {"nccl-timeout", "nan-loss", "cuda-oom", "trainer-error", "tcp-fallback"} <= codes

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui.cli_generations import V1, V2_EARLY, V2_LATE
 from runai_tui.runai import generations as G
 from tests.fakes import fake_runai, rule
 
@@ -21,13 +22,13 @@ RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or 
 @pytest.mark.parametrize(
     ("line", "generation", "version"),
     [
-        ("runai version v2.25.3", G.V2_LATE, "2.25.3"),
-        ("v2.21.0", G.V2_LATE, "2.21.0"),
-        ("2.23.7-rc.1", G.V2_LATE, "2.23.7-rc.1"),
-        ("3.0.1", G.V2_LATE, "3.0.1"),
-        ("runai version 2.20.14", G.V2_EARLY, "2.20.14"),
-        ("2.18.0", G.V2_EARLY, "2.18.0"),
-        ("Version: 2.18.94", G.V1, "2.18.94"),
+        ("runai version v2.25.3", V2_LATE, "2.25.3"),
+        ("v2.21.0", V2_LATE, "2.21.0"),
+        ("2.23.7-rc.1", V2_LATE, "2.23.7-rc.1"),
+        ("3.0.1", V2_LATE, "3.0.1"),
+        ("runai version 2.20.14", V2_EARLY, "2.20.14"),
+        ("2.18.0", V2_EARLY, "2.18.0"),
+        ("Version: 2.18.94", V1, "2.18.94"),
         ("runai-local 0.1.0 (embedded local cluster)", G.LOCAL_EMULATES, "runai-local 0.1.0"),
         ("development build", None, "development build"),
         ("1.4.2", None, "1.4.2"),

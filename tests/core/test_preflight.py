@@ -54,6 +54,7 @@ def test_probe_in_a_real_shell_with_ib_asked_for_on_a_machine_without_it() -> No
             "RUNAI_NUM_OF_GPUS": "1",
             "MASTER_ADDR": "no-such-host.invalid",
             "MASTER_PORT": "29500",
+            "NVIDIA_VISIBLE_DEVICES": "void",  # a pod given no GPU, whatever this machine has
         }
     )
     assert all(line.startswith("@@pf ") for line in out.splitlines())

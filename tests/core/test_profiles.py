@@ -90,6 +90,16 @@ def test_user_profile_shadows_shipped(store: ProfileStore) -> None:
         ("image: a\nenv:\n  'A=B': x\n", "env.A=B", 3, "without '='"),
         ("image: a\nenv:\n  'A B': x\n", "env.A B", 3, "spaces"),
         ("image: a\nmemory: {request: lots}\n", "memory.request", 2, "quantity"),
+        ("image: a\nmemory: {request: 1K}\n", "memory.request", 2, "quantity such as 512Mi"),
+        ("image: a\nmemory: {limit: 0Gi}\n", "memory.limit", 2, "quantity"),
+        ("image: a\ncpu: {request: 0m}\n", "cpu.request", 2, "above 0"),
+        ("image: a\ncpu: {limit: 2 cores}\n", "cpu.limit", 2, "e.g. 0.5, 4 or 500m"),
+        (
+            "image: a\nextended_resources: {rdma/hca: 1.5}\n",
+            "extended_resources.rdma/hca",
+            2,
+            "whole quantity",
+        ),
         ("image: a\npvcs: [{claim: x}]\n", "pvcs", 2, "'claim' and 'path'"),
         ("image: a\npvcs: [data:/data]\n", "pvcs", 2, "claim"),
         ("image: a\nannotations: {'bad key!': v}\n", "annotations.bad key!", 2, "Kubernetes key"),
@@ -113,6 +123,15 @@ def test_every_bad_field_is_named_with_file_line_value_and_fix(
     expected_where = f"{path}:{line}: " if line else f"{path}: "
     assert problems[0].startswith(expected_where + field + ":"), problems[0]
     assert words in problems[0]
+
+
+def test_quantities_are_read_the_kubernetes_way(store: ProfileStore) -> None:
+    write(
+        store, "q", "image: a\ncpu: {request: 500m, limit: 2}\nmemory: {request: 1e9, limit: 4Gi}\n"
+    )
+    loaded = store.load("q")
+    assert loaded.cpu == {"request": 0.5, "limit": 2}  # the runai flags take cores
+    assert loaded.memory == {"request": "1e9", "limit": "4Gi"}  # passed on as written
 
 
 def test_every_problem_is_reported(store: ProfileStore) -> None:

@@ -241,6 +241,21 @@ def test_exec_runs_in_the_pod_env_and_working_dir(tmp_path: Path) -> None:
     assert res.code == 127 and 'exec: "no-such-command-xyz"' in res.err
 
 
+def test_a_pod_without_gpus_sees_none_unless_the_job_says_otherwise() -> None:
+    """As in a Kubernetes pod that requests no GPU: a CPU job on a machine with a GPU (two gloo
+    ranks that would otherwise both take it) runs on the CPU; the job's own env still wins."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0", "RUNAI_LOCAL_GPUS": "1"}
+    show = ["sh", "-c", 'echo "[${CUDA_VISIBLE_DEVICES-unset}]"; sleep 300']
+    void = ["sh", "-c", 'echo "$NVIDIA_VISIBLE_DEVICES"; sleep 300']
+    submit("dev", command=void, env=env)
+    submit("cpu", "--workers", "1", command=show, env=env)
+    submit("mine", "-e", "CUDA_VISIBLE_DEVICES=3", command=show, env=env)
+    wait_until(lambda: logs("cpu") and logs("cpu", "--pod", "cpu-worker-0"), "both pods' lines")
+    assert logs("cpu") == logs("cpu", "--pod", "cpu-worker-0") == "[]\n"
+    wait_until(lambda: logs("mine") and logs("dev"), "the lines")
+    assert logs("mine") == "[3]\n" and logs("dev") == "void\n"
+
+
 def test_gpus_beyond_the_machine_stay_pending_until_free(tmp_path: Path) -> None:
     env = {**os.environ, "RUNAI_LOCAL_GPUS": "1"}
     gate = tmp_path / "gate"

@@ -105,6 +105,7 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
     worker_log = tui("logs", "retinanet-local", "--pod", "retinanet-local-worker-0").stdout
     assert "node-rank=1" in worker_log
     check_ranks_metrics_and_wait_after_the_end("retinanet-local", metrics)
+    check_a_healthy_run_has_no_flight_recorder_finding("retinanet-local", follow.stdout)
     res = tui("delete", "retinanet-local", "--yes")
     assert res.returncode == 0 and "retinanet-local" not in jobs()
 
@@ -143,3 +144,13 @@ def check_ranks_metrics_and_wait_after_the_end(name: str, records: list[dict]) -
     rows = json.loads(tui("metrics", name, "--json").stdout)
     assert {r["pod"] for r in rows} == {f"{name}-master-0"}  # rank 0's pod writes the records
     assert rows[-1]["kind"] == "done"
+
+
+def check_a_healthy_run_has_no_flight_recorder_finding(name: str, log: str) -> None:
+    """Every distributed run announces where its dumps would go; no rank hung, so none exists and
+    diagnose has nothing to say about them (it once warned that the directory was unreadable)."""
+    assert "flight recorder" in log  # the run said where dumps would go, or why it has none
+    res = tui("diagnose", name, "--json")
+    codes = [f["code"] for f in json.loads(res.stdout)["findings"]]
+    assert not [c for c in codes if c.startswith(("flight-recorder", "hang-rank"))], codes
+    assert res.returncode == 0, res.stdout

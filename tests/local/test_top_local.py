@@ -82,6 +82,19 @@ def test_top_counts_workers_started_in_their_own_session() -> None:
     assert pod["memory_limit_bytes"] is None
 
 
+def test_top_reads_a_milli_byte_limit_as_kubernetes_does() -> None:
+    # `512m` is 0.512 bytes to Kubernetes (lint warns: did you mean 512Mi?), which rounds it up
+    # to a limit of 1 byte; a real node would not even start the pod. The local cluster reads it
+    # the same way and top shows the pod far over its limit.
+    submit("tiny", "--cpu-memory-limit", "512m", "--", "python3", "-c", TORCHRUN_LIKE)
+    wait_until(lambda: "ready" in run_local("training", "pytorch", "logs", "tiny").out, "ready")
+    res = tui("top", "tiny", "--json")
+    assert res.returncode == 0, res.stderr
+    [pod] = json.loads(res.stdout)["pods"]
+    assert pod["memory_limit_bytes"] == 1
+    assert pod["memory_bytes"] > 1 and pod["memory_warning"]
+
+
 def test_top_refuses_ended_pods_and_unknown_jobs_in_one_line() -> None:
     submit("done", "--", "true")
     wait_phase("done", "Completed")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from runai_tui.errors import RunaiError
@@ -68,6 +70,20 @@ def no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cursor that never blinks: snapshots and screen text must not depend on timing."""
-    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+def snap_compare(snap_compare: Callable[..., bool]) -> Callable[..., bool]:
+    """pytest-textual-snapshot's snap_compare, with every input's cursor steady (Textual's public
+    `cursor_blink = False`, as posting's snapshot tests do) once `run_before` is done: a snapshot
+    must not depend on the phase of the cursor's blink."""
+
+    def compare(app: Any, *, run_before: Callable[[Pilot], Awaitable[None]] | None = None,
+                **options: Any) -> bool:  # fmt: skip
+        async def steady(pilot: Pilot) -> None:
+            if run_before is not None:
+                await run_before(pilot)
+            for field in pilot.app.screen.query(Input):
+                field.cursor_blink = False
+            await pilot.pause()
+
+        return snap_compare(app, run_before=steady, **options)
+
+    return compare

@@ -7,11 +7,10 @@ from pathlib import Path
 
 from runai_tui.models import Phase
 from runai_tui.runai.client import RunaiClient
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import FakeClient, make_job
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 
 def submit(client: RunaiClient, name: str, gate: Path) -> None:
@@ -34,7 +33,7 @@ async def mark(pilot, table: JobTable, *names: str) -> None:
 async def test_suspend_resume_and_delete_the_marked_jobs(local_client, tmp_path: Path) -> None:
     for name in ("bulk-a", "bulk-b", "bulk-c"):
         submit(local_client, name, tmp_path / name)
-    app = RunaiTuiApp(local_client, refresh_interval=0.3)
+    app = RecordingApp(local_client, refresh_interval=0.3)
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one(JobTable)
         await wait_for(
@@ -84,7 +83,7 @@ async def test_suspend_resume_and_delete_the_marked_jobs(local_client, tmp_path:
 
 async def test_one_failure_is_reported_and_the_others_still_run() -> None:
     client = FakeClient(jobs=[make_job("gone"), make_job("here"), make_job("also")])
-    app = RunaiTuiApp(client, refresh_interval=0)
+    app = RecordingApp(client, refresh_interval=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded)
         table = app.screen.query_one(JobTable)
@@ -103,7 +102,7 @@ async def test_one_failure_is_reported_and_the_others_still_run() -> None:
 
 async def test_readonly_hides_marking_and_the_bulk_verbs() -> None:
     client = FakeClient(jobs=[make_job("a"), make_job("b")])
-    app = RunaiTuiApp(client, refresh_interval=0, readonly=True)
+    app = RecordingApp(client, refresh_interval=0, readonly=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded)
         table = app.screen.query_one(JobTable)

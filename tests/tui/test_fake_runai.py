@@ -8,12 +8,11 @@ import json
 
 from runai_tui.runai.backend import Backend
 from runai_tui.runai.client import RunaiClient
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.widgets.header import StatusHeader
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.fakes import fake_runai, rule
 from tests.tui.fakeclient import NOW, RecordingRunner
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 WORKLOADS = json.dumps(
@@ -45,7 +44,7 @@ async def test_runai_backend_version_expired_login_banner_and_recovery(tmp_path)
         ],
     )
     client = RunaiClient(Backend("runai", [str(fake.path)]), project="team-a", timeout=30)
-    app = RunaiTuiApp(client, refresh_interval=0.2, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(client, refresh_interval=0.2, runner=RecordingRunner(), clock=lambda: NOW)
     async with app.run_test(size=(110, 20)) as pilot:
         header = app.screen.query_one(StatusHeader)
         await wait_for(pilot, lambda: header.backend == "runai 2.25.3", "version in header")

@@ -8,13 +8,12 @@ import json
 
 from runai_tui.runai.backend import Backend
 from runai_tui.runai.client import RunaiClient
-from runai_tui.tui.app import RunaiTuiApp
-from runai_tui.tui.launch import FirstList
+from runai_tui.tui.launch import start_first_list
 from runai_tui.tui.widgets.header import StatusHeader
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.fakes import fake_runai, rule
 from tests.tui.fakeclient import NOW, RecordingRunner
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 WORKLOADS = json.dumps(
     {
@@ -37,8 +36,8 @@ async def test_first_list_is_shown_without_a_second_call(tmp_path) -> None:
         ],
     )
     client = RunaiClient(Backend("runai", [str(fake.path)]), timeout=30)
-    first = FirstList(client)
-    app = RunaiTuiApp(
+    first = start_first_list(client)
+    app = RecordingApp(
         client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW, first_list=first
     )
     async with app.run_test(size=(110, 20)) as pilot:
@@ -62,12 +61,12 @@ async def test_a_failed_first_list_is_reported_like_a_refresh(tmp_path) -> None:
         ],
     )
     client = RunaiClient(Backend("runai", [str(fake.path)]), timeout=30)
-    app = RunaiTuiApp(
+    app = RecordingApp(
         client,
         refresh_interval=0,
         runner=RecordingRunner(),
         clock=lambda: NOW,
-        first_list=FirstList(client),
+        first_list=start_first_list(client),
     )
     async with app.run_test(size=(110, 20)) as pilot:
         header = app.screen.query_one(StatusHeader)

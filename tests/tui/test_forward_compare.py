@@ -9,9 +9,8 @@ from pathlib import Path
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.command import build_submit_argv
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.compare import CompareScreen
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 # A "TensorBoard" that answers one line per connection, on a port the kernel picks.
 SERVER = """
@@ -55,7 +54,7 @@ async def test_F_forwards_tensorboard_shows_the_url_and_ends_with_the_app(
     )
     store = ProfileStore([shipped, tmp_path / "user"])
     local_client.submit(build_submit_argv(store.load("tb")))
-    app = RunaiTuiApp(local_client, store=store, refresh_interval=0.5, save_dir=tmp_path)
+    app = RecordingApp(local_client, store=store, refresh_interval=0.5, save_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.table.select_name("tb"), "the tb row")
 
@@ -84,7 +83,7 @@ async def test_equals_compares_the_previous_and_the_selected_job(
 ) -> None:
     for name in ("demo-a", "demo-b"):
         local_client.submit(build_submit_argv(demo_store.load("demo"), name))
-    app = RunaiTuiApp(local_client, store=demo_store, refresh_interval=0.5, save_dir=tmp_path)
+    app = RecordingApp(local_client, store=demo_store, refresh_interval=0.5, save_dir=tmp_path)
     async with app.run_test(size=(140, 50)) as pilot:
         jobs = app.screen
 

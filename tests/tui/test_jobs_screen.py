@@ -16,14 +16,14 @@ from runai_tui.tui.screens.logs import LogsScreen
 from runai_tui.tui.widgets.header import StatusHeader
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
-def make_app(client: FakeClient, **kwargs) -> RunaiTuiApp:
+def make_app(client: FakeClient, **kwargs) -> RecordingApp:
     kwargs.setdefault("refresh_interval", 0)
     kwargs.setdefault("runner", RecordingRunner())
-    return RunaiTuiApp(client, clock=lambda: NOW, **kwargs)
+    return RecordingApp(client, clock=lambda: NOW, **kwargs)
 
 
 async def refreshed(pilot, app: RunaiTuiApp) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from runai_tui.models import Phase
 from runai_tui.runai.command import build_submit_argv
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.screens.jobs import JobsScreen
@@ -18,7 +17,7 @@ from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -49,7 +48,7 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
     demo_store,
     tmp_path,
 ) -> None:
-    app = RunaiTuiApp(local_client, store=demo_store, refresh_interval=0.5, save_dir=tmp_path)
+    app = RecordingApp(local_client, store=demo_store, refresh_interval=0.5, save_dir=tmp_path)
     async with app.run_test(size=(120, 45)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded, "first refresh")
         await pilot.press("n")
@@ -95,7 +94,7 @@ async def test_watch_describe_logs_exec_delete(local_client, demo_store, tmp_pat
     argv = build_submit_argv(demo_store.load("demo"), "demo-run")
     local_client.submit(argv)
     runner = PipedShellRunner()
-    app = RunaiTuiApp(
+    app = RecordingApp(
         local_client, store=demo_store, refresh_interval=0.5, runner=runner, save_dir=tmp_path
     )
     async with app.run_test(size=(120, 45)) as pilot:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.logs import LogsScreen
 from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.widgets.log_view import LogView
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -19,7 +18,7 @@ async def test_logs_follow_pause_search_save_and_pods(tmp_path) -> None:
             "a-worker-0": ["worker says hi"],
         },
     )
-    app = RunaiTuiApp(
+    app = RecordingApp(
         client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW, save_dir=tmp_path
     )
     async with app.run_test(size=(100, 30)) as pilot:
@@ -68,7 +67,7 @@ async def test_logs_of_a_pending_pod_wait_then_retry_a_failed_start() -> None:
     client = FakeClient(
         jobs=[make_job("p", Phase.PENDING, pods=1)], logs={"p-master-0": ["finally started"]}
     )
-    app = RunaiTuiApp(client, refresh_interval=0.05, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(client, refresh_interval=0.05, runner=RecordingRunner(), clock=lambda: NOW)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded)
         await pilot.press("l")
@@ -94,7 +93,7 @@ async def test_logs_all_pods_previous_container_and_tail() -> None:
             "a-master-0.previous": ["before the crash", "Traceback: boom"],
         },
     )
-    app = RunaiTuiApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded)
         await pilot.press("l")

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.confirm import ChoiceDialog
 from runai_tui.tui.screens.profiles import ProfilesScreen
 from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.screens.submit import SubmitScreen
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -25,7 +24,7 @@ async def test_view_and_valid_edit_saved_to_user_dir(demo_store) -> None:
     shipped = demo_store.raw_text("demo")
     edited = shipped.replace("demo job for the TUI tests", "edited in the editor")
     runner = RecordingRunner(edits=[edited])
-    app = RunaiTuiApp(
+    app = RecordingApp(
         FakeClient(), store=demo_store, runner=runner, refresh_interval=0, clock=lambda: NOW
     )
     async with app.run_test(size=(120, 30)) as pilot:
@@ -46,7 +45,7 @@ async def test_invalid_edit_is_never_saved_reedit_then_discard(demo_store) -> No
     shipped = demo_store.raw_text("demo")
     invalid = shipped.replace("workers: 1", "workers: lots")
     runner = RecordingRunner(edits=[invalid, invalid + "# still bad\n"])
-    app = RunaiTuiApp(
+    app = RecordingApp(
         FakeClient(), store=demo_store, runner=runner, refresh_interval=0, clock=lambda: NOW
     )
     async with app.run_test(size=(120, 30)) as pilot:
@@ -69,7 +68,7 @@ async def test_invalid_edit_is_never_saved_reedit_then_discard(demo_store) -> No
 
 
 async def test_duplicate_and_new(demo_store) -> None:
-    app = RunaiTuiApp(
+    app = RecordingApp(
         FakeClient(),
         store=demo_store,
         runner=RecordingRunner(),
@@ -99,7 +98,7 @@ async def test_duplicate_and_new(demo_store) -> None:
 
 
 async def test_submit_from_profiles_preselects_profile(demo_store) -> None:
-    app = RunaiTuiApp(
+    app = RecordingApp(
         FakeClient(),
         store=demo_store,
         runner=RecordingRunner(),

@@ -18,7 +18,7 @@ from runai_tui.tui.widgets.header import StatusHeader
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.fakes import fake_runai, rule
 from tests.tui.fakeclient import NOW, RecordingRunner
-from tests.tui.helpers import notifications, wait_for
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -68,7 +68,7 @@ async def test_switch_project_on_the_fake_runai(tmp_path) -> None:
     (tmp_path / "profiles" / "own.yaml").write_text(OWN_PROFILE)
     store = ProfileStore([tmp_path / "profiles", tmp_path / "user"])
     client = RunaiClient(Backend("runai", [str(fake.path)]), project="team-a", timeout=30)
-    app = RunaiTuiApp(
+    app = RecordingApp(
         client, store=store, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW
     )
     async with app.run_test(size=(110, 24)) as pilot:
@@ -114,7 +114,7 @@ async def test_project_list_failure_keeps_the_app_and_the_project(tmp_path) -> N
         ],
     )
     client = RunaiClient(Backend("runai", [str(fake.path)]), project="team-a", timeout=30)
-    app = RunaiTuiApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
     async with app.run_test(size=(110, 24)) as pilot:
         await pilot.press("P")
         assert isinstance(app.screen, ProjectsDialog)
@@ -129,7 +129,9 @@ async def test_project_list_failure_keeps_the_app_and_the_project(tmp_path) -> N
 
 
 async def test_switch_project_on_the_local_cluster(local_client) -> None:
-    app = RunaiTuiApp(local_client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(
+        local_client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW
+    )
     async with app.run_test(size=(110, 24)) as pilot:
         await wait_for(pilot, lambda: app.screen.loaded, "first refresh")
         await pilot.press("P")

@@ -8,31 +8,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.models import Phase
-from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.job_end_word import ring_sequence
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
-from tests.tui.helpers import notifications, wait_for
-
-pytestmark = pytest.mark.usefixtures("no_blink")
+from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 REAL_RUN = Path(__file__).resolve().parents[1] / "core" / "diagnose_logs" / "straggler.log"
 SIZE = (110, 40)
 
 
-def make_app(phase: Phase = Phase.RUNNING) -> tuple[RunaiTuiApp, FakeClient]:
+def make_app(phase: Phase = Phase.RUNNING) -> tuple[RecordingApp, FakeClient]:
     client = FakeClient(
         jobs=[make_job("ddp-run", phase, age_s=300, pods=2)],
         logs={"ddp-run-master-0": REAL_RUN.read_text().splitlines()},
     )
-    app = RunaiTuiApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
+    app = RecordingApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
     return app, client
 
 

@@ -4,6 +4,8 @@ in describe's event timeline; a running pod's CPU, memory (near its limit: flagg
 
 from __future__ import annotations
 
+import shutil
+
 from runai_tui.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.describe import DescribeScreen
@@ -63,7 +65,7 @@ async def test_pending_reason_in_health_and_timeline_and_resources_panel(local_c
 
 
 async def test_gpu_util_column_filled_for_running_gpu_jobs(local_client, monkeypatch) -> None:
-    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "1")  # one emulated GPU; no nvidia-smi on this machine
+    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "1")  # one GPU, emulated unless this machine has one
     local_client.submit([*SUBMIT, "gpu-job", "--image", "x", "--workers", "0", "-g", "1",
                          "--", "sleep", "300"])  # fmt: skip
     local_client.submit(
@@ -73,6 +75,11 @@ async def test_gpu_util_column_filled_for_running_gpu_jobs(local_client, monkeyp
     async with app.run_test(size=(140, 30)) as pilot:
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: table.gpu_util_shown, "the GPU UTIL column")
-        await wait_for(pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")) == "no GPU tool")
+        if shutil.which("nvidia-smi") is None:
+            await wait_for(
+                pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")) == "no GPU tool"
+            )
+        else:  # a machine with a GPU: the pod sees the real one
+            await wait_for(pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")).endswith("%"))
         assert "GPU UTIL" in screen_text(app)
         assert str(table.get_cell("cpu-job", "gpu_util")) == ""  # no GPU: never read

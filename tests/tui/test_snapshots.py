@@ -25,7 +25,6 @@ from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
 from tests.tui.helpers import wait_for
 
 # A blinking cursor would make the snapshots depend on timing.
-pytestmark = pytest.mark.usefixtures("no_blink")
 
 SIZE = (110, 32)
 PROFILES_DIR = Path(tempfile.gettempdir()) / "runai-tui-snapshot-profiles"

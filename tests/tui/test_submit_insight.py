@@ -20,7 +20,6 @@ from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
 
 # A blinking cursor would make the snapshots depend on timing.
-pytestmark = pytest.mark.usefixtures("no_blink")
 
 PROFILES_DIR = Path(tempfile.gettempdir()) / "runai-tui-insight-profiles"
 

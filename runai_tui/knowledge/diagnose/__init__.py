@@ -3,7 +3,7 @@
 Core (no Textual, no Rich). One concern per module:
 
 - codes.py      the code table (CODES): code, severity, message, fix, example, pattern
-- screen.py     the line screen: which lines of a block are candidates (Hyperscan or Python)
+- prefilter.py  the line prefilter: which lines of a block are candidates (Hyperscan or Python)
 - nccl_net.py   the transport NCCL uses, as its log says it
 - records.py    the trainer's records in a log
 - pod.py        PodDiagnoser: one pod's log in, findings, counts and transport out
@@ -20,7 +20,7 @@ A new code:
 1. a row in codes.CODES: code, severity (findings.ERROR / WARNING / INFO), message, fix (a fix
    text another check gives too comes from knowledge/fixes.py), example (a line of evidence);
 2. a code found in a single line: its `pattern` and `needles` in that row, and that is all (the
-   line screen takes its needles from the table);
+   line prefilter takes its needles from the table);
    a code found from the whole job (several pods, the trainer's records, the job's state): a
    detector, `def NAME(job: JobLogs) -> Iterable[Finding]` in its own module here, which reads
    `job.pods` (PodDiagnoser: .records(), .record_lines(), .transport, .counts, .lines),

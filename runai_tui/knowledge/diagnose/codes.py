@@ -1,8 +1,8 @@
 """The diagnose code table: every kind of finding, what it means and how to fix it.
 
 `CODES` is the one table the diagnoser, the CLI (`runai-tui diagnose`), the TUI's health panel
-and the README read. A row with a `pattern` is found line by line: the line screen
-(screen.py) lets through every line holding one of the row's `needles`, and the pattern decides.
+and the README read. A row with a `pattern` is found line by line: the line prefilter
+(prefilter.py) lets through every line holding one of the row's `needles`, and the pattern decides.
 A row without a pattern is found by a detector (detectors.py) from what the pods' logs said as
 a whole (the transport, the trainer's records, the job).
 """
@@ -253,9 +253,9 @@ LINE_CODES: tuple[tuple[Code, tuple[str, ...]], ...] = tuple(
 )
 
 
-def screen_needles() -> tuple[str, ...]:
-    """What the line screen looks for (any case): every line code's needles, less those that
-    hold a shorter one (`bus error` holds `error`): the fewer, the faster the screen."""
+def prefilter_needles() -> tuple[str, ...]:
+    """What the line prefilter looks for (any case): every line code's needles, less those that
+    hold a shorter one (`bus error` holds `error`): the fewer, the faster the prefilter."""
     every = sorted({n for _, needles in LINE_CODES for n in needles}, key=len)
     kept: list[str] = []
     for needle in every:

@@ -24,6 +24,7 @@ from runai_tui.knowledge.diagnose.nccl_net import (
     final_transport,
     init_devices,
 )
+from runai_tui.knowledge.diagnose.prefilter import pick_prefilter
 from runai_tui.knowledge.diagnose.records import (
     B_RECORD,
     RECORD_MARK,
@@ -32,7 +33,6 @@ from runai_tui.knowledge.diagnose.records import (
     decode,
     records_in,
 )
-from runai_tui.knowledge.diagnose.screen import pick_screen
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.progress import parse_metric_line
 
@@ -69,13 +69,13 @@ class PodDiagnoser:
     """Reads one pod's log; memory stays bounded whatever the log's length.
 
     The log is examined in blocks of bytes (`feed_bytes`; `feed` gathers streamed lines into
-    blocks): the line screen (screen.py) finds the candidate lines, and only those are decoded
+    blocks): the line prefilter (prefilter.py) finds the candidate lines, and only those are decoded
     and matched (`_line`, the one per-line classification). Trainer records are not all decoded:
     the newest are kept (raw) and read at the end.
 
     `saved`: the log is a file read from its start (saved.py): the newest records are then not
     kept block by block but read again from the file at the end (`reread_records`).
-    `hyperscan`: use the Hyperscan screen when installed (False: the pure-Python screen)."""
+    `hyperscan`: use the Hyperscan prefilter when installed (False: the pure-Python prefilter)."""
 
     def __init__(
         self,
@@ -91,7 +91,7 @@ class PodDiagnoser:
         self.findings: list[Finding] = []
         self.counts: dict[str, int] = {}
         self.ib_wanted: bool | None = None  # True: NCCL_IB_HCA / NCCL_IB_DISABLE=0 seen
-        self.screen = pick_screen(hyperscan)
+        self.prefilter = pick_prefilter(hyperscan)
         self._batch: list[str] = []
         self._batch_chars = 0
         self._carry = b""  # feed_bytes: the start of a line the last piece cut
@@ -165,7 +165,7 @@ class PodDiagnoser:
         that newline is not the log's: a last line, a piece of a huge line), in place."""
         hi = len(block) if hi is None else hi
         current = self._final.transport if self._final is not None else None
-        ends, has_record = self.screen.candidates(block, lo, hi, current)
+        ends, has_record = self.prefilter.candidates(block, lo, hi, current)
         self._examine(block, lo, hi, ends)
         if self._index is None:
             if has_record:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -16,10 +14,8 @@ from textual.widgets import Static
 from runai_tui.errors import Failure
 from runai_tui.knowledge.compare import Comparison, compare, render, require_records
 from runai_tui.knowledge.run_sources import gather_job
+from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
-
-if TYPE_CHECKING:
-    from runai_tui.tui.app import RunaiTuiApp
 
 
 class CompareScreen(ModalScreen[None]):
@@ -38,15 +34,12 @@ class CompareScreen(ModalScreen[None]):
     CompareScreen VerticalScroll { height: 1fr; }
     """
 
-    def __init__(self, job_a: str, job_b: str, how: str) -> None:
+    def __init__(self, client: RunaiClient, job_a: str, job_b: str, how: str) -> None:
         super().__init__()
+        self.client = client
         self.job_a, self.job_b, self.how = job_a, job_b, how
         self.result: Comparison | None = None
         self.same_rows = True
-
-    @property
-    def tui(self) -> RunaiTuiApp:
-        return cast("RunaiTuiApp", self.app)
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -63,8 +56,8 @@ class CompareScreen(ModalScreen[None]):
     async def gather(self) -> None:
         status = self.query_one("#compare-status", Static)
         try:
-            a = await gather_job(self.tui.client, self.job_a)
-            b = await gather_job(self.tui.client, self.job_b)
+            a = await gather_job(self.client, self.job_a)
+            b = await gather_job(self.client, self.job_b)
             require_records(a, b)
         except Failure as error:
             text = f"compare failed: {error.message}"

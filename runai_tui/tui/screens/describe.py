@@ -243,7 +243,7 @@ class DescribeScreen(AppScreen):
     def action_preflight(self) -> None:
         from runai_tui.tui.screens.preflight import PreflightScreen
 
-        self.app.push_screen(PreflightScreen(self.job))
+        self.app.push_screen(PreflightScreen(self.tui.client, self.job))
 
     def action_health(self) -> None:
         if self.detail is not None:

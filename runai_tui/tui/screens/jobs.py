@@ -105,7 +105,7 @@ class JobsScreen(AppScreen):
         first, self.tui.first_list = self.tui.first_list, None
         try:
             if first is not None:  # fetched while the app loaded (tui/launch.py)
-                jobs = await asyncio.to_thread(first.result)
+                jobs = await asyncio.wrap_future(first)
             else:
                 jobs = await self.tui.client.alist_jobs()
         except RunaiError as error:
@@ -142,7 +142,7 @@ class JobsScreen(AppScreen):
     def show_jobs(self, jobs: list[Job]) -> None:
         table = self.table
         table.update_jobs(jobs, self.tui.now())
-        self.tui.watch_job_ends(jobs)
+        self.tui.announce_job_ends(jobs)
         wanted = self.tui.select_after_refresh
         if wanted and table.select_name(wanted):
             self.tui.select_after_refresh = None
@@ -278,7 +278,7 @@ class JobsScreen(AppScreen):
 
         job = self._selected()
         if job is not None:
-            self.app.push_screen(PreflightScreen(job))
+            self.app.push_screen(PreflightScreen(self.tui.client, job))
 
     def action_forward_tensorboard(self) -> None:
         job = self._selected()
@@ -301,7 +301,7 @@ class JobsScreen(AppScreen):
                 )
                 return
             pair, how = [self.previous_job, job.name], "the previously selected job and this one"
-        self.app.push_screen(CompareScreen(pair[0], pair[1], how))
+        self.app.push_screen(CompareScreen(self.tui.client, pair[0], pair[1], how))
 
     def action_delete(self) -> None:
         if self.table.marked():

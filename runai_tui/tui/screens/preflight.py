@@ -3,8 +3,6 @@ the app stays live) and shows the checklist; `r` runs it again, escape closes.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,11 +13,10 @@ from textual.widgets import Static
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.preflight import Preflight, preflight_job
 from runai_tui.models import Job
+from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
+from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.health_view import checklist_renderable
-
-if TYPE_CHECKING:
-    from runai_tui.tui.app import RunaiTuiApp
 
 
 class PreflightScreen(ModalScreen[None]):
@@ -38,14 +35,11 @@ class PreflightScreen(ModalScreen[None]):
     PreflightScreen VerticalScroll { height: 1fr; }
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, client: RunaiClient, job: Job) -> None:
         super().__init__()
+        self.client = client
         self.job = job
         self.report: Preflight | None = None
-
-    @property
-    def tui(self) -> RunaiTuiApp:
-        return cast("RunaiTuiApp", self.app)
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -63,10 +57,10 @@ class PreflightScreen(ModalScreen[None]):
         status = self.query_one("#preflight-status", Static)
         status.update("running the checks in each running pod…")
         try:
-            report = await preflight_job(self.tui.client, self.job.name)
+            report = await preflight_job(self.client, self.job.name)
         except RunaiError as error:
             status.update(f"preflight failed: {error.message}")
-            self.tui.report_error(error)
+            notify_failure(self.app, error)
             return
         self.report = report
         if not report.pods:

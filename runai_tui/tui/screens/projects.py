@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,10 +11,9 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RuntimeFailure
+from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
-
-if TYPE_CHECKING:
-    from runai_tui.tui.app import RunaiTuiApp
+from runai_tui.tui.failure_notice import notify_failure
 
 # The option that drops `-p`, so the CLI uses its own default project.
 CLI_DEFAULT = ""
@@ -37,14 +34,11 @@ class ProjectsDialog(ModalScreen[str | None]):
     ProjectsDialog OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, current: str | None) -> None:
+    def __init__(self, client: RunaiClient, current: str | None) -> None:
         super().__init__()
+        self.client = client
         self.current = current or CLI_DEFAULT
         self.projects: list[str] | None = None  # None until loaded
-
-    @property
-    def tui(self) -> RunaiTuiApp:
-        return cast("RunaiTuiApp", self.app)
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -61,12 +55,12 @@ class ProjectsDialog(ModalScreen[str | None]):
         options = self.query_one(OptionList)
         status = self.query_one("#projects-status", Static)
         try:
-            projects = await self.tui.client.aprojects()
+            projects = await self.client.aprojects()
         except RuntimeFailure as error:
             projects = []
             fix = f" — {error.hint}" if error.hint else ""
             status.update(f"could not list the projects: {error}{fix}")
-            self.tui.report_error(error)
+            notify_failure(self.app, error)
         else:
             status.update(f"{len(projects)} project(s); enter to switch, escape to keep")
         self.projects = projects

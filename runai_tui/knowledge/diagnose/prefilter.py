@@ -1,13 +1,13 @@
-"""The line screen: which lines of a block of log are worth a closer look.
+"""The line prefilter: which lines of a block of log are worth a closer look.
 
-A log is examined in blocks of bytes. The screen finds, at C speed, the candidate lines of a
-block: those holding a needle of a line code (any case; codes.screen_needles), `NCCL_IB_` (a
+A log is examined in blocks of bytes. The prefilter finds, at C speed, the candidate lines of a
+block: those holding a needle of a line code (any case; codes.prefilter_needles), `NCCL_IB_` (a
 setting), `NaN`/`Infinity` on a trainer record (a non-finite loss), and the lines where the
 transport NCCL uses may change. Only those are decoded and matched (pod.py).
 
-Two screens give the same candidates: `PythonScreen` (`bytes.find` passes) always works;
-`HyperscanScreen` does it in one pass when the optional `hyperscan` package is installed (a
-platform without its wheel uses the Python screen). Tests check that both agree.
+Two prefilters give the same candidates: `PythonPrefilter` (`bytes.find` passes) always works;
+`HyperscanPrefilter` does it in one pass when the optional `hyperscan` package is installed (a
+platform without its wheel uses the Python prefilter). Tests check that both agree.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from runai_tui.knowledge.diagnose.codes import screen_needles
+from runai_tui.knowledge.diagnose.codes import prefilter_needles
 from runai_tui.knowledge.diagnose.nccl_net import TRANSPORT_IB, final_transport
 from runai_tui.knowledge.diagnose.records import B_RECORD, decode
 
-NEEDLES = screen_needles()
+NEEDLES = prefilter_needles()
 B_NEEDLES = tuple(n.encode() for n in NEEDLES)
 CASED = (b"NCCL_IB_",)  # looked for in their case on every line
 CASED_ON_RECORDS = (b"NaN", b"Infinity")  # ...on trainer record lines (a non-finite loss)
 
 
-class Screen(Protocol):
+class LinePrefilter(Protocol):
     name: str  # "python" or "hyperscan": what found the candidate lines
 
     def candidates(
@@ -39,8 +39,8 @@ class Screen(Protocol):
         ...
 
 
-class PythonScreen:
-    """The screen in `bytes.find` passes: one per needle over the lowered block."""
+class PythonPrefilter:
+    """The prefilter in `bytes.find` passes: one per needle over the lowered block."""
 
     name = "python"
 
@@ -61,8 +61,8 @@ class PythonScreen:
         return line_ends(block, starts, hi), has_record
 
 
-class HyperscanScreen:
-    """The screen in one Hyperscan pass over a block: it finds the end of every line that holds
+class HyperscanPrefilter:
+    """The prefilter in one Hyperscan pass over a block: it finds the end of every line that holds
     a needle (any case) or a cased needle, and notes whether the block has a `Using ` line or a
     channel line naming each transport (the network pass runs only on blocks where the
     transport may change)."""
@@ -125,24 +125,24 @@ class HyperscanScreen:
         return sorted(found), has_record
 
 
-_HYPERSCAN: list[HyperscanScreen | None] = []  # compiled once, when first needed
+_HYPERSCAN: list[HyperscanPrefilter | None] = []  # compiled once, when first needed
 
 
-def pick_screen(hyperscan: bool = True) -> Screen:
-    """The Hyperscan screen when `hyperscan` and the package is installed, else the Python one."""
+def pick_prefilter(hyperscan: bool = True) -> LinePrefilter:
+    """The Hyperscan prefilter when `hyperscan` and the package is installed, else the Python one."""
     if hyperscan and not _HYPERSCAN:
         try:
             import hyperscan as package
         except ImportError:
             _HYPERSCAN.append(None)
         else:
-            _HYPERSCAN.append(HyperscanScreen(package))
+            _HYPERSCAN.append(HyperscanPrefilter(package))
     fast = _HYPERSCAN[0] if hyperscan else None
-    return fast if fast is not None else PythonScreen()
+    return fast if fast is not None else PythonPrefilter()
 
 
 def hyperscan_installed() -> bool:
-    return pick_screen().name == "hyperscan"
+    return pick_prefilter().name == "hyperscan"
 
 
 def line_ends(block: bytes, starts: Iterable[int], hi: int) -> list[int]:

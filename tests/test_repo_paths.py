@@ -1,0 +1,82 @@
+"""Every path of this repository that pyproject.toml and the READMEs (README.md,
+trainer/README.md, runai_tui/*/README.md, docs/*.md) name exists: a module that moved or became a
+package (knowledge/diagnose.py -> knowledge/diagnose/) fails here instead of misleading a reader.
+
+A path counts when it starts at a top-level folder of the repository (`runai_tui/...`,
+`tests/...`); a glob (`tests/trainer/test_*.py`) must match something. In a package's README a
+bare module name in backticks (`jobspec.py`) must be a file of that package. Paths that name
+something else on purpose are listed in ELSEWHERE, with where they are."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOP = ("runai_tui", "trainer", "tests", "docs", "scripts", "benchmarks", "profiles")
+# Not preceded by what makes it part of a longer path, a URL, a variable or a placeholder.
+PATH = re.compile(r"(?<![\w./~$<>{}@:-])((?:" + "|".join(TOP) + r")/[\w.*/-]*[\w*/])")
+MODULE = re.compile(r"`([\w-]+\.py)`")
+ELSEWHERE = {
+    # Paths in the repositories docs/runai-cli.md cites as its sources.
+    ("docs/runai-cli.md", "docs/run-ai/reference/cli/runai/*.md"),
+    ("docs/runai-cli.md", "docs/Researcher/cli-reference/new-cli/*.md"),
+    ("docs/runai-cli.md", "docs/Researcher/cli-reference/runai-submit.md"),
+    ("docs/runai-cli.md", "docs/multinode.md"),
+    # Paths inside the local cluster's seeded claim (project-001), not in this checkout.
+    ("runai_tui/local/README.md", "scripts/vision/shell/"),
+    ("runai_tui/local/README.md", "scripts/vision/train/trainer"),
+}
+
+
+def documents() -> list[Path]:
+    return [
+        REPO / "pyproject.toml",
+        REPO / "README.md",
+        REPO / "trainer" / "README.md",
+        *sorted(REPO.glob("runai_tui/*/README.md")),
+        *sorted(REPO.glob("docs/*.md")),
+    ]
+
+
+def named_paths(text: str) -> list[str]:
+    return [match.rstrip(".") for match in PATH.findall(text)]
+
+
+def exists(path: str) -> bool:
+    return any(REPO.glob(path)) if "*" in path else (REPO / path).exists()
+
+
+def test_every_repository_path_named_exists() -> None:
+    missing = []
+    for doc in documents():
+        where = str(doc.relative_to(REPO))
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for path in named_paths(line):
+                if (where, path) not in ELSEWHERE and not exists(path):
+                    missing.append(f"{where}:{number}: {path}")
+    assert missing == []
+
+
+def test_every_module_a_package_readme_names_is_in_the_package() -> None:
+    missing = []
+    for readme in sorted(REPO.glob("runai_tui/*/README.md")):
+        package = readme.parent
+        for number, line in enumerate(readme.read_text(encoding="utf-8").splitlines(), 1):
+            for name in MODULE.findall(line):
+                if not any(package.rglob(name)):
+                    missing.append(f"{readme.relative_to(REPO)}:{number}: {name}")
+    assert missing == []
+
+
+def test_the_reader_finds_paths_and_leaves_other_things_alone() -> None:
+    line = (
+        "see `runai_tui/knowledge/diagnose.py`, tests/trainer/test_*.py and runai_tui/tui/. "
+        "Not /data/scripts/x.sh, https://x.org/docs/a.md, $HOME/trainer/x or <dir>/tests/y."
+    )
+    assert named_paths(line) == [
+        "runai_tui/knowledge/diagnose.py",
+        "tests/trainer/test_*.py",
+        "runai_tui/tui/",
+    ]
+    assert not exists("runai_tui/knowledge/diagnose.py") and exists("tests/trainer/test_*.py")
