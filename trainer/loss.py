@@ -77,7 +77,10 @@ class BatchedRetinaNetLoss:
                               device=anchors.device)  # fmt: skip
         boxes = pad_sequence([t["boxes"] for t in targets], batch_first=True)
         real = torch.arange(boxes.shape[1], device=anchors.device)[None, :] < sizes[:, None]
-        iou = batched_iou(boxes.to(anchors.dtype), anchors)
+        # Under autocast the anchors come in the features' 16-bit type while the boxes stay fp32:
+        # torchvision's box_iou promotes, so compute in the promoted type too.
+        dtype = torch.promote_types(boxes.dtype, anchors.dtype)
+        iou = batched_iou(boxes.to(dtype), anchors.to(dtype))
         iou = iou.masked_fill(~real[:, :, None], -1.0)  # padding never matches
         best, matches = iou.max(dim=1)
         all_matches = matches.clone()

@@ -131,9 +131,13 @@ def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models, auto
     install_batched_loss(model, "retinanet_resnet18_fpn", said.append)
     try:
         model.train()
+        # Coordinates past 256, where bf16 anchors (autocast) round: the matcher must promote.
         images = [torch.rand(3, 96, 128), torch.rand(3, 96, 128)]
         targets = [
-            {"boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0]]), "labels": torch.tensor([1])},
+            {
+                "boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0], [50.3, 61.7, 120.9, 95.1]]),
+                "labels": torch.tensor([1, 2]),
+            },
             {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)},
         ]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
