@@ -9,7 +9,7 @@ because absolute times on a shared machine are noise. Writes a JSON report and p
     python benchmarks/run.py --reference-dir ~/vision/references/detection   # + the trainer
     python benchmarks/run.py --quick                # tiny sizes: checks the harness, not speed
 
-Figures: cli, tui-paint, log-view, job-table, diagnose; opt-in: trainer (needs --reference-dir),
+Figures: cli, tui-paint, log-view, job-table, diagnose, loss; opt-in: trainer (needs --reference-dir),
 trainer-cpu. Each module's docstring (benchmarks/fig_*.py) says what it measures and how.
 """
 
@@ -38,6 +38,7 @@ FIGURES = {
     "log-view": "benchmarks.fig_log_view:measure",
     "job-table": "benchmarks.fig_job_table:measure",
     "diagnose": "benchmarks.fig_diagnose:measure",
+    "loss": "benchmarks.fig_loss:measure",
     "trainer": "benchmarks.fig_trainer:measure",
     "trainer-cpu": "benchmarks.fig_trainer:measure_cpu_options",
     "flight-recorder": "benchmarks.fig_flight_recorder:measure",

@@ -106,13 +106,22 @@ def check_compatible(ckpt: dict[str, Any], path: str, model: str, class_names: l
         )
 
 
+def numpy_state_to_plain(np_state: Any) -> list[Any]:
+    """A legacy MT19937 state tuple as a list that weights-only loading accepts."""
+    assert isinstance(np_state, tuple)  # the legacy generator's state is a tuple
+    return [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]]
+
+
+def numpy_state_from_plain(saved: list[Any]) -> tuple[Any, ...]:
+    kind, keys, *rest = saved
+    return (kind, keys.numpy().astype(np.uint32), *rest)
+
+
 def rng_state() -> dict[str, Any]:
     """This process's generators as tensors and plain lists."""
-    np_state = np.random.get_state(legacy=True)
-    assert isinstance(np_state, tuple)  # the legacy global generator is MT19937: a tuple
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
+        "numpy": numpy_state_to_plain(np.random.get_state(legacy=True)),
         "python": [random.getstate()[0], list(random.getstate()[1]), random.getstate()[2]],
     }
     if torch.cuda.is_available():
@@ -122,8 +131,7 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
-    kind, keys, *rest = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), *rest))
+    np.random.set_state(numpy_state_from_plain(state["numpy"]))
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state and torch.cuda.is_available():

@@ -10,11 +10,14 @@ import argparse
 import dataclasses
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.errors import ConfigError
 
+# --ddp-comm-hook: a hook name, PowerSGD with an optional rank (trainer/comm.py reads it).
+HOOK_SPEC = re.compile(r"^(none|bf16|fp16|powersgd(:[1-9][0-9]*)?)$")
 MODELS = ("retinanet_resnet50_fpn_v2", "retinanet_resnet50_fpn", "retinanet_resnet18_fpn")
 DATASETS = ("openimages", "coco", "synthetic")
 
@@ -258,15 +261,33 @@ class TrainConfig:
     warmup_steps: int = field(default=1000, metadata=_opt("linear warmup length in steps"))
     warmup_factor: float = field(default=0.001, metadata=_opt("lr multiplier at step 0"))
     amp: str = field(
-        default="none",
+        default="auto",
         metadata=_opt(
-            "mixed precision (fp16 adds a grad scaler)", choices=("none", "fp16", "bf16")
+            "mixed precision: auto (CUDA: bf16 where supported, else fp16; CPU: the faster of "
+            "fp32 and bf16, measured at start), none, fp16 (adds a grad scaler) or bf16",
+            choices=("auto", "none", "fp16", "bf16"),
+        ),
+    )
+    loss: str = field(
+        default="batched",
+        metadata=_opt(
+            "training loss: batched (matcher and focal loss over the whole batch, checked equal "
+            "to torchvision's on the first batch) or torchvision (its per-image loop)",
+            choices=("batched", "torchvision"),
         ),
     )
     sync_bn: bool = field(default=False, metadata=_opt("SyncBatchNorm across ranks"))
     clip_grad: float = field(default=0.0, metadata=_opt("max gradient norm (0: off)"))
     channels_last: bool = field(
         default=False, metadata=_opt("channels-last weights and backbone input")
+    )
+    compile: bool = field(
+        default=False,
+        metadata=_opt(
+            "torch.compile the backbone, FPN and head in place (anchors, loss and "
+            "post-processing stay eager); batches pad to multiples of 32, so a run meets a "
+            "bounded set of shapes"
+        ),
     )
     seed: int = field(default=0, metadata=_opt("seed for sample order, augmentation and init"))
     # checkpoints, logs, evaluation
@@ -334,6 +355,26 @@ class TrainConfig:
         default=4, metadata=_opt("batches each loader worker prepares", "runtime")
     )
     dist_timeout: int = field(default=30, metadata=_opt("collective timeout in minutes", "runtime"))
+    ddp_comm_hook: str = field(
+        default="none",
+        metadata=_opt(
+            "how DDP sends gradients: none (fp32), bf16 or fp16 (half the bytes), "
+            "powersgd[:RANK] (low-rank, rank 1 by default, after --warmup-steps); PyTorch's "
+            "public DDP communication hooks",
+            "runtime",
+        ),
+    )
+    ddp_bucket_mb: int = field(
+        default=0,
+        metadata=_opt(
+            "DDP gradient bucket size in MiB (0: PyTorch's default, 25 with a 1 MiB first bucket)",
+            "runtime",
+        ),
+    )
+    gradient_as_bucket_view: bool = field(
+        default=True,
+        metadata=_opt("gradients are views into DDP's buckets (no copy, less memory)", "runtime"),
+    )
     debug: bool = field(default=False, metadata=_opt("tracebacks on errors", "runtime"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -405,6 +446,13 @@ def validate(cfg: TrainConfig) -> None:
     for name in ("max_steps", "checkpoint_every", "eval_every", "workers", "warmup_steps"):
         if getattr(cfg, name) < 0:
             raise bad(name.replace("_", "-"), getattr(cfg, name), "must be 0 or more")
+    if cfg.ddp_bucket_mb < 0:
+        raise bad("ddp-bucket-mb", cfg.ddp_bucket_mb, "must be 0 (PyTorch's default) or more")
+    if not HOOK_SPEC.match(cfg.ddp_comm_hook):
+        raise bad(
+            "ddp-comm-hook", cfg.ddp_comm_hook,
+            "expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)",
+        )  # fmt: skip
     if cfg.keep_checkpoints < 1:
         raise bad("keep-checkpoints", cfg.keep_checkpoints, "must be at least 1")
     if cfg.batch_size % cfg.grad_accum:

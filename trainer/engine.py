@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import flight_recorder, test_hooks
+from trainer.comm import GradientComm
 from trainer.config import TrainConfig
 from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
@@ -128,6 +129,7 @@ class Window:
     data_time: float = 0.0
     input_bytes: float = 0.0
     forward_time: float = 0.0
+    allreduce_bytes: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     losses: dict[str, float] = field(default_factory=dict)
 
@@ -156,6 +158,7 @@ def train_one_epoch(
     save: Callable[[str], None],
     stop: StopRequest,
     meter: InputMeter | None = None,
+    comm: GradientComm | None = None,
 ) -> str:
     """Train until the epoch ends, ``total_steps`` is reached, or a stop is requested.
 
@@ -245,13 +248,15 @@ def train_one_epoch(
         window.images += len(images) * ctx.world_size
         window.local_images += len(images)
         window.forward_time += clock.take()
+        if comm is not None:
+            window.allreduce_bytes += comm.take_bytes()
         for name, value in zip(
             ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
         ):
             window.losses[name] = window.losses.get(name, 0.0) + value
         window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + skipped_total
         if progress.global_step % cfg.log_every == 0:
-            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter)
+            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm)
             window = Window()
 
         if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
@@ -289,6 +294,7 @@ def _log(
     total_steps: int,
     epochs: int,
     meter: InputMeter | None = None,
+    comm: GradientComm | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
     # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
@@ -320,6 +326,9 @@ def _log(
         name: [round(row[i], 3 if name == "img_s" else 6) for row in per_rank]
         for i, name in enumerate(RANK_FIGURES)
     }
+    if comm is not None:
+        # Gradient bytes this rank handed to the all-reduce per step (what the hook sent).
+        record["allreduce_bytes"] = round(window.allreduce_bytes / window.steps)
     if meter:
         # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
         # shard opens served from --cache-dir over the run so far (None without a cache).

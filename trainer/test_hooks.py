@@ -5,6 +5,8 @@ RUNAI_TUI_TEST_HOOK_STALL="RANK:STEP:SECONDS"  rank RANK sleeps SECONDS before t
                                               (0-based), as a rank that hangs would
 RUNAI_TUI_TEST_HOOK_DIST_TIMEOUT_SECONDS=N     the collective timeout in seconds (the trainer's
                                               --dist-timeout counts minutes)
+RUNAI_TUI_TEST_HOOK_COMPILE_BACKEND=NAME       the torch.compile backend of --compile (tests use
+                                              "eager": the wiring without minutes of codegen)
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ import time
 
 STALL_ENV = "RUNAI_TUI_TEST_HOOK_STALL"
 TIMEOUT_ENV = "RUNAI_TUI_TEST_HOOK_DIST_TIMEOUT_SECONDS"
+COMPILE_ENV = "RUNAI_TUI_TEST_HOOK_COMPILE_BACKEND"
+
+
+def compile_backend() -> str:
+    return os.environ.get(COMPILE_ENV, "") or "inductor"
 
 
 def dist_timeout_seconds(minutes: int) -> float:

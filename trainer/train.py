@@ -9,6 +9,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -18,15 +19,18 @@ import torch
 import torchvision
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import checkpoint
+from trainer import checkpoint, test_hooks
+from trainer.amp import choose_amp
+from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
-from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers
+from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers, gather_objects
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
+from trainer.loss import install_batched_loss
 from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
 from trainer.model import build_model, parameter_groups
 
@@ -71,6 +75,36 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     # Model, optimiser, schedule.
     model = build_model(cfg, data.num_classes).to(ctx.device)
+    if cfg.loss == "batched":
+        install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
+    # The checkpoint to resume from, before the precision is chosen: a resumed run keeps its own.
+    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+    amp = choose_amp(
+        cfg.amp, ctx, model, cfg.micro_batch_size, _train_size(cfg),
+        found[1].get("config", {}).get("amp") if found else None, log,
+    )  # fmt: skip
+    amp_asked, cfg.amp = cfg.amp, amp.amp  # what the run trains in; checkpoints record it
+    log(f"precision: {amp.amp if amp.amp != 'none' else 'fp32'} ({amp.why})")
+    if cfg.compile:
+        # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
+        # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
+        backend = test_hooks.compile_backend()
+        for part in ("backbone", "head"):
+            module = model.get_submodule(part)
+            module.compile(backend=backend)
+        log(
+            f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
+            f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
+            f"{cfg.min_size} --max-size {cfg.max_size}: the first shape compiles a static graph, "
+            "the second one graph dynamic in height and width that later shapes reuse "
+            "(TORCH_LOGS=recompiles lists every recompile)"
+        )
+    if ctx.device.type == "cuda":
+        # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
+        # (at most _padded_shapes of them): cuDNN's autotuner pays once per shape.
+        torch.backends.cudnn.benchmark = True
+        log(f"cudnn.benchmark on: padded batch shapes are multiples of 32, at most "
+            f"{_padded_shapes(cfg)} at --min-size {cfg.min_size} --max-size {cfg.max_size}")  # fmt: skip
     if cfg.sync_bn and ctx.distributed and ctx.device.type == "cuda":
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
     elif cfg.sync_bn:
@@ -78,12 +112,25 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if cfg.amp == "fp16" and ctx.device.type == "cpu":
         log("note: --amp fp16 on CPU is emulated and very slow; use bf16 or none on CPU")
     model_without_ddp = model
+    comm: GradientComm | None = None
     if ctx.distributed:
+        choice = parse_hook(cfg.ddp_comm_hook)
+        cap = bucket_cap_mb(choice, str(ctx.backend), model, cfg.ddp_bucket_mb, log)
         model = DistributedDataParallel(
             model,
             device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-            gradient_as_bucket_view=True,
+            bucket_cap_mb=cap,
+            gradient_as_bucket_view=cfg.gradient_as_bucket_view,
         )
+        comm = GradientComm(choice, start_iter=cfg.warmup_steps)
+        label = comm.install(model, log)
+        log(
+            f"DDP: --ddp-comm-hook {label} ({comm.describe()}); "
+            f"{f'{cap} MiB buckets' if cap else 'default buckets (25 MiB, first 1 MiB)'}; "
+            f"gradient_as_bucket_view {'on' if cfg.gradient_as_bucket_view else 'off'}"
+        )
+    elif cfg.ddp_comm_hook != "none":
+        log(f"--ddp-comm-hook {cfg.ddp_comm_hook} ignored: one process sends no gradients")
     global_batch = cfg.batch_size * ctx.world_size
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
@@ -115,7 +162,6 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         writer, note = open_tensorboard(cfg.output_dir)
         log(note)
     metrics = MetricsLog(cfg.output_dir, ctx.is_main, writer)
-    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
         # Their higher step numbers would win over this run's files in rotation and resume.
         raise ConfigError(
@@ -135,6 +181,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         if scaler and ckpt.get("scaler"):
             scaler.load_state_dict(ckpt["scaler"])
         progress = Progress(**ckpt["progress"])
+        _restore_comm_state(comm, ckpt, ctx.rank, log)
         rng = ckpt.get("rng", [])
         if ctx.rank < len(rng):
             checkpoint.set_rng_state(rng[ctx.rank])
@@ -161,7 +208,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     )
     if ctx.is_main:
         info = _run_info(cfg, ctx, ranks, found[0] if found else None)
-        write_run_json(cfg.output_dir, {**info, "data": data_info})
+        precision = {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
+        write_run_json(cfg.output_dir, {**info, "data": data_info, "amp": precision})
 
     stop = StopRequest()
     stop.install()
@@ -173,6 +221,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         positions = None
         if isinstance(feed, ShardFeed):  # every rank's stream position (exact resume)
             positions = all_gather_objects(ctx, feed.position())
+        comm_states = None
+        if comm is not None and comm.powersgd is not None:  # each rank's own error feedback
+            comm_states = gather_objects(ctx, comm.state_dict())
         if not ctx.is_main or last_saved["step"] == progress.global_step:
             return
         state = {
@@ -187,6 +238,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             "world_size": ctx.world_size,
             "data": data_info,
             "stream": positions,
+            "comm_hook": comm_states,
             "reason": reason,
             "versions": {
                 "torch": str(torch.__version__),
@@ -238,7 +290,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         )
         outcome = train_one_epoch(
             ctx, cfg, model, optimizer, scheduler, scaler, batches, progress,
-            total_steps, metrics, save, stop, data.meter,
+            total_steps, metrics, save, stop, data.meter, comm,
         )  # fmt: skip
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
@@ -268,6 +320,43 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     metrics.close()
     log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
     return 0
+
+
+def _train_size(cfg: TrainConfig) -> tuple[int, int]:
+    """(height, width) of a 4:3 landscape image after the model's resize."""
+    return cfg.min_size, min(cfg.max_size, cfg.min_size * 4 // 3)
+
+
+def _padded_shapes(cfg: TrainConfig) -> int:
+    """How many (height, width) a batch can pad to: the shorter side resizes to --min-size, or
+    the longer to --max-size when it would pass it, and both round up to a multiple of 32."""
+
+    def up(side: int) -> int:
+        return -(-side // 32) * 32
+
+    short, longest = cfg.min_size, cfg.max_size
+    landscape = {(up(short), up(side)) for side in range(short, longest + 1)}
+    landscape |= {(up(side), up(longest)) for side in range(1, short + 1)}
+    return len(landscape | {(w, h) for h, w in landscape})
+
+
+def _restore_comm_state(
+    comm: GradientComm | None, ckpt: dict, rank: int, log: Callable[[str], None]
+) -> None:
+    """PowerSGD's per-rank state (error feedback, warm start, its step count) from a checkpoint
+    saved with the same hook; any other pairing starts the hook afresh, said in one line."""
+    saved = ckpt.get("comm_hook") or []
+    wanted = comm.powersgd is not None if comm is not None else False
+    if not saved and not wanted:
+        return
+    mine = saved[rank] if rank < len(saved) else None
+    if comm is None or not wanted or mine is None or mine.get("hook") != comm.choice.label:
+        was = saved[0].get("hook") if saved and saved[0] else "none"
+        now = comm.choice.label if comm is not None else "none"
+        log(f"--ddp-comm-hook {now}: the checkpoint's hook state ({was}) is not restored")
+        return
+    comm.load_state_dict(mine)
+    log(f"--ddp-comm-hook {comm.choice.label}: state restored at its step {mine['iter']}")
 
 
 def _keep_command_line_hyperparameters(

@@ -63,6 +63,15 @@ class RuleFinding:
     field: str | None = None
 
 
+def nccl_ib_disabled(env: dict[str, str]) -> bool:
+    """NCCL_IB_DISABLE set to a non-zero number (NCCL reads it as an integer)."""
+    value = env.get("NCCL_IB_DISABLE", "").strip()
+    try:
+        return int(value) != 0
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class Facts:
     """The `profile` plus what several rules derive from it: the `trainer`'s arguments (None when
@@ -83,12 +92,7 @@ class Facts:
 
     @property
     def ib_disabled(self) -> bool:
-        """NCCL_IB_DISABLE set to a non-zero number (NCCL reads it as an integer)."""
-        value = self.env.get("NCCL_IB_DISABLE", "").strip()
-        try:
-            return int(value) != 0
-        except ValueError:
-            return False
+        return nccl_ib_disabled(self.env)
 
     @property
     def ib_on(self) -> bool:
@@ -461,6 +465,36 @@ def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
         "--sync-bn with one pod: SyncBatchNorm synchronises every forward pass, which pays "
         "only when batch statistics span nodes",
         "drop --sync-bn from args (plain BatchNorm on one node)",
+    )
+
+
+@rule(
+    "tcp-uncompressed-gradients",
+    "info",
+    "args",
+    "uncompressed gradients over TCP",
+    means=(
+        "a multi-pod GPU job with `NCCL_IB_DISABLE=1` and `--ddp-comm-hook none` (the default): "
+        "every step all-reduces the whole gradient in fp32 over sockets, which grows with the "
+        "class count (`runai-tui plan` gives the bytes and the time)"
+    ),
+    fix=(
+        "add `--ddp-comm-hook bf16` to the trainer's args (half the bytes; `powersgd:RANK` cuts "
+        "them further for a small accuracy cost)"
+    ),
+    example=("args=[--ddp-comm-hook,none]",),
+)
+def _tcp_uncompressed_gradients(f: Facts) -> Iterable[RuleFinding]:
+    if f.trainer is None or not f.profile.workers or f.max_gpus_per_pod == 0:
+        return
+    if not f.ib_disabled or f.trainer.ddp_comm_hook != "none":
+        return
+    origin = "--ddp-comm-hook none" if "ddp_comm_hook" in f.trainer.given else "no --ddp-comm-hook"
+    yield RuleFinding(
+        f"gradients cross TCP sockets in fp32 every step ({origin}, {_ib_why(f)}): the "
+        "all-reduce is the whole gradient, and it grows with the class count",
+        "add --ddp-comm-hook bf16 to args (half the bytes; powersgd:2 cuts them ~10x or more); "
+        "runai-tui plan shows what each buys",
     )
 
 

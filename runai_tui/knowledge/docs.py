@@ -32,6 +32,7 @@ EXAMPLE_PROFILE = """\
 extends: retinanet-tcp
 memory: {request: 3846Mi, limit: 8996Mi}
 env: {NCCL_DEBUG: WARN, CUDA_VISIBLE_DEVICES: null}
+args: [--ddp-comm-hook, bf16]
 """
 
 

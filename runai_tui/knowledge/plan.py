@@ -19,11 +19,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.knowledge.checks import nccl_ib_disabled
 from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.knowledge.trainer_facts import (
     DATASET_CLASSES,
     DATASET_SIZES,
     ENTRY_SCRIPT,
+    HOOK_WIRE_SHARE,
     MODEL_PARAMETERS,
     OPTIMIZER_LR,
     RESNET18_BODY,  # noqa: F401  (re-exported: these were plan's names before the split)
@@ -45,6 +47,10 @@ GRADIENT_BYTES_PER_PARAMETER = 4  # fp32: AMP autocasts activations, parameters 
 # Links the all-reduce time is given for: key -> Gb/s (line rate).
 LINKS: dict[str, float] = {"tcp_25gbps": 25.0, "ib_200gbps": 200.0}
 LINK_LABELS: dict[str, str] = {"tcp_25gbps": "25 Gb/s TCP", "ib_200gbps": "200 Gb/s InfiniBand"}
+
+# A measured step whose all-reduce (at the profile's link, with its hook) takes more than this
+# share is mostly communication: plan warns.
+MOSTLY_COMMUNICATION = 0.5
 
 # How many log lines `plan` reads back from a job of the same profile.
 MEASURE_TAIL = 5000
@@ -123,6 +129,19 @@ def transfer_seconds(nbytes: float, gbps: float) -> float:
     return nbytes * 8 / (gbps * 1e9)
 
 
+def hook_wire_share(hook: str) -> float | None:
+    """The share of the fp32 gradient bytes --ddp-comm-hook sends: 1 (none), 0.5 (bf16, fp16),
+    None for PowerSGD (it depends on every layer's shape and the rank)."""
+    return HOOK_WIRE_SHARE[hook.partition(":")[0]]
+
+
+def profile_link(profile: Profile) -> str:
+    """The link the profile's all-reduce uses: InfiniBand when NCCL may use it (GPUs, and
+    NCCL_IB_DISABLE unset or 0), else TCP sockets (NCCL_IB_DISABLE=1, or gloo on CPUs)."""
+    gpus = max(profile.gpus or 0, profile.master_gpus or 0)
+    return "ib_200gbps" if gpus and not nccl_ib_disabled(profile.env) else "tcp_25gbps"
+
+
 # ---------------------------------------------------------------------------------------------
 # The plan
 
@@ -135,6 +154,12 @@ class Measured:
     step_time: float  # seconds per optimiser step
     source: str  # which records, e.g. "median step_time of 12 train records"
     allreduce_share: dict[str, float] = field(default_factory=dict)  # link -> share of step_time
+    # The step time the other choice would leave at the profile's link: bf16 when the profile
+    # sends fp32, fp32 when it sends 16 bits (None for PowerSGD); and which choice that is.
+    other_step_time: float | None = None
+    other_hook: str = ""
+    # Gradient bytes per step the trainer's hook reported handing to the all-reduce (latest record).
+    allreduce_bytes: float | None = None
 
 
 @dataclass
@@ -162,10 +187,19 @@ class Plan:
     gradient_bytes: int
     allreduce_bytes_per_rank: float
     allreduce_seconds: dict[str, float]
+    comm_hook: str = "none"
+    link: str = "tcp_25gbps"  # the profile's link (a LINKS key)
+    # Ring bytes per process per step and their time on each link with the profile's hook (None
+    # and {} for PowerSGD, whose bytes depend on the layer shapes), and with a 16-bit hook.
+    hook_bytes_per_rank: float | None = None
+    hook_seconds: dict[str, float] = field(default_factory=dict)
+    half_bytes_per_rank: float = 0.0
+    half_seconds: dict[str, float] = field(default_factory=dict)
     # Per pod, as Kubernetes reads the profile: request/limit -> cores, and -> whole bytes.
     cpu_cores: dict[str, float] = field(default_factory=dict)
     memory_bytes: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     measured: Measured | None = None
     measure_note: str = ""
 
@@ -202,18 +236,65 @@ class Plan:
             )
             + f" ({self.model}, {self.num_classes} classes)",
             f"gradient bytes: {self.gradient_bytes:,} ({self.gradient_bytes / 1e6:.1f} MB fp32)",
-            f"all-reduce per process per step: {self.allreduce_bytes_per_rank / 1e6:.1f} MB",
+            *self._allreduce_lines(),
         ]
-        for key, seconds in self.allreduce_seconds.items():
-            rows.append(f"  on {LINK_LABELS[key]}: {_ms(seconds)}")
         if self.measured is not None:
             m = self.measured
             rows.append(f"measured step time: {_ms(m.step_time)} (job {m.job}, {m.source})")
             for key, share in m.allreduce_share.items():
                 rows.append(f"  all-reduce share on {LINK_LABELS[key]}: {share:.0%}")
+            if m.other_step_time is not None:
+                delta = m.other_step_time - m.step_time
+                rows.append(
+                    f"  with {m.other_hook} on {LINK_LABELS[self.link]}: about "
+                    f"{_ms(m.other_step_time)} a step ({_ms(abs(delta))} "
+                    f"{'more' if delta > 0 else 'less'}, the all-reduce not overlapping compute)"
+                )
+            if m.allreduce_bytes is not None:
+                rows.append(
+                    f"  the trainer's hook sent {m.allreduce_bytes / 1e6:.1f} MB a step to the "
+                    "all-reduce (its records' allreduce_bytes)"
+                )
         elif self.measure_note:
             rows.append(f"measured step time: {self.measure_note}")
+        rows.extend(f"warning: {warning}" for warning in self.warnings)
         rows.extend(f"note: {note}" for note in self.notes)
+        return rows
+
+    def _allreduce_lines(self) -> list[str]:
+        """The all-reduce bytes and times, with the profile's hook and without (or with a 16-bit
+        hook when the profile sends fp32)."""
+        fp32 = self.allreduce_bytes_per_rank / 1e6
+        half = self.half_bytes_per_rank / 1e6
+        hook = self.comm_hook
+        if hook == "none":
+            rows = [
+                f"all-reduce per process per step: {fp32:.1f} MB fp32 (--ddp-comm-hook none); "
+                f"{half:.1f} MB with bf16 or fp16"
+            ]
+            times = {
+                k: f"{_ms(t)} fp32; {_ms(self.half_seconds[k])} bf16/fp16"
+                for k, t in self.allreduce_seconds.items()
+            }
+        elif self.hook_bytes_per_rank is not None:
+            rows = [
+                f"all-reduce per process per step: {self.hook_bytes_per_rank / 1e6:.1f} MB with "
+                f"--ddp-comm-hook {hook} (fp32: {fp32:.1f} MB)"
+            ]
+            times = {
+                k: f"{_ms(self.hook_seconds[k])} with {hook} (fp32: {_ms(t)})"
+                for k, t in self.allreduce_seconds.items()
+            }
+        else:
+            rows = [
+                f"all-reduce per process per step: {fp32:.1f} MB fp32 until PowerSGD starts (after "
+                f"--warmup-steps); then --ddp-comm-hook {hook} sends low-rank factors, whose size "
+                "depends on every layer's shape (the trainer's records give allreduce_bytes)"
+            ]
+            times = {k: f"{_ms(t)} fp32" for k, t in self.allreduce_seconds.items()}
+        for key, text in times.items():
+            mark = " (the profile's link)" if key == self.link else ""
+            rows.append(f"  on {LINK_LABELS[key]}{mark}: {text}")
         return rows
 
     def _resource_rows(self) -> list[str]:
@@ -289,6 +370,8 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
     params_total = parameter_count(args.model, num_classes, trainable, frozen_bn, False)
     grad_bytes = params * GRADIENT_BYTES_PER_PARAMETER
     ring = ring_allreduce_bytes(grad_bytes, world)
+    share = hook_wire_share(args.ddp_comm_hook)
+    hook_bytes = ring * share if share is not None else None
     return Plan(
         profile=profile.name,
         pods=pods,
@@ -313,6 +396,16 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         gradient_bytes=grad_bytes,
         allreduce_bytes_per_rank=ring,
         allreduce_seconds={key: transfer_seconds(ring, gbps) for key, gbps in LINKS.items()},
+        comm_hook=args.ddp_comm_hook,
+        link=profile_link(profile),
+        hook_bytes_per_rank=hook_bytes,
+        hook_seconds=(
+            {key: transfer_seconds(hook_bytes, gbps) for key, gbps in LINKS.items()}
+            if hook_bytes is not None
+            else {}
+        ),
+        half_bytes_per_rank=ring / 2,
+        half_seconds={key: transfer_seconds(ring / 2, gbps) for key, gbps in LINKS.items()},
         cpu_cores=dict(profile.cpu),
         memory_bytes=_memory_bytes(profile),
         notes=notes,
@@ -382,12 +475,35 @@ def apply_measure(
         plan.measure_note = f"none (job {job} has no trainer records with step_time yet)"
         return plan
     seconds, source = found
+    # The all-reduce with the profile's hook (fp32 for PowerSGD: an upper bound).
+    with_hook = plan.hook_seconds or plan.allreduce_seconds
+    other_time, other_hook = None, ""
+    if plan.comm_hook == "none":
+        saved = plan.allreduce_seconds[plan.link] - plan.half_seconds[plan.link]
+        other_time, other_hook = max(seconds - saved, 0.0), "--ddp-comm-hook bf16"
+    elif plan.hook_seconds:
+        added = plan.allreduce_seconds[plan.link] - plan.hook_seconds[plan.link]
+        other_time, other_hook = seconds + added, "--ddp-comm-hook none (fp32)"
     plan.measured = Measured(
         job=job,
         step_time=seconds,
         source=source,
-        allreduce_share={key: t / seconds for key, t in plan.allreduce_seconds.items()},
+        allreduce_share={key: t / seconds for key, t in with_hook.items()},
+        other_step_time=other_time,
+        other_hook=other_hook,
+        allreduce_bytes=progress.allreduce_bytes if progress is not None else None,
     )
+    share = plan.measured.allreduce_share[plan.link]
+    if share > MOSTLY_COMMUNICATION and (plan.hook_seconds or plan.comm_hook == "none"):
+        advice = (
+            "--ddp-comm-hook bf16 halves the bytes, powersgd:RANK cuts them further"
+            if plan.comm_hook == "none"
+            else "--ddp-comm-hook powersgd:RANK, a faster link, or a larger --batch-size"
+        )
+        plan.warnings.append(
+            f"the measured step time is mostly communication: the all-reduce alone would take "
+            f"{share:.0%} of it on {LINK_LABELS[plan.link]}; {advice}"
+        )
     return plan
 
 

@@ -96,6 +96,8 @@ class TrainingProgress:
     step_time: float | None = None
     step_times: deque[float] = field(default_factory=lambda: deque(maxlen=STEP_TIME_HISTORY))
     total_steps: int | None = None  # the trainer writes the run's length in every train record
+    # Gradient bytes each rank handed to the all-reduce per step (the trainer's hook counts them).
+    allreduce_bytes: float | None = None
     epochs: int | None = None  # the --epochs asked for
     eval: dict[str, Any] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
@@ -126,6 +128,7 @@ class TrainingProgress:
                 self.step_time = step_time
                 self.step_times.append(step_time)
             self.epochs = _int(record.get("epochs"), self.epochs)
+            self.allreduce_bytes = _float(record.get("allreduce_bytes"), self.allreduce_bytes)
             loss = _float(record.get("loss"), None)
             if loss is not None:
                 self.loss = loss

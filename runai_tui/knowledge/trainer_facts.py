@@ -8,6 +8,7 @@ parsing. plan.py re-exports it all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
@@ -45,7 +46,9 @@ class TrainerArgs:
     lr: float | None = None
     lr_base_batch: int = 16
     sync_bn: bool = False
-    amp: str = "none"
+    amp: str = "auto"
+    ddp_comm_hook: str = "none"
+    ddp_bucket_mb: int = 0
     given: frozenset[str] = frozenset()
 
     @property
@@ -68,6 +71,10 @@ def _value_type(annotation: Any) -> type:
 TRAINER_TYPES: dict[str, type] = {
     name: _value_type(hint) for name, hint in get_type_hints(TrainerArgs).items() if name != "given"
 }
+# --ddp-comm-hook values (trainer/config.py HOOK_SPEC), and the share of the fp32 gradient bytes
+# each sends (PowerSGD's depends on the layer shapes: None).
+HOOK_SPEC = re.compile(r"^(none|bf16|fp16|powersgd(:[1-9][0-9]*)?)$")
+HOOK_WIRE_SHARE: dict[str, float | None] = {"none": 1.0, "bf16": 0.5, "fp16": 0.5, "powersgd": None}
 # The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
 OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
 
@@ -186,6 +193,13 @@ def trainer_args_problem(args: TrainerArgs) -> str:
         return f"--dataset {args.dataset!r}: expected openimages, coco or synthetic"
     if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
         return "--synthetic-train-images and --synthetic-classes must be at least 1"
+    if not HOOK_SPEC.match(args.ddp_comm_hook):
+        return (
+            f"--ddp-comm-hook {args.ddp_comm_hook!r}: expected none, bf16, fp16, powersgd or "
+            "powersgd:RANK"
+        )
+    if args.ddp_bucket_mb < 0:
+        return f"--ddp-bucket-mb {args.ddp_bucket_mb}: must be 0 (PyTorch's default) or more"
     layers = args.trainable_backbone_layers
     if layers is not None and not 0 <= layers <= 5:
         return f"--trainable-backbone-layers {layers}: must be 0..5"

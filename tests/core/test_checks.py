@@ -45,6 +45,7 @@ env:
   TORCH_FR_DUMP_ON_TIMEOUT: "1"
 large_shm: true
 command: [/data/scripts/vision/shell/train-retinanet-ddp.sh]
+args: [--ddp-comm-hook, bf16]
 """
 
 
@@ -210,7 +211,9 @@ def test_shm_loader_workers_counts_the_trainer_default(store: ProfileStore) -> N
 
 
 def test_sync_bn_single_pod(store: ProfileStore) -> None:
-    one_pod = CLEAN.replace("workers: 1\n", "") + "args: [--sync-bn]\n"
+    one_pod = CLEAN.replace("workers: 1\n", "").replace(
+        "args: [--ddp-comm-hook, bf16]", "args: [--sync-bn]"
+    )
     found = only(lint(profile(store, text=one_pod)), "sync-bn-single-pod")
     assert [(f.severity, f.field) for f in found] == [("info", "args")]
     assert exit_code(found) == 0
@@ -263,7 +266,16 @@ def test_findings_come_errors_first_and_exit_code_counts_warnings(store: Profile
 def test_the_shipped_seed_profile_is_flagged_as_expected() -> None:
     store = ProfileStore()
     tcp = lint(store.load("retinanet-tcp"))
-    assert codes(tcp) == ["memory-unit", "memory-unit", "cuda-visible-devices", "nccl-debug-info"]
+    assert codes(tcp) == [
+        "memory-unit",
+        "memory-unit",
+        "cuda-visible-devices",
+        "tcp-uncompressed-gradients",
+        "nccl-debug-info",
+    ]
+    # The fix lint names: a bf16 hook silences the rule.
+    fixed = apply_overrides(store.load("retinanet-tcp"), ["args=[--ddp-comm-hook,bf16]"])
+    assert "tcp-uncompressed-gradients" not in codes(lint(fixed))
     rdma = codes(lint(store.load("retinanet-rdma")))
     assert not [c for c in rdma if c.startswith(("ib-", "rdma-"))]
 

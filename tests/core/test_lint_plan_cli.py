@@ -52,6 +52,7 @@ def test_lint_every_profile_text_format_and_exit_1() -> None:
     assert {line.split(": ")[2] for line in tcp} == {
         "memory-unit",
         "cuda-visible-devices",
+        "tcp-uncompressed-gradients",
         "nccl-debug-info",
     }
     assert {line.split(":")[0] for line in lines} >= {"retinanet-tcp", "retinanet-rdma"}
@@ -92,6 +93,8 @@ def test_lint_set_overrides_fix_and_raise_findings() -> None:
         "memory.limit=8996Mi",
         "--set",
         "env.NCCL_DEBUG=WARN",
+        "--set",
+        "args=[--ddp-comm-hook,bf16]",
         "--json",
     )
     assert [f["code"] for f in json.loads(fixed.stdout)["findings"]] == ["cuda-visible-devices"]

@@ -233,3 +233,76 @@ def test_no_job_or_no_records_is_a_note_not_an_error(make_fake, client_for) -> N
     quiet = make_fake([rule("logs", stdout="starting\nno records yet\n")])
     plan = measure(plan_for_measure(), client_for(quiet), "retinanet-tcp")
     assert plan.measured is None and "no trainer records with step_time" in plan.measure_note
+
+
+# -- the gradient hook ------------------------------------------------------------------------
+
+
+def test_the_hook_halves_the_bytes_and_the_time_at_the_profiles_link() -> None:
+    tcp = ProfileStore().load("retinanet-tcp")
+    fp32 = make_plan(tcp)
+    assert fp32.comm_hook == "none" and fp32.link == "tcp_25gbps"
+    ring = 2 * 2 / 3 * 4 * 48_778_885  # 3 ranks, fp32
+    assert math.isclose(fp32.half_bytes_per_rank, ring / 2)
+    assert math.isclose(fp32.half_seconds["tcp_25gbps"], ring / 2 * 8 / 25e9)
+    lines = fp32.lines()
+    assert (
+        "all-reduce per process per step: 260.2 MB fp32 (--ddp-comm-hook none); "
+        "130.1 MB with bf16 or fp16"
+    ) in lines
+    assert "  on 25 Gb/s TCP (the profile's link): 83.2 ms fp32; 41.6 ms bf16/fp16" in lines
+
+    bf16 = make_plan(apply_overrides(tcp, ["args=[--ddp-comm-hook,bf16]"]))
+    assert bf16.hook_bytes_per_rank is not None
+    assert math.isclose(bf16.hook_bytes_per_rank, ring / 2)
+    assert (
+        "  on 25 Gb/s TCP (the profile's link): 41.6 ms with bf16 (fp32: 83.2 ms)" in bf16.lines()
+    )
+    # PowerSGD's bytes depend on the layer shapes: no figure is made up.
+    power = make_plan(apply_overrides(tcp, ["args=[--ddp-comm-hook,powersgd:2]"]))
+    assert power.hook_bytes_per_rank is None and power.hook_seconds == {}
+    assert any("low-rank factors" in line for line in power.lines())
+    # InfiniBand is the link of a GPU profile that leaves NCCL_IB_DISABLE unset.
+    assert make_plan(ProfileStore().load("retinanet-rdma")).link == "ib_200gbps"
+
+
+def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_leaves(
+    make_fake, client_for
+) -> None:
+    records = "\n".join(
+        [
+            '{"kind": "train", "step": 20, "loss": 1.0, "step_time": 9.0}',
+            '{"kind": "train", "step": 40, "loss": 0.9, "step_time": 0.10, '
+            '"allreduce_bytes": 195115540}',
+            '{"kind": "train", "step": 60, "loss": 0.8, "step_time": 0.10, '
+            '"allreduce_bytes": 195115540}',
+        ]
+    )
+    fake = make_fake([rule("pytorch", "logs", "retinanet-tcp", stdout=records + "\n")])
+    plan = measure(plan_for_measure(), client_for(fake), "retinanet-tcp")
+    assert plan.measured is not None and plan.measured.step_time == 0.10
+    # 83.2 ms of 100 ms is the all-reduce on 25 Gb/s: bf16 would leave 100 - 41.6 ms.
+    assert plan.measured.other_step_time is not None
+    assert math.isclose(plan.measured.other_step_time, 0.10 - plan.half_seconds["tcp_25gbps"])
+    lines = plan.lines()
+    assert (
+        "  with --ddp-comm-hook bf16 on 25 Gb/s TCP: about 58.4 ms a step (41.6 ms less, "
+        "the all-reduce not overlapping compute)" in lines
+    )
+    assert (
+        "  the trainer's hook sent 195.1 MB a step to the all-reduce (its records' "
+        "allreduce_bytes)" in lines
+    )
+    assert [w for w in plan.warnings if "mostly communication" in w and "83%" in w]
+    assert any(
+        line.startswith("warning: the measured step time is mostly communication") for line in lines
+    )
+
+    # The same job measured for a profile already on bf16: what fp32 would cost, and no
+    # warning (41.6 ms of 100 ms).
+    tcp = apply_overrides(ProfileStore().load("retinanet-tcp"), ["args=[--ddp-comm-hook,bf16]"])
+    fake = make_fake([rule("pytorch", "logs", "retinanet-tcp", stdout=records + "\n")])
+    plan = measure(make_plan(tcp), client_for(fake), "retinanet-tcp")
+    assert plan.measured is not None and plan.measured.other_step_time is not None
+    assert math.isclose(plan.measured.other_step_time, 0.10 + plan.half_seconds["tcp_25gbps"])
+    assert plan.warnings == []

@@ -160,7 +160,8 @@ def tiny_run(name: str, seed: int, extra: str = "") -> str:
         args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
                --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size,
                "2", --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1",
-               --eval-every, "1", --seed, "{seed}", --output-dir, /data/runs/{name}{extra}]
+               --eval-every, "1", --seed, "{seed}", --amp, none, --device, cpu,
+               --output-dir, /data/runs/{name}{extra}]
         """
     )
 

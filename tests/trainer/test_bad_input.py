@@ -28,6 +28,8 @@ SMALL = [
     "0",
     "--model",
     "retinanet_resnet18_fpn",
+    "--amp",
+    "none",
 ]
 
 
@@ -58,6 +60,9 @@ def run_main(capsys, *args: str) -> tuple[int, str]:
         (["--dataset", "synthetic", "--weights", "/nope/w.pth"], "--weights '/nope/w.pth': no such file"),
         (["--dataset", "synthetic", "--resume", "/nope/c.pt"], "--resume '/nope/c.pt': no such checkpoint"),
         (["--dataset", "synthetic", "--min-size", "900", "--max-size", "800"], "need 32 <= min-size <= max-size"),
+        (["--dataset", "synthetic", "--ddp-comm-hook", "bf16:2"], "--ddp-comm-hook 'bf16:2': expected none, bf16, fp16, powersgd or powersgd:RANK"),
+        (["--dataset", "synthetic", "--ddp-comm-hook", "powersgd:0"], "--ddp-comm-hook 'powersgd:0': expected"),
+        (["--dataset", "synthetic", "--ddp-bucket-mb", "-1"], "--ddp-bucket-mb -1: must be 0 (PyTorch's default) or more"),
     ],
 )  # fmt: skip
 def test_config_errors(capsys, args, message):

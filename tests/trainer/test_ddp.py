@@ -28,7 +28,7 @@ TINY = [
     "--dataset", "synthetic", "--synthetic-train-images", "32", "--synthetic-val-images", "4",
     "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
     "--batch-size", "2", "--workers", "0", "--log-every", "1", "--lr", "0.01",
-    "--warmup-steps", "2", "--log-samples",
+    "--warmup-steps", "2", "--log-samples", "--amp", "none",
     "--device", "cpu",  # two ranks over gloo: on a one-GPU machine both would take that GPU
 ]  # fmt: skip
 RESUME_RUN = [
@@ -262,7 +262,7 @@ def test_file_formats_train_and_evaluate_under_ddp(tmp_path, dataset):
         "--device", "cpu",
         "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "96",
         "--batch-size", "2", "--workers", "1", "--max-steps", "3", "--log-every", "1",
-        "--eval-every", "1", "--checkpoint-every", "0",
+        "--eval-every", "1", "--checkpoint-every", "0", "--amp", "none",
         # COCO also runs gradient accumulation: two micro-batches of one, no_sync on the first.
         *(["--grad-accum", "2"] if dataset == "coco" else ["--eval-metric", "oid"]),
     ])  # fmt: skip

@@ -47,6 +47,7 @@ def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys
             "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
             "--batch-size", "4", "--grad-accum", "2", "--clip-grad", "1.0", "--channels-last",
             "--optimizer", "adamw", "--max-steps", "2", "--eval-every", "0", "--log-every", "1",
+            "--amp", "none", "--device", "cpu",
             "--output-dir", str(tmp_path),
         ])  # fmt: skip
     finally:
@@ -128,6 +129,7 @@ def test_resume_follows_the_command_lines_schedule(tmp_path, monkeypatch, capsys
     args = ["--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
             "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
             "--eval-every", "0", "--log-every", "1", "--warmup-steps", "0", "--lr", "0.16",
+            "--amp", "none", "--device", "cpu",
             "--output-dir", str(tmp_path)]  # fmt: skip
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -160,6 +162,7 @@ def test_a_diverging_run_is_diagnosed_as_nan_loss(tmp_path, monkeypatch, capsys)
             "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
             "--batch-size", "2", "--max-steps", "4", "--eval-every", "0", "--log-every", "1",
             "--warmup-steps", "0", "--lr", "1e20", "--output-dir", str(tmp_path),
+            "--amp", "none", "--device", "cpu",
         ])  # fmt: skip
     finally:
         for sig, handler in saved.items():

@@ -125,6 +125,7 @@ def test_tiny_run_reports_oid_map(tmp_path, monkeypatch):
         "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
         "--workers", "0", "--max-steps", "1", "--log-every", "1", "--eval-metric", "oid",
         "--score-thresh", "0.0", "--detections-per-image", "20",  # an untrained model detects
+        "--amp", "none", "--device", "cpu",
     ])  # fmt: skip
     assert code == 0
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

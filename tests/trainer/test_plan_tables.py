@@ -66,3 +66,11 @@ def test_parameter_table_matches_the_real_models(
     params = list(trainer_model.build_model(cfg, planned.num_classes).parameters())
     assert planned.parameters == sum(p.numel() for p in params if p.requires_grad)
     assert planned.parameters_total == sum(p.numel() for p in params)
+
+
+def test_the_comm_hook_spelling_is_the_trainers() -> None:
+    from runai_tui.knowledge import trainer_facts
+    from trainer import config
+
+    assert trainer_facts.HOOK_SPEC.pattern == config.HOOK_SPEC.pattern
+    assert set(trainer_facts.HOOK_WIRE_SHARE) == {"none", "bf16", "fp16", "powersgd"}

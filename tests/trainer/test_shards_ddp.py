@@ -44,7 +44,8 @@ def run_args(manifest: Path, out_dir: Path, cache: Path) -> list[str]:
         "--batch-size", "2", "--workers", "2", "--epochs", "2", "--checkpoint-every", "2",
         "--val-manifest", str(manifest.parent.parent / "validation" / "manifest.json"),
         "--eval-every", "1", "--log-every", "1", "--lr", "0.01", "--warmup-steps", "2",
-        "--log-samples", "--device", "cpu",  # two gloo ranks, whatever GPUs the machine has
+        "--log-samples", "--amp", "none",
+        "--device", "cpu",  # two gloo ranks, whatever GPUs the machine has
     ]  # fmt: skip
 
 

@@ -16,6 +16,7 @@ TINY = [
     "--dataset", "synthetic", "--synthetic-train-images", "8", "--model", "retinanet_resnet18_fpn",
     "--min-size", "64", "--max-size", "64", "--workers", "0", "--batch-size", "4",
     "--max-steps", "2", "--eval-every", "0", "--log-every", "1", "--tensorboard",
+    "--amp", "none", "--device", "cpu",
 ]  # fmt: skip
 
 

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""The trainer's step on one GPU against torchvision's reference step, in one run (under 5
+minutes on an H200): s/it, img/s and peak memory, the model's FLOPs per step and their share of
+the chip's bf16 peak, the top GPU kernels, and the loss alone at batch 2, 8 and 32.
+
+Both sides train `retinanet_resnet50_fpn_v2` with a 91-class head from the same seed on the same
+synthetic batch (random images, 8 boxes each, resized by the model to --min-size/--max-size):
+
+- reference: torchvision's model and per-image loss, SGD, fp32 or fp16 autocast with a gradient
+  scaler (what references/detection/train.py does with and without --amp);
+- ours: the trainer's model (trainer/model.py) with its batched loss (trainer/loss.py), fused
+  SGD, fp32 or bf16 autocast, channels-last, and with --compile the backbone, FPN and head
+  compiled (torch.compile, in place: the batch shape is fixed here, so one graph).
+
+    python benchmarks/gpu_step.py [--batch 8] [--steps 15] [--no-compile] [--out FILE]
+    python benchmarks/gpu_step.py --quick --device cpu     # checks the script, not speed
+
+Self-contained: needs torch and torchvision and this repository's trainer/ (no data, no network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from trainer.config import parse_config  # noqa: E402
+from trainer.loss import BatchedRetinaNetLoss, box_loss_type  # noqa: E402
+from trainer.model import build_model, enable_channels_last  # noqa: E402
+
+CLASSES = 91  # COCO's head, as the reference trains it
+# Dense bf16 tensor-core peaks, TFLOP/s (vendor datasheets, SXM parts); --peak-tflops overrides.
+PEAKS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "L4": 121.0}
+
+
+def synthetic_batch(batch: int, height: int, width: int, device: torch.device, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    images = [torch.rand(3, height, width, generator=gen).to(device) for _ in range(batch)]
+    targets = []
+    for _ in range(batch):
+        xy = torch.rand(8, 2, generator=gen) * torch.tensor([width * 0.7, height * 0.7])
+        wh = 16 + torch.rand(8, 2, generator=gen) * torch.tensor([width * 0.3, height * 0.3])
+        targets.append(
+            {
+                "boxes": torch.cat([xy, xy + wh], dim=1).to(device),
+                "labels": torch.randint(1, CLASSES, (8,), generator=gen).to(device),
+            }
+        )
+    return images, targets
+
+
+def make_model(side: str, args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if side == "reference":
+        from torchvision.models.detection import retinanet_resnet50_fpn_v2
+
+        model = retinanet_resnet50_fpn_v2(
+            weights=None, weights_backbone=None, num_classes=CLASSES,
+            min_size=args.min_size, max_size=args.max_size,
+        )  # fmt: skip
+    else:
+        cfg = parse_config(["--min-size", str(args.min_size), "--max-size", str(args.max_size)])
+        model = build_model(cfg, CLASSES)
+        model.compute_loss = BatchedRetinaNetLoss(model, box_loss_type(cfg.model))
+    return model.to(device).train()
+
+
+def run_config(
+    name: str, side: str, precision: str, channels_last: bool, compile_: bool,
+    args: argparse.Namespace, device: torch.device, batch: tuple,
+) -> dict[str, Any]:  # fmt: skip
+    model = make_model(side, args, device)
+    if channels_last:
+        enable_channels_last(model)
+    compile_s = 0.0
+    if compile_:
+        model.backbone.compile()
+        model.head.compile()
+    fused = {"fused": True} if device.type == "cuda" and side == "ours" else {}
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9, **fused)
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
+    images, targets = batch
+
+    def step() -> float:
+        sync(device)
+        start = time.perf_counter()
+        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            losses = model(images, targets)
+        loss = sum(v.float() for v in losses.values())
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        sync(device)
+        return time.perf_counter() - start
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    first = step()  # compiles when compiled
+    if compile_:
+        compile_s = first
+    for _ in range(args.warmup):
+        step()
+    times = [step() for _ in range(args.steps)]
+    seconds = statistics.median(times)
+    peak = torch.cuda.max_memory_allocated(device) / 1e9 if device.type == "cuda" else None
+    result = {
+        "name": name, "side": side, "precision": precision, "channels_last": channels_last,
+        "compile": compile_, "s_per_it": seconds, "img_per_s": len(images) / seconds,
+        "peak_gb": peak, "first_step_s": first, "compile_s": compile_s if compile_ else None,
+    }  # fmt: skip
+    print(
+        f"  {name:34s} {seconds:.4f} s/it  {len(images) / seconds:7.1f} img/s  "
+        + (f"{peak:6.1f} GB" if peak is not None else "")
+        + (f"  (first step {first:.1f} s: compile)" if compile_ else ""),
+        flush=True,
+    )
+    return result
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def count_flops(args: argparse.Namespace, device: torch.device, batch: tuple) -> float:
+    """FLOPs of one forward and backward pass of our model (torch.utils.flop_counter)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = make_model("ours", args, device)
+    images, targets = batch
+    counter = FlopCounterMode(display=False)
+    with counter:
+        losses = model(images, targets)
+        sum(v.float() for v in losses.values()).backward()
+    return float(counter.get_total_flops())
+
+
+def top_kernels(args: argparse.Namespace, device: torch.device, batch: tuple) -> str:
+    """The profiler's table of the GPU kernels of 3 steps of ours, bf16 channels-last eager."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model = make_model("ours", args, device)
+    enable_channels_last(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+    images, targets = batch
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+
+    def step() -> None:
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            losses = model(images, targets)
+        sum(v.float() for v in losses.values()).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    step()
+    sync(device)
+    with profile(activities=activities) as prof:
+        for _ in range(3):
+            step()
+        sync(device)
+    averages = prof.key_averages()
+    for key in ("self_device_time_total", "self_cuda_time_total", "self_cpu_time_total"):
+        try:
+            return str(averages.table(sort_by=key, row_limit=args.top))
+        except (AttributeError, KeyError, RuntimeError):
+            continue
+    return "(no profiler table)"
+
+
+def loss_alone(device: torch.device, batches: tuple[int, ...], repeat: int) -> dict[int, dict]:
+    """The batched loss + backward against torchvision's per-image loss on this device."""
+    from benchmarks.fig_loss import _inputs
+
+    results: dict[int, dict] = {}
+    for batch in batches:
+        model, targets, head, anchors = _inputs(batch, 320, seed=batch)
+        targets = [{k: v.to(device) for k, v in t.items()} for t in targets]
+        head = {k: v.to(device) for k, v in head.items()}
+        anchors = [a.to(device) for a in anchors]
+        ours = BatchedRetinaNetLoss(model, "l1")
+        times: dict[str, list[float]] = {"ours": [], "torchvision": []}
+        for trial in range(repeat + 1):
+            for side, compute in (("ours", ours), ("torchvision", model.compute_loss)):
+                inputs = {k: v.clone().requires_grad_(True) for k, v in head.items()}
+                sync(device)
+                start = time.perf_counter()
+                sum(compute(targets, inputs, anchors).values()).backward()
+                sync(device)
+                if trial:
+                    times[side].append(time.perf_counter() - start)
+        ours_s, theirs_s = statistics.median(times["ours"]), statistics.median(times["torchvision"])
+        results[batch] = {"ours": ours_s, "torchvision": theirs_s, "ratio": ours_s / theirs_s}
+        print(
+            f"  loss alone, batch {batch:2d}: ours {ours_s * 1000:8.2f} ms, torchvision "
+            f"{theirs_s * 1000:8.2f} ms ({theirs_s / ours_s:.2f}x faster)",
+            flush=True,
+        )
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--min-size", type=int, default=800)
+    parser.add_argument("--max-size", type=int, default=1333)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--top", type=int, default=15, help="kernels in the profiler table")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the chip's bf16 peak")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the script")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    if args.quick:
+        args.batch, args.min_size, args.max_size, args.steps, args.warmup = 2, 128, 160, 2, 0
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("gpu_step: no CUDA device is visible; use --device cpu --quick to check the script")
+        return 2
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in name), None)
+    height, width = args.min_size, min(args.max_size, args.min_size * 4 // 3)
+    batch = synthetic_batch(args.batch, height, width, device)
+    print(
+        f"gpu_step: {name}, torch {torch.__version__}, batch {args.batch} at {height}x{width} "
+        f"(resized to --min-size {args.min_size} --max-size {args.max_size}), {CLASSES}-class "
+        f"head, median of {args.steps} steps",
+        flush=True,
+    )
+    configs = [
+        ("reference fp32", "reference", "fp32", False, False),
+        ("reference fp16 autocast (--amp)", "reference", "fp16", False, False),
+        ("ours fp32", "ours", "fp32", False, False),
+        ("ours bf16", "ours", "bf16", False, False),
+        ("ours bf16 channels-last", "ours", "bf16", True, False),
+    ]
+    if args.compile:
+        configs.append(("ours bf16 channels-last compile", "ours", "bf16", True, True))
+    results = []
+    for config in configs:
+        try:  # one configuration that fails (out of memory, a compiler error) leaves the others
+            results.append(run_config(*config, args=args, device=device, batch=batch))
+        except Exception as exc:  # noqa: BLE001
+            print(f"  {config[0]}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    flops = count_flops(args, device, batch)
+    best = min((r for r in results if r["side"] == "ours"), key=lambda r: r["s_per_it"])
+    ref_best = min((r for r in results if r["side"] == "reference"), key=lambda r: r["s_per_it"])
+    achieved = flops / best["s_per_it"] / 1e12
+    print(f"model FLOPs per step (fwd+bwd, ours): {flops / 1e12:.2f} TFLOP")
+    print(
+        f"best ours: {best['name']}, {achieved:.1f} TFLOP/s"
+        + (f" = {achieved / peak:.1%} of {peak:.0f} TFLOP/s bf16 peak" if peak else "")
+    )
+    print(
+        f"best ours / best reference: {ref_best['s_per_it'] / best['s_per_it']:.2f}x "
+        f"({best['name']} vs {ref_best['name']})"
+    )
+    losses = loss_alone(device, (2, 8, 32), repeat=3 if args.quick else 10)
+    table = top_kernels(args, device, batch)
+    print("top kernels (ours, bf16 channels-last, eager, 3 steps):")
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        report = {
+            "device": name, "torch": torch.__version__, "batch": args.batch,
+            "size": [height, width], "configs": results, "flops_per_step": flops,
+            "best": best["name"], "tflops": achieved, "peak_tflops": peak,
+            "speedup_vs_reference": ref_best["s_per_it"] / best["s_per_it"],
+            "loss_alone": losses, "top_kernels": table,
+        }  # fmt: skip
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

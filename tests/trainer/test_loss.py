@@ -1,0 +1,151 @@
+"""The batched RetinaNet loss (trainer/loss.py) against torchvision's per-image loss on random
+batches: the matcher index for index, both loss terms and their gradients within 1e-5, with empty
+images and images whose every anchor is ignored."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn_v2
+from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+
+from trainer.loss import BatchedRetinaNetLoss, install_batched_loss
+
+TOLERANCE = 1e-5
+CLASSES = 5
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, RetinaNet]:
+    """v1 layout (L1 box loss) and v2 (GIoU), small: only their loss code is exercised."""
+    v1 = RetinaNet(
+        resnet_fpn_backbone(backbone_name="resnet18", weights=None),
+        CLASSES,
+        min_size=96,
+        max_size=128,
+    )
+    v2 = retinanet_resnet50_fpn_v2(weights=None, weights_backbone=None, num_classes=CLASSES)
+    return {"l1": v1, "giou": v2}
+
+
+def random_boxes(gen: torch.Generator, n: int, size: float = 128.0) -> torch.Tensor:
+    xy = torch.rand(n, 2, generator=gen) * size * 0.8
+    wh = 4 + torch.rand(n, 2, generator=gen) * size * 0.5
+    return torch.cat([xy, xy + wh], dim=1)
+
+
+def random_batch(seed: int, counts: list[int], anchors_per_image: int = 600):
+    gen = torch.Generator().manual_seed(seed)
+    anchors = random_boxes(gen, anchors_per_image)
+    batch = len(counts)
+    targets = [
+        {"boxes": random_boxes(gen, n), "labels": torch.randint(1, CLASSES, (n,), generator=gen)}
+        for n in counts
+    ]
+    head = {
+        "cls_logits": torch.randn(batch, anchors_per_image, CLASSES, generator=gen) * 2,
+        "bbox_regression": torch.randn(batch, anchors_per_image, 4, generator=gen) * 0.3,
+    }
+    return targets, head, [anchors.clone() for _ in range(batch)]
+
+
+def ignored_only_image() -> tuple[dict, torch.Tensor]:
+    """Anchors and one box whose best IoU is 0.45: between the thresholds, so (with low-quality
+    matches off) every anchor is ignored or background and the image has no foreground."""
+    anchors = torch.tensor([[0.0, 0.0, 10.0, 10.0], [50.0, 50.0, 60.0, 60.0]])
+    target = {"boxes": torch.tensor([[0.0, 0.0, 10.0, 4.5]]), "labels": torch.tensor([2])}
+    return target, anchors
+
+
+def both_losses(model: RetinaNet, box_loss: str, targets, head, anchors):
+    ours_in = {k: v.clone().requires_grad_(True) for k, v in head.items()}
+    theirs_in = {k: v.clone().requires_grad_(True) for k, v in head.items()}
+    ours = BatchedRetinaNetLoss(model, box_loss)(targets, ours_in, anchors)
+    theirs = model.compute_loss(targets, theirs_in, anchors)
+    sum(ours.values()).backward()
+    sum(theirs.values()).backward()
+    return ours, theirs, ours_in, theirs_in
+
+
+def assert_equal(ours, theirs, ours_in, theirs_in) -> None:
+    for key in ("classification", "bbox_regression"):
+        want = float(theirs[key].detach())
+        assert abs(float(ours[key].detach()) - want) <= TOLERANCE * max(1.0, abs(want)), key
+    for key in ours_in:
+        assert torch.allclose(ours_in[key].grad, theirs_in[key].grad, atol=TOLERANCE, rtol=1e-4)
+
+
+@pytest.mark.parametrize("box_loss", ["l1", "giou"])
+@pytest.mark.parametrize(
+    ("seed", "counts"),
+    [(0, [3]), (1, [2, 0, 5]), (2, [0, 0]), (3, [7, 1, 4, 0, 2]), (4, [12, 9])],
+)
+def test_batched_loss_equals_torchvision(models, box_loss, seed, counts) -> None:
+    model = models[box_loss]
+    targets, head, anchors = random_batch(seed, counts)
+    batched = BatchedRetinaNetLoss(model, box_loss)
+    matches = batched.match(targets, torch.stack(anchors))
+    for i, target in enumerate(targets):
+        if len(target["boxes"]):
+            from torchvision.ops import box_iou
+
+            expected = model.proposal_matcher(box_iou(target["boxes"], anchors[i]))
+        else:
+            expected = torch.full((anchors[i].shape[0],), -1, dtype=torch.int64)
+        assert torch.equal(matches[i], expected), i
+    if sum(counts):  # foreground and ignored anchors both
+        assert (matches >= 0).any() and (matches == -2).any()
+    assert_equal(*both_losses(model, box_loss, targets, head, anchors))
+
+
+@pytest.mark.parametrize("box_loss", ["l1", "giou"])
+def test_images_with_every_anchor_ignored_or_empty(models, box_loss) -> None:
+    model = models[box_loss]
+    target, anchors = ignored_only_image()
+    empty = {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)}
+    gen = torch.Generator().manual_seed(7)
+    head = {
+        "cls_logits": torch.randn(2, 2, CLASSES, generator=gen),
+        "bbox_regression": torch.randn(2, 2, 4, generator=gen),
+    }
+    model.proposal_matcher.allow_low_quality_matches = False
+    try:
+        batched = BatchedRetinaNetLoss(model, box_loss)
+        matches = batched.match([target, empty], torch.stack([anchors, anchors]))
+        assert matches.tolist() == [[-2, -1], [-1, -1]]
+        ours, theirs, ours_in, theirs_in = both_losses(
+            model, box_loss, [target, empty], head, [anchors, anchors]
+        )
+        assert float(ours["bbox_regression"].detach()) == 0.0
+        assert float(theirs["bbox_regression"].detach()) == 0.0
+        assert_equal(ours, theirs, ours_in, theirs_in)
+    finally:
+        model.proposal_matcher.allow_low_quality_matches = True
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models, autocast) -> None:
+    """Also under bf16 autocast, where torchvision's own focal loss rounds: the check is fp32."""
+    model = models["l1"]
+    said: list[str] = []
+    install_batched_loss(model, "retinanet_resnet18_fpn", said.append)
+    try:
+        model.train()
+        # Coordinates past 256, where bf16 anchors (autocast) round: the matcher must promote.
+        images = [torch.rand(3, 96, 128), torch.rand(3, 96, 128)]
+        targets = [
+            {
+                "boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0], [50.3, 61.7, 120.9, 95.1]]),
+                "labels": torch.tensor([1, 2]),
+            },
+            {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)},
+        ]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            losses = model(images, targets)
+        assert set(losses) == {"classification", "bbox_regression"}
+        assert len(said) == 1 and said[0].startswith("loss: batched"), said
+        assert isinstance(model.compute_loss, BatchedRetinaNetLoss)
+        model(images, targets)
+        assert len(said) == 1  # checked once
+    finally:
+        del model.compute_loss  # the class's own method again
