@@ -226,7 +226,7 @@ SHOTS = [
     Shot("jobs", "the jobs table: two jobs marked, HEALTH and GPU UTIL", (110, 20), marked_jobs),
     Shot("describe", "describe: every rank's figures and the curves", (110, 40), ranks_and_curves),
     Shot("logs", "the logs of every pod of a job, interleaved", (110, 30), logs_across_pods),
-    Shot("submit", "the submit form: the command, the checks and the plan", (120, 40), submit_checks),
+    Shot("submit", "the submit form: the command, its checks, the plan", (120, 40), submit_checks),
 ]
 
 
