@@ -1,13 +1,15 @@
 """Make the README's screenshots, docs/screenshots/*.svg, from the real app on the fixed fixture of
 tests/tui/showcase.py (the one the snapshot tests use): the same pictures on every machine.
 
-    .venv/bin/python scripts/screenshots.py
+    .venv/bin/python scripts/screenshots.py [--out DIR]
 
-tests/tui/test_screenshots.py fails while a committed picture differs from what this makes.
+--out DIR writes them to DIR instead (tests/tui/test_screenshots.py does, and fails while a
+committed picture differs from what this makes).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -24,18 +26,21 @@ from tests.tui.showcase import SHOTS, screenshot  # noqa: E402
 OUT = REPO / "docs" / "screenshots"
 
 
-async def make_all() -> list[str]:
+async def make_all(out: Path) -> list[str]:
     written = []
     for shot in SHOTS:
         svg = await screenshot(shot)
-        path = OUT / f"{shot.name}.svg"
+        path = out / f"{shot.name}.svg"
         if not path.exists() or path.read_text(encoding="utf-8") != svg:
             atomic_write(path, svg)
-            written.append(str(path.relative_to(REPO)))
+            written.append(str(path))
     return written
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Make the README's screenshots.")
+    parser.add_argument("--out", type=Path, default=OUT, help="where (default: docs/screenshots)")
+    out: Path = parser.parse_args(argv).out
     # As in the tests: no animation, and none of this machine's settings or state.
     os.environ["TEXTUAL_ANIMATIONS"] = "none"
     with tempfile.TemporaryDirectory() as home:
@@ -43,8 +48,8 @@ def main() -> int:
             os.environ[var] = str(Path(home) / var.lower())
         for var in ("RUNAI_TUI_BACKEND", "RUNAI_TUI_RUNAI", "RUNAI_LOCAL_GPUS"):
             os.environ.pop(var, None)
-        OUT.mkdir(parents=True, exist_ok=True)
-        written = asyncio.run(make_all())
+        out.mkdir(parents=True, exist_ok=True)
+        written = asyncio.run(make_all(out))
     print("updated " + ", ".join(written) if written else "the screenshots are up to date")
     return 0
 
