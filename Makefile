@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
 PIP_INSTALL := $(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX) --retries 0 --timeout 15)
 
-.PHONY: run test lint format bench clean test-torch test-pythons
+.PHONY: run test lint format bench docs clean test-torch test-pythons
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "Python 3.10+ is required")'
@@ -57,6 +57,13 @@ test-pythons:
 # BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# The generated parts of the docs, made again: the field, lint-rule and diagnose-code tables of
+# docs/profiles.md and docs/health.md, and the README's screenshots (docs/screenshots/).
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m runai_tui.profiles.docs docs/profiles.md
+	$(BIN)/python -m runai_tui.knowledge.docs docs/profiles.md docs/health.md
+	$(BIN)/python scripts/screenshots.py
 
 clean:
 	rm -rf $(VENV) .venv-* .pytest_cache .ruff_cache

@@ -80,3 +80,69 @@ def test_the_reader_finds_paths_and_leaves_other_things_alone() -> None:
         "runai_tui/tui/",
     ]
     assert not exists("runai_tui/knowledge/diagnose.py") and exists("tests/trainer/test_*.py")
+
+
+# A markdown link or image to a file of this repository, not a URL: [text](target#anchor).
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*```")
+# Links known to lead nowhere yet, each with why: remove an entry once its target exists.
+UNFINISHED = {
+    # The Torch builds text names the suite's builds, Pythons and time in docs/performance.md,
+    # which has no such section yet.
+    ("README.md", "docs/performance.md#the-test-suite"),
+}
+
+
+def prose(text: str) -> list[tuple[int, str]]:
+    """The numbered lines of a markdown text outside its code fences."""
+    lines, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines.append((number, line))
+    return lines
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub makes of a markdown text's headings: lower case, punctuation other than
+    `-` and `_` dropped, each space a `-`; a repeated heading gets `-1`, `-2`..."""
+    seen: dict[str, int] = {}
+    for _, line in prose(text):
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            if count:
+                seen[f"{slug}-{count}"] = 1
+    return set(seen)
+
+
+def markdown_documents() -> list[Path]:
+    return [doc for doc in documents() if doc.suffix == ".md"]
+
+
+def test_every_link_between_the_docs_leads_somewhere() -> None:
+    broken = []
+    for doc in markdown_documents():
+        text = doc.read_text(encoding="utf-8")
+        for number, line in prose(text):
+            for target in LINK.findall(line):
+                if re.match(r"[a-z]+:", target):
+                    continue  # a URL
+                if (str(doc.relative_to(REPO)), target) in UNFINISHED:
+                    continue
+                path, _, anchor = target.partition("#")
+                file = (doc.parent / path).resolve() if path else doc
+                where = f"{doc.relative_to(REPO)}:{number}: {target}"
+                if not file.exists():
+                    broken.append(f"{where} (no such file)")
+                elif anchor and anchor not in anchors(file.read_text(encoding="utf-8")):
+                    broken.append(f"{where} (no such heading)")
+    assert broken == []
+
+
+def test_the_anchor_reader_follows_github() -> None:
+    text = "# A\n## Settings: `config.toml`\n```\n# not a heading\n```\n## Shards (`--x y`)\n## A\n"
+    assert anchors(text) == {"a", "settings-configtoml", "shards---x-y", "a-1"}

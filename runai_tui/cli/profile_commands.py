@@ -71,7 +71,9 @@ def _add_checks_parsers(sub: Any) -> None:
     pl.add_argument(
         "--dataset-size", type=int, metavar="N", help="train images (default: documented size)"
     )
-    pl.add_argument("--json", action="store_true", help="one JSON object (keys: see README)")
+    pl.add_argument(
+        "--json", action="store_true", help="one JSON object (keys: see docs/profiles.md)"
+    )
     pl.add_argument(
         "--job", metavar="JOB", help="measure step time from this job (default: the job name)"
     )

@@ -1,10 +1,10 @@
-"""The README's tables of lint rules and diagnose codes, generated from their registries.
+"""The docs' tables of lint rules (docs/profiles.md) and diagnose codes (docs/health.md),
+generated from their registries. Regenerate them after editing a rule (checks.py) or a code
+(diagnose/codes.py):
 
-Regenerate them after editing a rule (checks.py) or a code (diagnose/codes.py):
+    python -m runai_tui.knowledge.docs docs/profiles.md docs/health.md
 
-    python -m runai_tui.knowledge.docs README.md
-
-(tests/core/test_checks.py and tests/core/test_diagnose.py fail while README.md and the
+(tests/core/test_checks.py and tests/core/test_diagnose.py fail while the docs and the
 registries disagree). The lint examples are real: each rule's `example` overrides are applied to
 EXAMPLE_PROFILE and linted, and the table shows what lint printed.
 """
@@ -21,9 +21,9 @@ from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.profiles.store import shipped_profiles_dir
 
 MODULE = "runai_tui.knowledge.docs"
-LINT_RULES = Block("lint-rules", MODULE)
-LINT_EXAMPLES = Block("lint-examples", MODULE)
-DIAGNOSE_CODES = Block("diagnose-codes", MODULE)
+LINT_RULES = Block("lint-rules", MODULE, "docs/profiles.md")
+LINT_EXAMPLES = Block("lint-examples", MODULE, "docs/profiles.md")
+DIAGNOSE_CODES = Block("diagnose-codes", MODULE, "docs/health.md")
 
 EXAMPLE_NAME = "lint-example"
 # The shipped retinanet-tcp with its findings fixed: lint finds nothing in it, so each

@@ -4,7 +4,7 @@ From the profile (pods, GPUs per pod) and the trainer arguments in it (the train
 where absent) this computes the DDP arithmetic an operator otherwise does by hand: world size,
 global batch, the learning rate after the trainer's linear scaling rule, steps per epoch, the
 model's parameter count and what one gradient all-reduce costs on the wire. Every formula is
-written once, below, as a small function; README "The plan" documents them.
+written once, below, as a small function; docs/profiles.md ("runai-tui plan") documents them.
 
 Core module: no Textual, no torch. The trainer's defaults and parameter counts it needs are kept
 in small tables in runai_tui/knowledge/trainer_facts.py (re-exported here, with the reading of the

@@ -7,7 +7,7 @@ validated field by field, and saved atomically.
 - document.py    YAML with the line of every field; the `extends` merge
 - store.py       shipped + user profiles, `extends` resolution, validated atomic saves
 - overrides.py   `--set FIELD=VALUE`
-- docs.py        the README field table, generated from fields.py
+- docs.py        the field table of docs/profiles.md, generated from fields.py
 
 Merge rule for `extends`: mappings merge key by key (recursively), lists and scalars replace, and
 a key set to `null` in the child removes what the parent set. `description` is inherited.

@@ -1,10 +1,10 @@
-"""Text about the fields, generated from the field table: the README table and `profiles fields`.
+"""Text about the fields, generated from the field table: the docs' table and `profiles fields`.
 
-Regenerate the README's table after editing fields.py:
+Regenerate the table in docs/profiles.md after editing fields.py:
 
-    python -m runai_tui.profiles.docs README.md
+    python -m runai_tui.profiles.docs docs/profiles.md
 
-(tests/core/test_fields.py fails while README.md and the table disagree).
+(tests/core/test_fields.py fails while docs/profiles.md and the table disagree).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from runai_tui.cli_generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
 from runai_tui.docblocks import Block, rewrite, table
 from runai_tui.profiles.fields import FIELDS, Field
 
-FIELD_TABLE = Block("field-table", "runai_tui.profiles.docs")
+FIELD_TABLE = Block("field-table", "runai_tui.profiles.docs", "docs/profiles.md")
 
 
 def _placeholder(item: str) -> str:

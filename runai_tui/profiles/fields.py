@@ -2,8 +2,8 @@
 
 Everything else is derived from these rows: the validation schema (schema.py), the argv builder
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
-where a field becomes a command-line word), `runai-tui profiles fields`, the README field table
-(docs.py; a test keeps README.md current) and the CLI generation check
+where a field becomes a command-line word), `runai-tui profiles fields`, the field table of
+docs/profiles.md (docs.py; a test keeps it current) and the CLI generation check
 (runai_tui/runai/capabilities.py: the installed CLI's help decides, the `cli` column only when
 help cannot be read; the generations' names are in runai_tui/cli_generations.py). The local
 cluster's own flag parser
@@ -42,7 +42,7 @@ class SubField:
 
 @dataclass(frozen=True)
 class Field:
-    """One row: `name`, `help`, `example` (a YAML value, shown in the README and `profiles
+    """One row: `name`, `help`, `example` (a YAML value, shown in docs/profiles.md and `profiles
     fields`), `kind` ("value" | "list" | "group" | "mapping": how it is validated and merged),
     then the optional columns."""
 

@@ -280,13 +280,14 @@ def test_the_shipped_seed_profile_is_flagged_as_expected() -> None:
     assert not [c for c in rdma if c.startswith(("ib-", "rdma-"))]
 
 
-def test_readme_lint_tables_are_generated_from_the_rules() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert LINT_RULES.current(readme) == lint_rules_table(), LINT_RULES.stale
-    assert LINT_EXAMPLES.current(readme) == lint_examples_text(), LINT_EXAMPLES.stale
-    assert "run python -m runai_tui.knowledge.docs README.md" in LINT_RULES.stale
+def test_the_docs_lint_tables_are_generated_from_the_rules() -> None:
+    assert LINT_RULES.doc == LINT_EXAMPLES.doc == "docs/profiles.md"
+    doc = (REPO / LINT_RULES.doc).read_text(encoding="utf-8")
+    assert LINT_RULES.current(doc) == lint_rules_table(), LINT_RULES.stale
+    assert LINT_EXAMPLES.current(doc) == lint_examples_text(), LINT_EXAMPLES.stale
+    assert "run python -m runai_tui.knowledge.docs docs/profiles.md" in LINT_RULES.stale
     for code, spec in RULES.items():
-        assert re.search(rf"^\| `{re.escape(code)}` \| {spec.severity}", readme, re.M), code
+        assert re.search(rf"^\| `{re.escape(code)}` \| {spec.severity}", doc, re.M), code
 
 
 def test_the_example_profile_has_no_findings() -> None:
@@ -302,7 +303,7 @@ def test_each_rules_example_triggers_exactly_that_rule(code: str) -> None:
 
 
 def test_the_example_overrides_are_read_as_the_cli_reads_them(tmp_path: Path) -> None:
-    """The README's example, saved and linted through the CLI, prints the README's line."""
+    """The docs' example, saved and linted through the CLI, prints the docs' line."""
     (tmp_path / "lint-example.yaml").write_text(EXAMPLE_PROFILE)
     spec = RULES["trainer-args"]
     argv = ["lint", "lint-example.yaml"]

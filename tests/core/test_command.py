@@ -30,7 +30,7 @@ SEED_OPTIONS = [
     ("-e", "CUDA_VISIBLE_DEVICES=0"),
     ("--existing-pvc", "claimname=project-001,path=/data"),
 ]
-# What the profile adds to the seed: the Flight Recorder on (README "When a job hangs").
+# What the profile adds to the seed: the Flight Recorder on (docs/health.md, "When a job hangs").
 FLIGHT_RECORDER = [("-e", "TORCH_FR_BUFFER_SIZE=2000"), ("-e", "TORCH_FR_DUMP_ON_TIMEOUT=1")]
 
 

@@ -1,4 +1,4 @@
-"""The field table is the one source: schema, Profile, builder, `profiles fields` and the README."""
+"""The field table is the one source: schema, Profile, builder, `profiles fields` and docs/profiles.md."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from runai_tui.runai.command import build_submit_argv, field_argv
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_readme_field_table_is_generated_from_the_table() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert FIELD_TABLE.current(readme) == markdown_table(), FIELD_TABLE.stale
-    assert "run python -m runai_tui.profiles.docs README.md" in FIELD_TABLE.stale
+def test_the_docs_field_table_is_generated_from_the_table() -> None:
+    assert FIELD_TABLE.doc == "docs/profiles.md"
+    doc = (REPO / FIELD_TABLE.doc).read_text(encoding="utf-8")
+    assert FIELD_TABLE.current(doc) == markdown_table(), FIELD_TABLE.stale
+    assert "run python -m runai_tui.profiles.docs docs/profiles.md" in FIELD_TABLE.stale
     for row in FIELDS:
-        assert f"| `{row.name}` |" in readme
+        assert f"| `{row.name}` |" in doc
 
 
 def test_schema_and_profile_follow_the_table() -> None:

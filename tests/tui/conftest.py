@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input
 
 from runai_tui.errors import RunaiError
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from tests.tui.showcase import steady_cursors
 
 # A pod that prints a greeting, a hostile line, five trainer metric lines, then idles.
 JOB_SCRIPT = r"""
@@ -80,9 +80,7 @@ def snap_compare(snap_compare: Callable[..., bool]) -> Callable[..., bool]:
         async def steady(pilot: Pilot) -> None:
             if run_before is not None:
                 await run_before(pilot)
-            for field in pilot.app.screen.query(Input):
-                field.cursor_blink = False
-            await pilot.pause()
+            await steady_cursors(pilot)
 
         return snap_compare(app, run_before=steady, **options)
 

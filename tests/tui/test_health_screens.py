@@ -12,8 +12,8 @@ from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import FakeClient, make_job
 from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
+from tests.tui.showcase import PROBE
 from tests.tui.test_jobs_screen import make_app, refreshed
-from tests.tui.test_snapshots import PROBE
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 HOSTILE = (

@@ -28,7 +28,7 @@ A new code:
    `make_finding(code, pod, line, evidence)`s; then one line in report.DETECTORS;
 3. tests: a fixture log in tests/core/diagnose_logs/ with its EXPECTED codes in
    tests/core/test_diagnose.py (a code that needs a live job joins `stalled` in the set of
-   codes without a fixture), and the code's row in the README's codes table (a test checks
+   codes without a fixture), and the code's row in docs/health.md's codes table (a test checks
    `| code | severity | message | example |`).
 """
 

@@ -1,7 +1,7 @@
 """The diagnose code table: every kind of finding, what it means and how to fix it.
 
 `CODES` is the one table the diagnoser, the CLI (`runai-tui diagnose`), the TUI's health panel
-and the README read. A row with a `pattern` is found line by line: the line prefilter
+and docs/health.md read. A row with a `pattern` is found line by line: the line prefilter
 (prefilter.py) lets through every line holding one of the row's `needles`, and the pattern decides.
 A row without a pattern is found by a detector (detectors.py) from what the pods' logs said as
 a whole (the transport, the trainer's records, the job).
