@@ -17,8 +17,11 @@ def isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         path.mkdir()
         monkeypatch.setenv(var, str(path))
     # Tests choose their backend explicitly; a developer's settings must not leak in.
-    for var in ("RUNAI_TUI_BACKEND", "RUNAI_TUI_RUNAI", "RUNAI_LOCAL_GPUS"):
+    for var in ("RUNAI_TUI_BACKEND", "RUNAI_TUI_RUNAI", "RUNAI_TUI_RUNAI_CLI", "RUNAI_LOCAL_GPUS"):
         monkeypatch.delenv(var, raising=False)
+    # Nor the terminal's: NO_COLOR (set on some CI and GPU machines) makes Textual paint in grey,
+    # and the snapshots and screenshots are in colour.
+    monkeypatch.delenv("NO_COLOR", raising=False)
     return root
 
 

@@ -86,13 +86,6 @@ def test_the_reader_finds_paths_and_leaves_other_things_alone() -> None:
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*```")
 # Links known to lead nowhere yet, each with why: remove an entry once its target exists.
-UNFINISHED = {
-    # The Torch builds text names the suite's builds, Pythons and time in docs/performance.md,
-    # which has no such section yet.
-    ("README.md", "docs/performance.md#the-test-suite"),
-}
-
-
 def prose(text: str) -> list[tuple[int, str]]:
     """The numbered lines of a markdown text outside its code fences."""
     lines, fenced = [], False
@@ -131,8 +124,6 @@ def test_every_link_between_the_docs_leads_somewhere() -> None:
             for target in LINK.findall(line):
                 if re.match(r"[a-z]+:", target):
                     continue  # a URL
-                if (str(doc.relative_to(REPO)), target) in UNFINISHED:
-                    continue
                 path, _, anchor = target.partition("#")
                 file = (doc.parent / path).resolve() if path else doc
                 where = f"{doc.relative_to(REPO)}:{number}: {target}"
