@@ -23,6 +23,7 @@ def make_job(name: str, phase: Phase = Phase.RUNNING, age_s: int = 300, pods: in
         phase=phase,
         project="team-a",
         type="Training",
+        framework="PyTorch",
         running_pods=pods if phase is Phase.RUNNING else 0,
         requested_pods=pods,
         gpus=2.0,

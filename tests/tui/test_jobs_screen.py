@@ -4,6 +4,7 @@ filter, error banner, readonly, delete dialog, exec through the runner, help and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Phase
@@ -55,6 +56,24 @@ async def test_selection_survives_refresh_and_sorting() -> None:
         assert table.visible_names() == ["b", "aa", "a"]
         assert table.selected_name == "b"
         assert "sort: name ↓" in screen_text(app)
+
+
+async def test_a_job_of_another_framework_shows_the_framework_column_while_listed() -> None:
+    """`runai training list` lists every framework; the verbs of a TensorFlow job go to its own
+    subcommand, so the table says which jobs are not PyTorch, and only while there are some."""
+    tf = dataclasses.replace(make_job("tf-job"), framework="TensorFlow")
+    client = FakeClient(jobs=[make_job("a"), tf])
+    app = make_app(client)
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == 2)
+        await pilot.press("down")
+        assert str(table.get_cell("tf-job", "framework")) == "TensorFlow"
+        assert str(table.get_cell("a", "framework")) == "PyTorch"
+        assert "FRAMEWORK" in screen_text(app) and table.selected_name == "tf-job"
+        client.jobs = [make_job("a"), make_job("b")]
+        await refreshed(pilot, app)
+        assert "FRAMEWORK" not in screen_text(app) and table.visible_names() == ["a", "b"]
 
 
 async def test_periodic_refresh_never_overlaps() -> None:

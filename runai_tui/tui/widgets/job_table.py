@@ -36,6 +36,9 @@ COLUMNS: list[tuple[str, str]] = [
 ]
 # Shown after GPUS from the first `set_gpu_util` on: no column while there is nothing to show.
 GPU_UTIL_COLUMN = ("gpu_util", "GPU UTIL")
+# Shown after STATUS while the list holds a training job of another framework than PyTorch (its
+# verbs go to that framework's `runai training` subcommand).
+FRAMEWORK_COLUMN = ("framework", "FRAMEWORK")
 
 MARK = "✓ "  # before the name of a marked row
 MARK_STYLE = "bold magenta"
@@ -154,6 +157,7 @@ class JobTable(DataTable[Cell]):
         self.marking = True  # space marks rows (the screen turns it off under --readonly)
         self.gpu_util: dict[str, str] = {}  # job name -> text, kept while the job exists
         self.gpu_util_shown = False  # the GPU UTIL column, from the first value on
+        self.framework_shown = False  # the FRAMEWORK column, while another framework is listed
         self.shown = ShownRows(self.column_specs())
 
     def on_mount(self) -> None:
@@ -161,11 +165,16 @@ class JobTable(DataTable[Cell]):
             self.add_column(label, key=key)
 
     def column_specs(self) -> list[tuple[str, str]]:
-        """The columns shown now: COLUMNS, with GPU UTIL after GPUS once it has a value."""
-        if not self.gpu_util_shown:
-            return list(COLUMNS)
-        at = [key for key, _ in COLUMNS].index("gpus") + 1
-        return [*COLUMNS[:at], GPU_UTIL_COLUMN, *COLUMNS[at:]]
+        """The columns shown now: COLUMNS, with GPU UTIL after GPUS once it has a value and
+        FRAMEWORK after STATUS while a job of another framework is listed."""
+        specs = list(COLUMNS)
+        if self.gpu_util_shown:
+            at = [key for key, _ in specs].index("gpus") + 1
+            specs.insert(at, GPU_UTIL_COLUMN)
+        if self.framework_shown:
+            at = [key for key, _ in specs].index("status") + 1
+            specs.insert(at, FRAMEWORK_COLUMN)
+        return specs
 
     # -- selection ---------------------------------------------------------------------------
 
@@ -278,6 +287,8 @@ class JobTable(DataTable[Cell]):
             cells["name"] = name_cell(job.name, marked=True)
         if self.gpu_util_shown:
             cells["gpu_util"] = self.gpu_util_cell(job)
+        if self.framework_shown:
+            cells["framework"] = data_text(job.framework or job.family)
         return cells
 
     def update_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
@@ -288,6 +299,9 @@ class JobTable(DataTable[Cell]):
         self.jobs = {job.name: job for job in jobs}
         self.marks &= self.jobs.keys()
         self.gpu_util = {name: v for name, v in self.gpu_util.items() if name in self.jobs}
+        others = any(job.family != "pytorch" for job in jobs)
+        columns_change = others != self.framework_shown
+        self.framework_shown = others
         wanted = {
             job.name: self.row_cells(job, now)
             for job in jobs
@@ -295,7 +309,11 @@ class JobTable(DataTable[Cell]):
         }
         shown = self.shown
         gone = [name for name in shown.order if name not in wanted]
-        if len(gone) > REBUILD_AFTER_REMOVALS or (gone and len(gone) == len(shown.order)):
+        if (
+            columns_change
+            or len(gone) > REBUILD_AFTER_REMOVALS
+            or (gone and len(gone) == len(shown.order))
+        ):
             self.rebuild(wanted, selected)
             return
         before = {column: shown.width(column) for column in shown.labels}
