@@ -94,9 +94,8 @@ def _pairs(words: list[str], prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
-    """A submit argv as ordered (field, value) pairs: `name`, each flag, then the command after
-    `--` (`command`) and its own flags (`args --epochs`). Repeated keys get `#2`, `#3`."""
+def split_submit_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """A submit argv as (its name and flags after `submit`, the command after `--`)."""
     words = list(argv)
     if "submit" in words:
         words = words[words.index("submit") + 1 :]
@@ -104,6 +103,13 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
     if "--" in words:
         cut = words.index("--")
         words, tail = words[:cut], words[cut + 1 :]
+    return words, tail
+
+
+def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
+    """A submit argv as ordered (field, value) pairs: `name`, each flag, then the command after
+    `--` (`command`) and its own flags (`args --epochs`). Repeated keys get `#2`, `#3`."""
+    words, tail = split_submit_argv(argv)
     fields: list[tuple[str, str]] = []
     if words and not _is_flag(words[0]):
         fields.append(("name", words[0]))

@@ -14,6 +14,7 @@ from typing import Any
 
 from runai_tui import submission_record
 from runai_tui.errors import RuntimeFailure, UsageError
+from runai_tui.knowledge.compare import split_submit_argv
 from runai_tui.models import JobDetail
 from runai_tui.profiles import FIELDS, Profile, ProfileError
 
@@ -66,12 +67,7 @@ def data_from_argv(argv: list[str]) -> dict[str, Any]:
     words = list(argv)
     while words and words[0] in _PREFIX:
         words.pop(0)
-    if "submit" in words:
-        words = words[words.index("submit") + 1 :]
-    tail: list[str] = []
-    if "--" in words:
-        cut = words.index("--")
-        words, tail = words[:cut], words[cut + 1 :]
+    words, tail = split_submit_argv(words)
     data: dict[str, Any] = {}
     if words and not words[0].startswith("-"):
         data["job_name"] = words.pop(0)

@@ -175,18 +175,7 @@ class SubmitScreen(AppScreen):
         self.query_one("#submit-description", Static).update(
             f"{name}: {profile.description or '(no description)'}"
         )
-        values = {
-            "job_name": profile.job_name or name,
-            "workers": "" if profile.workers is None else str(profile.workers),
-            "gpus": "" if profile.gpus is None else str(profile.gpus),
-            "image": profile.image or "",
-            "env": "",
-        }
-        for field, value in values.items():
-            box = self.query_one(f"#in-{field}", Input)
-            with box.prevent(Input.Changed):
-                box.value = value
-        self.validate_form()
+        self.fill_form(profile, profile.job_name or name)
 
     def load_resubmit(self, plan: Plan) -> None:
         """Fill the form from a resubmit plan: its profile (the submission with every override
@@ -199,8 +188,12 @@ class SubmitScreen(AppScreen):
         )
         shown = plan.lines()[1:]  # the overrides, notes and command-line difference
         self.query_one("#submit-remedies", Static).update("\n".join(shown))
+        self.fill_form(profile, plan.name)
+
+    def fill_form(self, profile: Profile, job_name: str) -> None:
+        """The form's inputs from `profile` (no Changed events while filling), then the checks."""
         values = {
-            "job_name": plan.name,
+            "job_name": job_name,
             "workers": "" if profile.workers is None else str(profile.workers),
             "gpus": "" if profile.gpus is None else str(profile.gpus),
             "image": profile.image or "",
