@@ -355,7 +355,9 @@ def _resources(
     }
 
 
-def _add_machine_notes(spec: dict[str, Any], pods: list[dict[str, Any]], config: LocalConfig) -> None:
+def _add_machine_notes(
+    spec: dict[str, Any], pods: list[dict[str, Any]], config: LocalConfig
+) -> None:
     """Notes on what the local machine does unlike a cluster: slow nodes, a small /dev/shm."""
     for node in sorted({p["node"] for p in pods if "cpuShare" in p}):
         share = config.slow_nodes[node]
