@@ -166,7 +166,6 @@ def train_one_epoch(
     """
     model.train()
     dtype = amp_dtype(cfg)
-    micro = cfg.micro_batch_size
     window = Window()
     clock = forward_clock(model)
     clock.take()  # what evaluation or an earlier epoch left is not this window's
@@ -176,97 +175,159 @@ def train_one_epoch(
         test_hooks.stall(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
-        inputs = to_model_input(images, ctx.device)
-        device_targets = [
-            {
-                "boxes": t["boxes"].to(ctx.device, non_blocking=True),
-                "labels": t["labels"].to(ctx.device, non_blocking=True),
-            }
-            for t in targets
-        ]
-        step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
-        for k in range(cfg.grad_accum):
-            last = k == cfg.grad_accum - 1
-            # Gradients all-reduce only on the last micro-batch (DDP wraps the model when
-            # ctx.distributed).
-            sync = (
-                model.no_sync()
-                if isinstance(model, DistributedDataParallel) and not last
-                else contextlib.nullcontext()
-            )
-            chunk = slice(k * micro, (k + 1) * micro)
-            with sync:
-                with torch.autocast(ctx.device.type, dtype=dtype, enabled=dtype is not None):
-                    loss_dict = model(inputs[chunk], device_targets[chunk])
-                terms = torch.stack([loss_dict[name].float() for name in LOSS_TERMS])
-                loss = terms.sum() / cfg.grad_accum
-                (scaler.scale(loss) if scaler else loss).backward()
-            step_losses += terms.detach() / cfg.grad_accum
-
-        # One small all-reduce per step: the loss terms (for the finite check and the log), the
-        # stop flag (so all ranks stop at this same step), and the count of skipped images.
-        skipped = sum(len(t["skipped"]) for t in targets)
-        io = meter.take() if meter else []
-        flags = torch.tensor([float(stop.requested), float(skipped), *io], device=ctx.device)
-        reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags])).cpu()
-        n_terms = len(LOSS_TERMS)
-        stop_votes, skipped_total = float(reduced[n_terms]), float(reduced[n_terms + 1])
-        if meter:
-            input_bytes, hits, opens = reduced[n_terms + 2 :].tolist()
-            window.input_bytes += input_bytes
-            meter.hits += hits
-            meter.opens += opens
-        mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
-        total_loss = float(mean_losses.sum())
-        if not math.isfinite(total_loss):
-            terms_text = ", ".join(
-                f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True)
-            )
-            raise TrainerError(
-                f"non-finite loss {total_loss} at step {progress.global_step + 1} "
-                f"(epoch {progress.epoch}: {terms_text}); lower --lr, use --clip-grad, "
-                "or try --amp bf16 instead of fp16"
-            )
-
-        if scaler:
-            if cfg.clip_grad > 0:
-                scaler.unscale_(optimizer)
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            if cfg.clip_grad > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        lr = optimizer.param_groups[0]["lr"]
-        scheduler.step()
+        step_losses = _forward_backward(ctx, cfg, model, scaler, images, targets, dtype)
+        step = _reduce_step(ctx, step_losses, targets, stop, meter, window, progress)
+        lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
         progress.global_step += 1
         progress.step_in_epoch += 1
 
-        window.steps += 1
-        window.images += len(images) * ctx.world_size
-        window.local_images += len(images)
-        window.forward_time += clock.take()
-        if comm is not None:
-            window.allreduce_bytes += comm.take_bytes()
-        for name, value in zip(
-            ("loss", *LOSS_TERMS), (total_loss, *mean_losses.tolist()), strict=True
-        ):
-            window.losses[name] = window.losses.get(name, 0.0) + value
-        window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + skipped_total
+        _count_step(ctx, window, clock, comm, len(images), step)
         if progress.global_step % cfg.log_every == 0:
             _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm)
             window = Window()
 
         if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
             save("periodic")
-        if stop_votes > 0:
+        if step.stop_votes > 0:
             return "stopped"
         if progress.global_step >= total_steps:
             return "max_steps"
         fetch_start = time.perf_counter()
     return "epoch_end"
+
+
+def _forward_backward(
+    ctx: DistContext,
+    cfg: TrainConfig,
+    model: nn.Module,
+    scaler: torch.amp.GradScaler | None,
+    images: list[Any],
+    targets: list[Any],
+    dtype: torch.dtype | None,
+) -> torch.Tensor:
+    """Forward and backward over the batch's --grad-accum micro-batches; returns the step's loss
+    terms, each the mean over the micro-batches."""
+    micro = cfg.micro_batch_size
+    inputs = to_model_input(images, ctx.device)
+    device_targets = [
+        {
+            "boxes": t["boxes"].to(ctx.device, non_blocking=True),
+            "labels": t["labels"].to(ctx.device, non_blocking=True),
+        }
+        for t in targets
+    ]
+    step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
+    for k in range(cfg.grad_accum):
+        last = k == cfg.grad_accum - 1
+        # Gradients all-reduce only on the last micro-batch (DDP wraps the model when
+        # ctx.distributed).
+        sync = (
+            model.no_sync()
+            if isinstance(model, DistributedDataParallel) and not last
+            else contextlib.nullcontext()
+        )
+        chunk = slice(k * micro, (k + 1) * micro)
+        with sync:
+            with torch.autocast(ctx.device.type, dtype=dtype, enabled=dtype is not None):
+                loss_dict = model(inputs[chunk], device_targets[chunk])
+            terms = torch.stack([loss_dict[name].float() for name in LOSS_TERMS])
+            loss = terms.sum() / cfg.grad_accum
+            (scaler.scale(loss) if scaler else loss).backward()
+        step_losses += terms.detach() / cfg.grad_accum
+    return step_losses
+
+
+@dataclass
+class StepResult:
+    """One step's figures, the same on every rank after the step's all-reduce."""
+
+    mean_losses: torch.Tensor
+    total_loss: float
+    stop_votes: float
+    skipped_total: float
+
+
+def _reduce_step(
+    ctx: DistContext,
+    step_losses: torch.Tensor,
+    targets: list[Any],
+    stop: StopRequest,
+    meter: InputMeter | None,
+    window: Window,
+    progress: Progress,
+) -> StepResult:
+    """One small all-reduce per step: the loss terms (for the finite check and the log), the
+    stop flag (so all ranks stop at this same step), and the count of skipped images."""
+    skipped = sum(len(t["skipped"]) for t in targets)
+    io = meter.take() if meter else []
+    flags = torch.tensor([float(stop.requested), float(skipped), *io], device=ctx.device)
+    reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags])).cpu()
+    n_terms = len(LOSS_TERMS)
+    stop_votes, skipped_total = float(reduced[n_terms]), float(reduced[n_terms + 1])
+    if meter:
+        input_bytes, hits, opens = reduced[n_terms + 2 :].tolist()
+        window.input_bytes += input_bytes
+        meter.hits += hits
+        meter.opens += opens
+    mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
+    total_loss = float(mean_losses.sum())
+    if not math.isfinite(total_loss):
+        terms_text = ", ".join(
+            f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True)
+        )
+        raise TrainerError(
+            f"non-finite loss {total_loss} at step {progress.global_step + 1} "
+            f"(epoch {progress.epoch}: {terms_text}); lower --lr, use --clip-grad, "
+            "or try --amp bf16 instead of fp16"
+        )
+    return StepResult(mean_losses, total_loss, stop_votes, skipped_total)
+
+
+def _optimizer_step(
+    cfg: TrainConfig,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler | None,
+) -> float:
+    """Clip (when asked), step and zero the gradients, advance the schedule; returns the
+    learning rate the step used."""
+    if scaler:
+        if cfg.clip_grad > 0:
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        if cfg.clip_grad > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    lr: float = optimizer.param_groups[0]["lr"]
+    scheduler.step()
+    return lr
+
+
+def _count_step(
+    ctx: DistContext,
+    window: Window,
+    clock: ForwardClock,
+    comm: GradientComm | None,
+    local_images: int,
+    step: StepResult,
+) -> None:
+    """Add one step to the log window: images, forward time, bytes sent, losses."""
+    window.steps += 1
+    window.images += local_images * ctx.world_size
+    window.local_images += local_images
+    window.forward_time += clock.take()
+    if comm is not None:
+        window.allreduce_bytes += comm.take_bytes()
+    for name, value in zip(
+        ("loss", *LOSS_TERMS), (step.total_loss, *step.mean_losses.tolist()), strict=True
+    ):
+        window.losses[name] = window.losses.get(name, 0.0) + value
+    window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + step.skipped_total
 
 
 def _log_samples(

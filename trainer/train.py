@@ -1,15 +1,19 @@
-"""The training run, top to bottom: data, model, optimiser, resume, loop, evaluation, reports.
+"""The training run, top to bottom: setup, data, model, optimiser, resume, the loop, the end.
 
 Imported only after the command line has been checked, so usage errors never wait for torch.
+`train` reads as the run's steps; each step is a function below it, in the same order, and the
+state they hand each other is `Run`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,6 +21,7 @@ import numpy as np
 import PIL
 import torch
 import torchvision
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import checkpoint, test_hooks
@@ -24,7 +29,7 @@ from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
-from trainer.data.feeds import build_train_data, check_same_corpus
+from trainer.data.feeds import TrainData, build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
 from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers, gather_objects
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
@@ -36,12 +41,100 @@ from trainer.model import build_model, parameter_groups
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
 
+Checkpoint = tuple[str, dict[str, Any]]  # (path, contents) of the checkpoint a run resumes from
+
 
 def train(cfg: TrainConfig, ctx: DistContext) -> int:
+    log = make_log(ctx)
+    setup(cfg, ctx, log)
+
+    # Data: the index (files) or the manifest (shards) knows every image's size and boxes, and
+    # every rank's number of steps, before any image is decoded (trainer/data/feeds.py).
+    data = build_train_data(cfg, ctx, log)
+    if data is None:
+        return 0
+    steps = count_steps(cfg, data)
+
+    # Model. The checkpoint to resume from is found before the precision is chosen: a resumed
+    # run keeps its own.
+    model = build_model(cfg, data.num_classes).to(ctx.device)
+    if cfg.loss == "batched":
+        install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
+    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+    precision = choose_precision(cfg, ctx, model, found, log)
+    net = wrap_model(cfg, ctx, model, log)
+
+    # Optimiser, schedule and gradient scaler.
+    opt = build_optimizer(cfg, ctx, net, data, steps, log)
+
+    # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
+    run = Run(cfg, ctx, log, data, steps.total, net, opt, open_metrics(cfg, ctx, log))
+    resume(run, found)
+    record_start(run, found, precision)
+
+    # The loop. An epoch ends early only at --max-steps or on a stop request.
+    run.stop.install()
+    outcome = train_epochs(run)
+
+    # The end: a final checkpoint and evaluation, or a checkpoint to resume from after a stop.
+    if outcome == "stopped":
+        return stop_preempted(run)
+    return finish(run)
+
+
+@dataclass
+class Steps:
+    per_epoch: str  # for the log: "N", or the first epochs' counts when they differ
+    total: int  # every epoch's steps, capped by --max-steps
+
+
+@dataclass
+class Net:
+    model: nn.Module  # what trains: wrapped in DDP when distributed
+    model_without_ddp: nn.Module  # what checkpoints hold and evaluation runs
+    comm: GradientComm | None  # the DDP communication hook, when distributed
+
+
+@dataclass
+class Optim:
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    schedule: WarmupCosine
+    scaler: torch.amp.GradScaler | None  # fp16 only
+    lr: float  # this run's learning rate: a resume keeps it, not the checkpoint's
+    param_groups: list[dict[str, Any]]
+
+
+@dataclass
+class Run:
+    """What the steps after the optimiser share: the loop's state and where it is written."""
+
+    cfg: TrainConfig
+    ctx: DistContext
+    log: Callable[[str], None]
+    data: TrainData
+    total_steps: int
+    net: Net
+    opt: Optim
+    metrics: MetricsLog
+    progress: Progress = field(default_factory=Progress)
+    stop: StopRequest = field(default_factory=StopRequest)
+    last_saved_step: int = -1
+    evaluated_at: int = -1
+
+
+def make_log(ctx: DistContext) -> Callable[[str], None]:
+    """A log line on rank 0 only."""
+
     def log(message: str) -> None:
         if ctx.is_main:
             print(f"trainer: {message}", flush=True)
 
+    return log
+
+
+def setup(cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None]) -> None:
+    """Seeds, the output folder, and the versions and communication settings in the log."""
     torch.manual_seed(cfg.seed)  # same initial weights on every rank (DDP also broadcasts them)
     np.random.seed(cfg.seed + ctx.rank)
     if ctx.is_main:
@@ -54,13 +147,11 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if comm_env and ctx.backend == "nccl":
         log(f"NCCL settings: {comm_env}")
 
-    # Data: the index (files) or the manifest (shards) knows every image's size and boxes, and
-    # every rank's number of steps, before any image is decoded (trainer/data/feeds.py).
-    data = build_train_data(cfg, ctx, log)
-    if data is None:
-        return 0
-    feed, val_set, class_names = data.feed, data.val_set, data.class_names
-    epoch_steps = [feed.steps(e) for e in range(cfg.epochs)]
+
+def count_steps(cfg: TrainConfig, data: TrainData) -> Steps:
+    """Every epoch's steps, known before the first image is decoded; an epoch without a step
+    is a ConfigError."""
+    epoch_steps = [data.feed.steps(e) for e in range(cfg.epochs)]
     if min(epoch_steps) == 0:
         raise ConfigError(data.too_few)
     per_epoch = (
@@ -71,34 +162,33 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     total_steps = sum(epoch_steps)
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
-    data_info = data.info
+    return Steps(per_epoch, total_steps)
 
-    # Model, optimiser, schedule.
-    model = build_model(cfg, data.num_classes).to(ctx.device)
-    if cfg.loss == "batched":
-        install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
-    # The checkpoint to resume from, before the precision is chosen: a resumed run keeps its own.
-    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+
+def choose_precision(
+    cfg: TrainConfig,
+    ctx: DistContext,
+    model: nn.Module,
+    found: Checkpoint | None,
+    log: Callable[[str], None],
+) -> dict[str, str]:
+    """Set cfg.amp to what the run trains in (checkpoints record it); returns what was asked,
+    what was chosen and why, for run.json."""
     amp = choose_amp(
         cfg.amp, ctx, model, cfg.micro_batch_size, _train_size(cfg),
         found[1].get("config", {}).get("amp") if found else None, log,
     )  # fmt: skip
-    amp_asked, cfg.amp = cfg.amp, amp.amp  # what the run trains in; checkpoints record it
+    amp_asked, cfg.amp = cfg.amp, amp.amp
     log(f"precision: {amp.amp if amp.amp != 'none' else 'fp32'} ({amp.why})")
+    return {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
+
+
+def wrap_model(
+    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
+) -> Net:
+    """Compile (--compile), tune cuDNN, convert to SyncBatchNorm (--sync-bn), wrap in DDP."""
     if cfg.compile:
-        # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
-        # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
-        backend = test_hooks.compile_backend()
-        for part in ("backbone", "head"):
-            module = model.get_submodule(part)
-            module.compile(backend=backend)
-        log(
-            f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
-            f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
-            f"{cfg.min_size} --max-size {cfg.max_size}: the first shape compiles a static graph, "
-            "the second one graph dynamic in height and width that later shapes reuse "
-            "(TORCH_LOGS=recompiles lists every recompile)"
-        )
+        _compile(cfg, model, log)
     if ctx.device.type == "cuda":
         # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
         # (at most _padded_shapes of them): cuDNN's autotuner pays once per shape.
@@ -114,27 +204,64 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     model_without_ddp = model
     comm: GradientComm | None = None
     if ctx.distributed:
-        choice = parse_hook(cfg.ddp_comm_hook)
-        cap = bucket_cap_mb(choice, str(ctx.backend), model, cfg.ddp_bucket_mb, log)
-        model = DistributedDataParallel(
-            model,
-            device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-            bucket_cap_mb=cap,
-            gradient_as_bucket_view=cfg.gradient_as_bucket_view,
-        )
-        comm = GradientComm(choice, start_iter=cfg.warmup_steps)
-        label = comm.install(model, log)
-        log(
-            f"DDP: --ddp-comm-hook {label} ({comm.describe()}); "
-            f"{f'{cap} MiB buckets' if cap else 'default buckets (25 MiB, first 1 MiB)'}; "
-            f"gradient_as_bucket_view {'on' if cfg.gradient_as_bucket_view else 'off'}"
-        )
+        model, comm = _wrap_ddp(cfg, ctx, model, log)
     elif cfg.ddp_comm_hook != "none":
         log(f"--ddp-comm-hook {cfg.ddp_comm_hook} ignored: one process sends no gradients")
+    return Net(model, model_without_ddp, comm)
+
+
+def _compile(cfg: TrainConfig, model: nn.Module, log: Callable[[str], None]) -> None:
+    # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
+    # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
+    backend = test_hooks.compile_backend()
+    for part in ("backbone", "head"):
+        module = model.get_submodule(part)
+        module.compile(backend=backend)
+    log(
+        f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
+        f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
+        f"{cfg.min_size} --max-size {cfg.max_size}: the first shape compiles a static graph, "
+        "the second one graph dynamic in height and width that later shapes reuse "
+        "(TORCH_LOGS=recompiles lists every recompile)"
+    )
+
+
+def _wrap_ddp(
+    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
+) -> tuple[nn.Module, GradientComm]:
+    """The model in DDP, its buckets sized and its communication hook installed."""
+    choice = parse_hook(cfg.ddp_comm_hook)
+    cap = bucket_cap_mb(choice, str(ctx.backend), model, cfg.ddp_bucket_mb, log)
+    ddp = DistributedDataParallel(
+        model,
+        device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+        bucket_cap_mb=cap,
+        gradient_as_bucket_view=cfg.gradient_as_bucket_view,
+    )
+    comm = GradientComm(choice, start_iter=cfg.warmup_steps)
+    label = comm.install(ddp, log)
+    log(
+        f"DDP: --ddp-comm-hook {label} ({comm.describe()}); "
+        f"{f'{cap} MiB buckets' if cap else 'default buckets (25 MiB, first 1 MiB)'}; "
+        f"gradient_as_bucket_view {'on' if cfg.gradient_as_bucket_view else 'off'}"
+    )
+    return ddp, comm
+
+
+def build_optimizer(
+    cfg: TrainConfig,
+    ctx: DistContext,
+    net: Net,
+    data: TrainData,
+    steps: Steps,
+    log: Callable[[str], None],
+) -> Optim:
+    """SGD or AdamW with the learning rate scaled to the global batch, warmup then cosine or
+    constant, and a gradient scaler for fp16."""
     global_batch = cfg.batch_size * ctx.world_size
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
-    param_groups = parameter_groups(model_without_ddp, weight_decay, norm_weight_decay)
+    param_groups = parameter_groups(net.model_without_ddp, weight_decay, norm_weight_decay)
     fused: dict[str, Any] = {"fused": True} if ctx.device.type == "cuda" else {}
     optimizer: torch.optim.Optimizer
     if cfg.optimizer == "sgd":
@@ -142,155 +269,106 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     else:
         optimizer = torch.optim.AdamW(param_groups, lr=lr, **fused)
     schedule = WarmupCosine(
-        cfg.warmup_steps, cfg.warmup_factor, total_steps, cfg.lr_schedule == "cosine"
+        cfg.warmup_steps, cfg.warmup_factor, steps.total, cfg.lr_schedule == "cosine"
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     scaler = torch.amp.GradScaler(ctx.device.type) if cfg.amp == "fp16" else None
     log(
         f"model {cfg.model}, {data.num_classes} classes incl. background, "
-        f"{sum(p.numel() for p in model_without_ddp.parameters()) / 1e6:.1f}M parameters; "
+        f"{sum(p.numel() for p in net.model_without_ddp.parameters()) / 1e6:.1f}M parameters; "
         f"{cfg.optimizer} lr {lr:g} (= {cfg.resolved_lr(cfg.lr_base_batch):g} x global batch "
         f"{global_batch} / {cfg.lr_base_batch}), weight decay {weight_decay:g} "
-        f"(norm layers {norm_weight_decay:g}); {per_epoch} steps per epoch, "
-        f"{total_steps} steps in total"
+        f"(norm layers {norm_weight_decay:g}); {steps.per_epoch} steps per epoch, "
+        f"{steps.total} steps in total"
     )
+    return Optim(optimizer, scheduler, schedule, scaler, lr, param_groups)
 
-    # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
-    progress = Progress()
+
+def open_metrics(cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None]) -> MetricsLog:
+    """metrics.jsonl on rank 0, and TensorBoard beside it when --tensorboard asks."""
     writer = None
     if cfg.tensorboard and ctx.is_main:
         writer, note = open_tensorboard(cfg.output_dir)
         log(note)
-    metrics = MetricsLog(cfg.output_dir, ctx.is_main, writer)
+    return MetricsLog(cfg.output_dir, ctx.is_main, writer)
+
+
+def resume(run: Run, found: Checkpoint | None) -> None:
+    """Load the checkpoint found (if any) into the model, optimiser, schedule, scaler, hook
+    state, RNG and position; the command line's hyperparameters win over the saved ones."""
+    cfg, ctx, net, opt = run.cfg, run.ctx, run.net, run.opt
     if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
         # Their higher step numbers would win over this run's files in rotation and resume.
         raise ConfigError(
             f"--resume none but {checkpoint.checkpoint_dir(cfg.output_dir)} holds checkpoints of "
             "another run; use a fresh --output-dir (or --resume auto to continue that run)"
         )
-    if found:
-        path, ckpt = found
-        checkpoint.check_compatible(ckpt, path, cfg.model, class_names)
-        model_without_ddp.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        wanted_schedule = dict(vars(schedule))  # loading overwrites the schedule object's fields
-        scheduler.load_state_dict(ckpt["scheduler"])
-        _keep_command_line_hyperparameters(
-            optimizer, scheduler, schedule, wanted_schedule, param_groups, lr
+    if not found:
+        return
+    path, ckpt = found
+    checkpoint.check_compatible(ckpt, path, cfg.model, run.data.class_names)
+    net.model_without_ddp.load_state_dict(ckpt["model"])
+    opt.optimizer.load_state_dict(ckpt["optimizer"])
+    wanted_schedule = dict(vars(opt.schedule))  # loading overwrites the schedule object's fields
+    opt.scheduler.load_state_dict(ckpt["scheduler"])
+    _keep_command_line_hyperparameters(
+        opt.optimizer, opt.scheduler, opt.schedule, wanted_schedule, opt.param_groups, opt.lr
+    )
+    if opt.scaler and ckpt.get("scaler"):
+        opt.scaler.load_state_dict(ckpt["scaler"])
+    progress = run.progress = Progress(**ckpt["progress"])
+    _restore_comm_state(net.comm, ckpt, ctx.rank, run.log)
+    rng = ckpt.get("rng", [])
+    if ctx.rank < len(rng):
+        checkpoint.set_rng_state(rng[ctx.rank])
+    feed = run.data.feed
+    if progress.step_in_epoch >= feed.steps(progress.epoch):
+        progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
+    if isinstance(feed, ShardFeed):
+        check_same_corpus(ckpt, path, run.data.info)
+        positions = ckpt.get("stream") or []
+        note = feed.restore(
+            positions[ctx.rank] if ctx.rank < len(positions) else None,
+            progress.epoch,
+            progress.step_in_epoch,
         )
-        if scaler and ckpt.get("scaler"):
-            scaler.load_state_dict(ckpt["scaler"])
-        progress = Progress(**ckpt["progress"])
-        _restore_comm_state(comm, ckpt, ctx.rank, log)
-        rng = ckpt.get("rng", [])
-        if ctx.rank < len(rng):
-            checkpoint.set_rng_state(rng[ctx.rank])
-        if progress.step_in_epoch >= feed.steps(progress.epoch):
+        if note:
+            run.log(f"{note}; continuing with epoch {progress.epoch + 1}")
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-        if isinstance(feed, ShardFeed):
-            check_same_corpus(ckpt, path, data_info)
-            positions = ckpt.get("stream") or []
-            note = feed.restore(
-                positions[ctx.rank] if ctx.rank < len(positions) else None,
-                progress.epoch,
-                progress.step_in_epoch,
-            )
-            if note:
-                log(f"{note}; continuing with epoch {progress.epoch + 1}")
-                progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-        log(
-            f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
-            f"batch {progress.step_in_epoch} of the epoch"
-        )
-    metrics.truncate_after(progress.global_step)  # a fresh run starts an empty file
+    run.log(
+        f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
+        f"batch {progress.step_in_epoch} of the epoch"
+    )
+
+
+def record_start(run: Run, found: Checkpoint | None, precision: dict[str, str]) -> None:
+    """Drop metrics past the resumed step and write run.json: every rank's host and device,
+    versions, environment, data contract and precision."""
+    cfg, ctx = run.cfg, run.ctx
+    run.metrics.truncate_after(run.progress.global_step)  # a fresh run starts an empty file
     ranks = all_gather_objects(
         ctx, {"rank": ctx.rank, "host": socket.gethostname(), "device": str(ctx.device)}
     )
     if ctx.is_main:
         info = _run_info(cfg, ctx, ranks, found[0] if found else None)
-        precision = {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
-        write_run_json(cfg.output_dir, {**info, "data": data_info, "amp": precision})
+        write_run_json(cfg.output_dir, {**info, "data": run.data.info, "amp": precision})
 
-    stop = StopRequest()
-    stop.install()
-    last_saved = {"step": -1}
 
-    def save(reason: str) -> None:
-        """Collective (gathers every rank's RNG state); rank 0 writes."""
-        rngs = all_gather_objects(ctx, checkpoint.rng_state())
-        positions = None
-        if isinstance(feed, ShardFeed):  # every rank's stream position (exact resume)
-            positions = all_gather_objects(ctx, feed.position())
-        comm_states = None
-        if comm is not None and comm.powersgd is not None:  # each rank's own error feedback
-            comm_states = gather_objects(ctx, comm.state_dict())
-        if not ctx.is_main or last_saved["step"] == progress.global_step:
-            return
-        state = {
-            "model": model_without_ddp.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict() if scaler else None,
-            "progress": vars(progress).copy(),
-            "rng": rngs,
-            "config": cfg.to_dict(),
-            "class_names": list(class_names),
-            "world_size": ctx.world_size,
-            "data": data_info,
-            "stream": positions,
-            "comm_hook": comm_states,
-            "reason": reason,
-            "versions": {
-                "torch": str(torch.__version__),
-                "torchvision": str(torchvision.__version__),
-            },
-        }
-        path = checkpoint.save_checkpoint(
-            cfg.output_dir, progress.global_step, state, cfg.keep_checkpoints
-        )
-        last_saved["step"] = progress.global_step
-        log(f"saved checkpoint {path} ({reason})")
-
-    def run_eval(val_set: DetectionDataset) -> None:
-        started = time.perf_counter()
-        broadcast_buffers(ctx, model_without_ddp)  # every rank evaluates the model rank 0 saves
-        result = evaluate(
-            ctx,
-            model_without_ddp,
-            val_set,
-            cfg.batch_size,
-            cfg.workers,
-            cfg.eval_max_images,
-            amp_dtype(cfg),
-            cfg.eval_metric,
-            cfg.oid_expand_predictions,
-        )
-        metrics.write(
-            {
-                "kind": "eval",
-                "step": progress.global_step,
-                "epoch": progress.epoch,
-                "map": round(result["map"], 6),
-                "map50": round(result["map50"], 6),
-                **{k: v for k, v in result.items() if k.startswith("oid_")},  # --eval-metric oid
-                "images": result["images"],
-                "detections": result["detections"],
-                "eval_time": round(time.perf_counter() - started, 3),
-            }
-        )
-
-    # The loop. An epoch ends early only at --max-steps or on a stop request.
+def train_epochs(run: Run) -> str:
+    """Epoch after epoch until --epochs or --max-steps, evaluating every --eval-every epochs;
+    returns the last epoch's outcome ("stopped" on a stop request)."""
+    cfg, progress, feed, val_set = run.cfg, run.progress, run.data.feed, run.data.val_set
     outcome = "epoch_end"
-    evaluated_at = -1
-    while progress.epoch < cfg.epochs and progress.global_step < total_steps:
+    while progress.epoch < cfg.epochs and progress.global_step < run.total_steps:
         batches = feed.epoch_batches(progress.epoch, progress.step_in_epoch)
-        log(
+        run.log(
             f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of "
             f"{feed.steps(progress.epoch)}"
         )
         outcome = train_one_epoch(
-            ctx, cfg, model, optimizer, scheduler, scaler, batches, progress,
-            total_steps, metrics, save, stop, data.meter, comm,
+            run.ctx, cfg, run.net.model, run.opt.optimizer, run.opt.scheduler, run.opt.scaler,
+            batches, progress, run.total_steps, run.metrics, functools.partial(save, run),
+            run.stop, run.data.meter, run.net.comm,
         )  # fmt: skip
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
@@ -298,28 +376,107 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
             # own workers beside them.
             batches.close()
         if outcome == "stopped":
-            log(
-                f"received {stop.signal_name or 'a stop request'}: saving at step {progress.global_step}"
-            )
-            save("preempted")
-            metrics.write(
-                {"kind": "stopped", "step": progress.global_step, "epoch": progress.epoch}
-            )
-            metrics.close()
-            return PREEMPTED_EXIT_CODE
+            return outcome
         if outcome == "epoch_end":
             epoch_done = progress.epoch
             if val_set is not None and (epoch_done + 1) % cfg.eval_every == 0:
-                run_eval(val_set)
-                evaluated_at = progress.global_step
+                run_eval(run, val_set)
+                run.evaluated_at = progress.global_step
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-    save("final")
-    if val_set is not None and evaluated_at != progress.global_step:
-        run_eval(val_set)
-    metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
-    metrics.close()
-    log(f"finished at step {progress.global_step}; outputs in {cfg.output_dir}")
+    return outcome
+
+
+def stop_preempted(run: Run) -> int:
+    """A stop request: a checkpoint to resume from, and the exit code that brings the job back."""
+    progress = run.progress
+    run.log(
+        f"received {run.stop.signal_name or 'a stop request'}: saving at step {progress.global_step}"
+    )
+    save(run, "preempted")
+    run.metrics.write({"kind": "stopped", "step": progress.global_step, "epoch": progress.epoch})
+    run.metrics.close()
+    return PREEMPTED_EXIT_CODE
+
+
+def finish(run: Run) -> int:
+    """The final checkpoint, a last evaluation unless this step was just evaluated, done."""
+    progress, val_set = run.progress, run.data.val_set
+    save(run, "final")
+    if val_set is not None and run.evaluated_at != progress.global_step:
+        run_eval(run, val_set)
+    run.metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
+    run.metrics.close()
+    run.log(f"finished at step {progress.global_step}; outputs in {run.cfg.output_dir}")
     return 0
+
+
+def save(run: Run, reason: str) -> None:
+    """Collective (gathers every rank's RNG state); rank 0 writes."""
+    cfg, ctx, progress, feed, comm = run.cfg, run.ctx, run.progress, run.data.feed, run.net.comm
+    rngs = all_gather_objects(ctx, checkpoint.rng_state())
+    positions = None
+    if isinstance(feed, ShardFeed):  # every rank's stream position (exact resume)
+        positions = all_gather_objects(ctx, feed.position())
+    comm_states = None
+    if comm is not None and comm.powersgd is not None:  # each rank's own error feedback
+        comm_states = gather_objects(ctx, comm.state_dict())
+    if not ctx.is_main or run.last_saved_step == progress.global_step:
+        return
+    state = {
+        "model": run.net.model_without_ddp.state_dict(),
+        "optimizer": run.opt.optimizer.state_dict(),
+        "scheduler": run.opt.scheduler.state_dict(),
+        "scaler": run.opt.scaler.state_dict() if run.opt.scaler else None,
+        "progress": vars(progress).copy(),
+        "rng": rngs,
+        "config": cfg.to_dict(),
+        "class_names": list(run.data.class_names),
+        "world_size": ctx.world_size,
+        "data": run.data.info,
+        "stream": positions,
+        "comm_hook": comm_states,
+        "reason": reason,
+        "versions": {
+            "torch": str(torch.__version__),
+            "torchvision": str(torchvision.__version__),
+        },
+    }
+    path = checkpoint.save_checkpoint(
+        cfg.output_dir, progress.global_step, state, cfg.keep_checkpoints
+    )
+    run.last_saved_step = progress.global_step
+    run.log(f"saved checkpoint {path} ({reason})")
+
+
+def run_eval(run: Run, val_set: DetectionDataset) -> None:
+    """Evaluate on every rank (the model rank 0 saves) and write the eval record."""
+    cfg, progress = run.cfg, run.progress
+    started = time.perf_counter()
+    broadcast_buffers(run.ctx, run.net.model_without_ddp)  # every rank evaluates rank 0's model
+    result = evaluate(
+        run.ctx,
+        run.net.model_without_ddp,
+        val_set,
+        cfg.batch_size,
+        cfg.workers,
+        cfg.eval_max_images,
+        amp_dtype(cfg),
+        cfg.eval_metric,
+        cfg.oid_expand_predictions,
+    )
+    run.metrics.write(
+        {
+            "kind": "eval",
+            "step": progress.global_step,
+            "epoch": progress.epoch,
+            "map": round(result["map"], 6),
+            "map50": round(result["map50"], 6),
+            **{k: v for k, v in result.items() if k.startswith("oid_")},  # --eval-metric oid
+            "images": result["images"],
+            "detections": result["detections"],
+            "eval_time": round(time.perf_counter() - started, 3),
+        }
+    )
 
 
 def _train_size(cfg: TrainConfig) -> tuple[int, int]:

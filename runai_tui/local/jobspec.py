@@ -125,122 +125,30 @@ def build_spec(
 ) -> tuple[dict[str, Any], list[pvc.Mount]]:
     """Validate a parsed submit and return (spec, mounts). Raises SpecError/PvcError."""
     v = parsed.values
-    if len(parsed.positionals) > 1:
-        raise SpecError(f"accepts at most 1 arg(s), received {len(parsed.positionals)}")
-    if parsed.positionals:
-        name = parsed.positionals[0]
-    else:
-        name = f"{v['name-prefix'] or 'pytorch'}-{secrets.token_hex(6)}"
-    if not NAME_RE.match(name) or len(name) > MAX_NAME:
-        raise SpecError(
-            f'invalid workload name "{name}": use lowercase letters, digits and "-", start and '
-            f"end with a letter or digit, at most {MAX_NAME} characters"
-        )
+    name = _workload_name(parsed)
     project = v["project"] or config.project
     if not NAME_RE.match(project):
         raise SpecError(f'invalid project "{project}": use a lowercase DNS-1123 name')
-
-    workers = v["workers"] if v["workers"] is not None else 1
-    if workers < 0 or (workers == 0 and v["no-master"]):
-        raise SpecError(f'invalid argument "{workers}" for "--workers" flag: need at least 1 pod')
-    worker_gpus = v["gpu-devices-request"] or 0
-    master_gpus = v["master-gpu-devices-request"]
-    if master_gpus is None:
-        master_gpus = worker_gpus  # as masterSpecSameAsWorker
-
-    mounts = [pvc.parse_existing_pvc(value, config) for value in v["existing-pvc"]]
-    claims = [m.path for m in mounts]
-    if len(set(claims)) != len(claims):
-        raise SpecError("two --existing-pvc values mount at the same path; give each its own path")
-
+    workers, worker_gpus, master_gpus = _pod_counts(parsed)
+    mounts = _mounts(parsed, config)
     env = _pairs("environment-variable", v["environment-variable"])
     master_env = _pairs("master-environment-variable", v["master-environment-variable"])
     annotations = _pairs("annotation", v["annotation"])
     labels = _pairs("label", v["label"])
     extended = _pairs("extended-resource", v["extended-resource"], "resource_name=quantity")
-
     rest = parsed.rest or []
-    command, args = (rest, []) if v["command"] else ([], rest)
-    worker_argv = command + args
-    try:
-        master_cmd = shlex.split(v["master-command"]) if v["master-command"] else command
-        master_args = shlex.split(v["master-args"]) if v["master-args"] is not None else args
-    except ValueError as exc:
-        raise SpecError(f"cannot split --master-command/--master-args: {exc}") from None
-    master_argv = master_cmd + master_args
-    if not worker_argv or (not v["no-master"] and not master_argv):
-        raise SpecError(
-            "no command to run: the local cluster has no image entrypoint; give one after '--', "
-            "e.g. --command -- python3 train.py"
-        )
-
+    worker_argv, master_argv = _pod_commands(parsed, rest)
     working_dir_requested = v["working-dir"] or ""
-    working_dir = pvc.rewrite(working_dir_requested, mounts) if working_dir_requested else str(cwd)
-    if not working_dir.startswith("/"):
-        raise SpecError(f'invalid --working-dir "{working_dir_requested}": use an absolute path')
+    working_dir = _working_dir(working_dir_requested, mounts, cwd)
+    grace = _grace_seconds(parsed, config)
+    worker_policy, master_policy, backoff_limit = _restart_policies(parsed)
 
-    grace = config.grace_seconds
-    if v["termination-grace-period"]:
-        grace = duration_seconds(v["termination-grace-period"])
-
-    # Kubeflow: --restart-policy is the workers', --master-restart-policy the master's (it copies
-    # the workers' when not given, as masterSpecSameAsWorker). Default here: Never.
-    worker_policy = v["restart-policy"] or "Never"
-    master_policy = v["master-restart-policy"] or worker_policy
-    backoff_limit = v["backoff-limit"] if v["backoff-limit"] is not None else DEFAULT_BACKOFF_LIMIT
-    if backoff_limit < 0:
-        raise SpecError(
-            f'invalid argument "{backoff_limit}" for "--backoff-limit" flag: must be 0 or more'
-        )
-
-    pods: list[dict[str, Any]] = []
     world = workers + (0 if v["no-master"] else 1)
-    # Placement: round robin over the nodes --exclude-node leaves (none: the job waits).
-    excluded = set(v["exclude-node"] or [])
-    allowed = [n for n in config.node_names if n not in excluded]
-    if not v["no-master"]:
-        pods.append(
-            {
-                "name": f"{name}-master-0",
-                "role": "master",
-                "rank": 0,
-                "gpus": master_gpus,
-                "restartPolicy": master_policy,
-                "argv": pvc.rewrite_all(master_argv, mounts),
-                "env": {k: pvc.rewrite(x, mounts) for k, x in {**env, **master_env}.items()},
-            }
-        )
-    for i in range(workers):
-        pods.append(
-            {
-                "name": f"{name}-worker-{i}",
-                "role": "worker",
-                "rank": i + (0 if v["no-master"] else 1),
-                "gpus": worker_gpus,
-                "restartPolicy": worker_policy,
-                "argv": pvc.rewrite_all(worker_argv, mounts),
-                "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
-            }
-        )
-
-    for i, pod in enumerate(pods):
-        pod["node"] = allowed[i % len(allowed)] if allowed else ""
-        if pod["node"] in config.slow_nodes:  # a throttled node: the supervisor duty-cycles
-            pod["cpuShare"] = config.slow_nodes[pod["node"]]
-
-    resources = {
-        "workers": workers,
-        "pods": world,
-        "gpu": {
-            "perWorker": worker_gpus,
-            "master": 0 if v["no-master"] else master_gpus,
-            "total": sum(p["gpus"] for p in pods),
-        },
-        "cpu": {"request": v["cpu-core-request"], "limit": v["cpu-core-limit"]},
-        "memory": {"request": v["cpu-memory-request"], "limit": v["cpu-memory-limit"]},
-        "extendedResources": extended,
-        "largeShm": v["large-shm"],
-    }
+    pods = _pods(
+        parsed, config, name, mounts, workers,
+        worker=(worker_gpus, worker_policy, worker_argv, env),
+        master=(master_gpus, master_policy, master_argv, {**env, **master_env}),
+    )  # fmt: skip
     spec: dict[str, Any] = {
         "name": name,
         "project": project,
@@ -256,13 +164,10 @@ def build_spec(
         "image": v["image"] or "",
         "workingDir": working_dir,
         "workingDirRequested": working_dir_requested,
-        "mounts": [
-            {"claim": m.claim, "path": m.path, "local": str(m.local), "readonly": m.readonly}
-            for m in mounts
-        ],
+        "mounts": _mount_records(mounts),
         "annotations": annotations,
         "labels": labels,
-        "resources": resources,
+        "resources": _resources(parsed, workers, world, worker_gpus, master_gpus, pods, extended),
         "graceSeconds": grace,
         "backoffLimit": backoff_limit,
         "baseEnv": base_env(),
@@ -271,6 +176,189 @@ def build_spec(
         # A pod without --large-shm gets a /dev/shm of this size (shm.py); "": the machine's.
         "shmSize": "" if v["large-shm"] else config.shm_size,
     }
+    _add_machine_notes(spec, pods, config)
+    return spec, mounts
+
+
+def _mounts(parsed: Parsed, config: LocalConfig) -> list[pvc.Mount]:
+    """The --existing-pvc mounts, each at its own path."""
+    mounts = [pvc.parse_existing_pvc(value, config) for value in parsed.values["existing-pvc"]]
+    claims = [m.path for m in mounts]
+    if len(set(claims)) != len(claims):
+        raise SpecError("two --existing-pvc values mount at the same path; give each its own path")
+    return mounts
+
+
+def _mount_records(mounts: list[pvc.Mount]) -> list[dict[str, Any]]:
+    return [
+        {"claim": m.claim, "path": m.path, "local": str(m.local), "readonly": m.readonly}
+        for m in mounts
+    ]
+
+
+def _grace_seconds(parsed: Parsed, config: LocalConfig) -> float:
+    """--termination-grace-period, or the local cluster's default."""
+    grace = config.grace_seconds
+    if parsed.values["termination-grace-period"]:
+        grace = duration_seconds(parsed.values["termination-grace-period"])
+    return grace
+
+
+def _workload_name(parsed: Parsed) -> str:
+    """The positional name, or --name-prefix (default pytorch) with a random suffix."""
+    if len(parsed.positionals) > 1:
+        raise SpecError(f"accepts at most 1 arg(s), received {len(parsed.positionals)}")
+    if parsed.positionals:
+        name = parsed.positionals[0]
+    else:
+        name = f"{parsed.values['name-prefix'] or 'pytorch'}-{secrets.token_hex(6)}"
+    if not NAME_RE.match(name) or len(name) > MAX_NAME:
+        raise SpecError(
+            f'invalid workload name "{name}": use lowercase letters, digits and "-", start and '
+            f"end with a letter or digit, at most {MAX_NAME} characters"
+        )
+    return name
+
+
+def _pod_counts(parsed: Parsed) -> tuple[int, int, int]:
+    """(workers, GPUs per worker, the master's GPUs)."""
+    v = parsed.values
+    workers = v["workers"] if v["workers"] is not None else 1
+    if workers < 0 or (workers == 0 and v["no-master"]):
+        raise SpecError(f'invalid argument "{workers}" for "--workers" flag: need at least 1 pod')
+    worker_gpus = v["gpu-devices-request"] or 0
+    master_gpus = v["master-gpu-devices-request"]
+    if master_gpus is None:
+        master_gpus = worker_gpus  # as masterSpecSameAsWorker
+    return workers, worker_gpus, master_gpus
+
+
+def _pod_commands(parsed: Parsed, rest: list[str]) -> tuple[list[str], list[str]]:
+    """(the workers' argv, the master's argv) from what follows '--' and the master's flags."""
+    v = parsed.values
+    command, args = (rest, []) if v["command"] else ([], rest)
+    worker_argv = command + args
+    try:
+        master_cmd = shlex.split(v["master-command"]) if v["master-command"] else command
+        master_args = shlex.split(v["master-args"]) if v["master-args"] is not None else args
+    except ValueError as exc:
+        raise SpecError(f"cannot split --master-command/--master-args: {exc}") from None
+    master_argv = master_cmd + master_args
+    if not worker_argv or (not v["no-master"] and not master_argv):
+        raise SpecError(
+            "no command to run: the local cluster has no image entrypoint; give one after '--', "
+            "e.g. --command -- python3 train.py"
+        )
+    return worker_argv, master_argv
+
+
+def _working_dir(requested: str, mounts: list[pvc.Mount], cwd: Path) -> str:
+    """--working-dir with mount paths rewritten to their local folders; the submit's cwd when
+    not given."""
+    working_dir = pvc.rewrite(requested, mounts) if requested else str(cwd)
+    if not working_dir.startswith("/"):
+        raise SpecError(f'invalid --working-dir "{requested}": use an absolute path')
+    return working_dir
+
+
+def _restart_policies(parsed: Parsed) -> tuple[str, str, int]:
+    """(the workers' restart policy, the master's, the backoff limit)."""
+    v = parsed.values
+    # Kubeflow: --restart-policy is the workers', --master-restart-policy the master's (it copies
+    # the workers' when not given, as masterSpecSameAsWorker). Default here: Never.
+    worker_policy = v["restart-policy"] or "Never"
+    master_policy = v["master-restart-policy"] or worker_policy
+    backoff_limit = v["backoff-limit"] if v["backoff-limit"] is not None else DEFAULT_BACKOFF_LIMIT
+    if backoff_limit < 0:
+        raise SpecError(
+            f'invalid argument "{backoff_limit}" for "--backoff-limit" flag: must be 0 or more'
+        )
+    return worker_policy, master_policy, backoff_limit
+
+
+def _pods(
+    parsed: Parsed,
+    config: LocalConfig,
+    name: str,
+    mounts: list[pvc.Mount],
+    workers: int,
+    worker: tuple[int, str, list[str], dict[str, str]],
+    master: tuple[int, str, list[str], dict[str, str]],
+) -> list[dict[str, Any]]:
+    """The master (unless --no-master) and the workers, each (gpus, restart policy, argv, env),
+    placed on nodes."""
+    no_master = parsed.values["no-master"]
+    pods: list[dict[str, Any]] = []
+    if not no_master:
+        pods.append(_pod(name, "master", 0, *master, mounts))
+    for i in range(workers):
+        pods.append(_pod(name, "worker", i + (0 if no_master else 1), *worker, mounts, index=i))
+    _place(pods, parsed, config)
+    return pods
+
+
+def _pod(
+    name: str,
+    role: str,
+    rank: int,
+    gpus: int,
+    policy: str,
+    argv: list[str],
+    env: dict[str, str],
+    mounts: list[pvc.Mount],
+    index: int = 0,
+) -> dict[str, Any]:
+    """One pod of the job, its paths under mounts rewritten to their local folders."""
+    return {
+        "name": f"{name}-{role}-{index}",
+        "role": role,
+        "rank": rank,
+        "gpus": gpus,
+        "restartPolicy": policy,
+        "argv": pvc.rewrite_all(argv, mounts),
+        "env": {k: pvc.rewrite(x, mounts) for k, x in env.items()},
+    }
+
+
+def _place(pods: list[dict[str, Any]], parsed: Parsed, config: LocalConfig) -> None:
+    """Placement: round robin over the nodes --exclude-node leaves (none: the job waits)."""
+    excluded = set(parsed.values["exclude-node"] or [])
+    allowed = [n for n in config.node_names if n not in excluded]
+    for i, pod in enumerate(pods):
+        pod["node"] = allowed[i % len(allowed)] if allowed else ""
+        if pod["node"] in config.slow_nodes:  # a throttled node: the supervisor duty-cycles
+            pod["cpuShare"] = config.slow_nodes[pod["node"]]
+
+
+def _resources(
+    parsed: Parsed,
+    workers: int,
+    world: int,
+    worker_gpus: int,
+    master_gpus: int,
+    pods: list[dict[str, Any]],
+    extended: dict[str, str],
+) -> dict[str, Any]:
+    v = parsed.values
+    return {
+        "workers": workers,
+        "pods": world,
+        "gpu": {
+            "perWorker": worker_gpus,
+            "master": 0 if v["no-master"] else master_gpus,
+            "total": sum(p["gpus"] for p in pods),
+        },
+        "cpu": {"request": v["cpu-core-request"], "limit": v["cpu-core-limit"]},
+        "memory": {"request": v["cpu-memory-request"], "limit": v["cpu-memory-limit"]},
+        "extendedResources": extended,
+        "largeShm": v["large-shm"],
+    }
+
+
+def _add_machine_notes(
+    spec: dict[str, Any], pods: list[dict[str, Any]], config: LocalConfig
+) -> None:
+    """Notes on what the local machine does unlike a cluster: slow nodes, a small /dev/shm."""
     for node in sorted({p["node"] for p in pods if "cpuShare" in p}):
         share = config.slow_nodes[node]
         spec["notes"].append(
@@ -281,7 +369,6 @@ def build_spec(
             f"/dev/shm is {spec['shmSize']} in each pod (shm_size in local.yaml), as in a "
             "container without --large-shm"
         )
-    return spec, mounts
 
 
 def pod_environment(

@@ -335,21 +335,7 @@ def file_sha256(path: str) -> str:
 # ---------------------------------------------------------------------------------------- the run
 def prepare(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     """Write the shards and the manifest; returns the manifest."""
-    try:
-        target = parse_size(args.shard_size)
-    except ValueError as exc:
-        raise ConfigError(f"--shard-size: {exc}") from None
-    if target < 4096:
-        raise ConfigError(f"--shard-size {args.shard_size!r}: must be at least 4KB")
-    if args.threads < 1:
-        raise ConfigError(f"--threads {args.threads}: must be at least 1")
-    if args.data_root and not os.path.isdir(args.data_root):
-        raise ConfigError(f"--data-root {args.data_root!r}: no such directory")
-    images_dir = args.images or os.path.join(
-        args.data_root or ".", DEFAULT_SPLIT_DIRS[args.dataset][args.split]
-    )
-    if not os.path.isdir(images_dir):
-        raise ConfigError(f"{images_dir}: images directory not found (or pass --images DIR)")
+    target, images_dir = _check_prepare_args(args)
     if args.dataset == "openimages":
         source = _load_openimages(args)
     else:
@@ -361,8 +347,65 @@ def prepare(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, A
     os.makedirs(args.out, exist_ok=True)
     report = Report(listed=len(index))
     writer = ShardWriter(args.out, args.split, target)
+    started = time.monotonic()
+    shards = _write_shards(args, index, images_dir, writer, report, log)
+    if not shards:
+        raise TrainerError(
+            f"no usable images in {images_dir} ({len(report.missing)} missing, "
+            f"{len(report.corrupt)} corrupt); nothing written"
+        )
+    listed = {s["file"] for s in shards}
+    for name in os.listdir(args.out):  # shards of an earlier preparation into this directory
+        if name.startswith(f"{args.split}-") and name.endswith(".tar") and name not in listed:
+            os.unlink(os.path.join(args.out, name))
+
+    manifest = _manifest(args, source, images_dir, target, report, shards)
+    write_text_atomic(os.path.join(args.out, MANIFEST), json.dumps(manifest, indent=1) + "\n")
+    os.chmod(os.path.join(args.out, MANIFEST), 0o644)
+    elapsed = time.monotonic() - started
+    totals = manifest["totals"]
+    log(
+        f"prepare: wrote {len(shards)} shards, {totals['samples']} samples, {totals['boxes']} "
+        f"boxes, {totals['bytes'] / 1e6:.1f} MB in {elapsed:.1f} s; left out {totals['missing']} "
+        f"missing, {totals['corrupt']} corrupt, {totals['duplicates']} duplicate, "
+        f"{totals['without_boxes']} without boxes; {totals['rotated']} rotated upright; "
+        f"manifest {os.path.join(args.out, MANIFEST)} (version {manifest['version']})"
+    )
+    return manifest
+
+
+def _check_prepare_args(args: argparse.Namespace) -> tuple[int, str]:
+    """The shard size in bytes and the images directory, or a ConfigError naming the option."""
+    try:
+        target = parse_size(args.shard_size)
+    except ValueError as exc:
+        raise ConfigError(f"--shard-size: {exc}") from None
+    if target < 4096:
+        raise ConfigError(f"--shard-size {args.shard_size!r}: must be at least 4KB")
+    if args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: must be at least 1")
+    if args.data_root and not os.path.isdir(args.data_root):
+        raise ConfigError(f"--data-root {args.data_root!r}: no such directory")
+    images_dir: str = args.images or os.path.join(
+        args.data_root or ".", DEFAULT_SPLIT_DIRS[args.dataset][args.split]
+    )
+    if not os.path.isdir(images_dir):
+        raise ConfigError(f"{images_dir}: images directory not found (or pass --images DIR)")
+    return target, images_dir
+
+
+def _write_shards(
+    args: argparse.Namespace,
+    index: DetectionIndex,
+    images_dir: str,
+    writer: ShardWriter,
+    report: Report,
+    log: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """Check every listed image and write the usable ones into shards, counting in ``report``
+    what was left out; returns the shards (none are left behind on failure)."""
     seen: dict[str, str] = {}
-    started = last_log = time.monotonic()
+    last_log = time.monotonic()
     try:
         for i, checked in _checked_images(index, images_dir, args.threads, args.jpeg_quality):
             name = index.file_name(i)
@@ -401,21 +444,22 @@ def prepare(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, A
             if time.monotonic() - last_log > 30:
                 last_log = time.monotonic()
                 log(f"prepare: {i + 1}/{len(index)} images checked, {len(writer.shards)} shards")
-        shards = writer.finish()
+        return writer.finish()
     except BaseException:
         writer.abort()
         raise
-    if not shards:
-        raise TrainerError(
-            f"no usable images in {images_dir} ({len(report.missing)} missing, "
-            f"{len(report.corrupt)} corrupt); nothing written"
-        )
-    listed = {s["file"] for s in shards}
-    for name in os.listdir(args.out):  # shards of an earlier preparation into this directory
-        if name.startswith(f"{args.split}-") and name.endswith(".tar") and name not in listed:
-            os.unlink(os.path.join(args.out, name))
 
-    manifest = {
+
+def _manifest(
+    args: argparse.Namespace,
+    source: Source,
+    images_dir: str,
+    target: int,
+    report: Report,
+    shards: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The manifest: where the samples came from, what was left out and why, and the shards."""
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "version": content_version(source.classes, shards),
@@ -459,18 +503,6 @@ def prepare(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, A
         "duplicates": report.duplicates,
         "shards": shards,
     }
-    write_text_atomic(os.path.join(args.out, MANIFEST), json.dumps(manifest, indent=1) + "\n")
-    os.chmod(os.path.join(args.out, MANIFEST), 0o644)
-    elapsed = time.monotonic() - started
-    totals = manifest["totals"]
-    log(
-        f"prepare: wrote {len(shards)} shards, {totals['samples']} samples, {totals['boxes']} "
-        f"boxes, {totals['bytes'] / 1e6:.1f} MB in {elapsed:.1f} s; left out {totals['missing']} "
-        f"missing, {totals['corrupt']} corrupt, {totals['duplicates']} duplicate, "
-        f"{totals['without_boxes']} without boxes; {totals['rotated']} rotated upright; "
-        f"manifest {os.path.join(args.out, MANIFEST)} (version {manifest['version']})"
-    )
-    return manifest
 
 
 def _checked_images(
