@@ -85,7 +85,8 @@ def test_the_reader_finds_paths_and_leaves_other_things_alone() -> None:
 # A markdown link or image to a file of this repository, not a URL: [text](target#anchor).
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*```")
-# Links known to lead nowhere yet, each with why: remove an entry once its target exists.
+
+
 def prose(text: str) -> list[tuple[int, str]]:
     """The numbered lines of a markdown text outside its code fences."""
     lines, fenced = [], False
