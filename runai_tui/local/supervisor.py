@@ -24,11 +24,9 @@ from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
 from runai_tui.local.jobspec import NODE_NAME, pod_environment
 from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
+from runai_tui.local.throttle import Throttle
 
 POLL_SECONDS = 0.1
-# A slow node's pods (slow_nodes in local.yaml) run for their CPU share of each period of this
-# many polls and are stopped (SIGSTOP) for the rest: a CPU quota, as a throttled node gives.
-THROTTLE_TICKS = 10
 # CrashLoopBackOff: the kubelet waits 10 s, doubling to 5 min; the local cluster is quicker.
 RESTART_BACKOFF_SECONDS = 1.0
 RESTART_BACKOFF_MAX_SECONDS = 30.0
@@ -91,8 +89,9 @@ class Supervisor:
         self.pod_restarts: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}  # pods in back-off: when they start again
         self.log_sizes: dict[str, int] = {}
-        self._ticks = 0  # polls of _watch, for the slow node's duty cycle
-        self._throttled: dict[str, list[int]] = {}  # slow pod -> its processes (refreshed)
+        # A slow node's pods (slow_nodes in local.yaml) run for their CPU share only.
+        shares = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
+        self.throttle = Throttle(self.jobdir, shares)
 
     # -- status --------------------------------------------------------------------------------
     def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -127,6 +126,7 @@ class Supervisor:
             self._finish_stopped()
             return
         self._start_pods()
+        self.throttle.start()
         self._watch()
 
     def _schedule(self) -> bool:
@@ -369,7 +369,6 @@ class Supervisor:
                 self._finish_stopped()
                 return
             self._record_log_growth(self.procs)
-            self._throttle()
             for name, proc in list(self.procs.items()):
                 code = proc.poll()
                 if code is None:
@@ -410,31 +409,9 @@ class Supervisor:
 
     _finished = False
 
-    def _throttle(self) -> None:
-        """Run a slow node's pods for their share of each period, stop them for the rest."""
-        slow = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
-        if not slow:
-            return
-        phase = self._ticks % THROTTLE_TICKS
-        self._ticks += 1
-        if phase == 0:  # a new period: every process of the pod runs (new ones included)
-            self._release_throttle()
-            self._throttled = {
-                name: state.processes_of_job(self.jobdir, name)
-                for name in slow
-                if name in self.procs
-            }
-        for name, pids in self._throttled.items():
-            if phase == max(1, round(slow[name] * THROTTLE_TICKS)):
-                state.signal_pids(pids, signal.SIGSTOP)
-
-    def _release_throttle(self) -> None:
-        for pids in self._throttled.values():
-            state.signal_pids(pids, signal.SIGCONT)
-
     def _stop_pods(self, reason: str) -> None:
         """TERM every running pod's group, KILL after the grace period, then sweep the job."""
-        self._release_throttle()  # a stopped process would hold its TERM until the KILL
+        self.throttle.stop()  # a stopped process would hold its TERM until the KILL
         for proc in self.procs.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -482,6 +459,7 @@ class Supervisor:
 
     def _complete(self) -> None:
         self._finished = True
+        self.throttle.stop()
         state.kill_job_processes(self.jobdir, 0.0)
 
         def completed(st: dict[str, Any]) -> None:

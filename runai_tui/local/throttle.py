@@ -1,0 +1,70 @@
+"""A slow node's CPU quota: its pods run for their share of each period and are stopped for the rest.
+
+`slow_nodes` in local.yaml marks nodes whose pods get a fraction of the CPU, as a container
+throttled by its CPU limit does. The kernel enforces a limit in periods of 100 ms (CFS
+bandwidth control); this does the same with SIGSTOP and SIGCONT from a thread of the job's
+supervisor. The period has to be as short as the kernel's: a step of a small job takes tens of
+milliseconds, and a coarser cycle lets whole forward passes run unthrottled between two stops.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+from runai_tui.local import state
+
+PERIOD_SECONDS = 0.1  # as the kernel's CFS period
+REFRESH_PERIODS = 10  # a pod's processes (DataLoader workers come and go) are looked up each second
+
+
+class Throttle:
+    """Duty-cycles the processes of each pod in SHARES (pod name -> CPU share, 0 to 1)."""
+
+    def __init__(self, jobdir: Path, shares: dict[str, float]) -> None:
+        self.jobdir = jobdir
+        # The pods stopped first come first: each is stopped at its share of the period.
+        self.shares = sorted(shares.items(), key=lambda item: item[1])
+        self._pids: dict[str, list[int]] = {}
+        self._lock = threading.Lock()  # the pid lists, between the cycle and stop()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._cycle, name="throttle", daemon=True)
+
+    def start(self) -> None:
+        if self.shares:
+            self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """End the cycle and let every process run (a stopped process would hold its TERM)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        with self._lock:
+            for pids in self._pids.values():
+                state.signal_pids(pids, signal.SIGCONT)
+
+    def _cycle(self) -> None:
+        period = 0
+        while not self._stopping.is_set():
+            if period % REFRESH_PERIODS == 0:
+                found = {pod: state.processes_of_job(self.jobdir, pod) for pod, _ in self.shares}
+                with self._lock:
+                    self._pids = found
+            period += 1
+            with self._lock:
+                for pids in self._pids.values():
+                    state.signal_pids(pids, signal.SIGCONT)
+            elapsed = 0.0
+            for pod, share in self.shares:
+                if self._stopping.wait(share * PERIOD_SECONDS - elapsed):
+                    return
+                elapsed = share * PERIOD_SECONDS
+                with self._lock:
+                    state.signal_pids(self._pids.get(pod, []), signal.SIGSTOP)
+            if self._stopping.wait(PERIOD_SECONDS - elapsed):
+                return

@@ -1,0 +1,62 @@
+"""A slow node's CPU quota on real processes: a busy pod gets about its share of a CPU, the
+other pods are untouched, and stopping the throttle leaves nothing stopped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runai_tui.local import state
+from runai_tui.local.throttle import Throttle
+
+BUSY = "while True: pass"
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def busy_pod(jobdir: Path, pod: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, **{state.JOB_DIR_ENV: str(jobdir), state.POD_ENV: pod})
+    return subprocess.Popen([sys.executable, "-c", BUSY], env=env)
+
+
+def test_a_slow_pod_gets_its_share_and_is_released(tmp_path: Path) -> None:
+    slow, fast = busy_pod(tmp_path, "job-worker-0"), busy_pod(tmp_path, "job-master-0")
+    throttle = Throttle(tmp_path, {"job-worker-0": 0.25})
+    try:
+        time.sleep(0.3)  # both started
+        throttle.start()
+        time.sleep(0.3)  # the first lookup of the pod's processes
+        before, start = cpu_seconds(slow.pid), time.monotonic()
+        time.sleep(2.0)
+        share = (cpu_seconds(slow.pid) - before) / (time.monotonic() - start)
+        # Stopped three quarters of every 100 ms: whatever else the machine runs, it cannot
+        # have had more than a quarter of a CPU and some jitter.
+        assert 0 < share < 0.45, share
+        throttle.stop()
+        assert process_state(slow.pid) != "T"  # nothing left stopped
+        assert process_state(fast.pid) != "T"
+        before, start = cpu_seconds(slow.pid), time.monotonic()
+        time.sleep(1.0)
+        assert cpu_seconds(slow.pid) - before > 0  # it runs again
+    finally:
+        throttle.stop()
+        for proc in (slow, fast):
+            proc.kill()
+            proc.wait()
+
+
+def test_no_slow_pod_starts_no_thread(tmp_path: Path) -> None:
+    throttle = Throttle(tmp_path, {})
+    throttle.start()
+    assert not throttle.running
+    throttle.stop()
