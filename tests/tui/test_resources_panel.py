@@ -60,8 +60,9 @@ async def test_pending_reason_in_health_and_timeline_and_resources_panel(local_c
         )
         [pod] = panel.report.pods
         assert pod.pod == "hog-master-0" and pod.cpu_cores is not None and pod.cpu_cores > 0
-        text = screen_text(app)
-        assert "no GPU tool" in text and "/ 280 MiB" in text and "memory near its limit" in text
+        # The panel paints the report on its next refresh: wait for the picture, not the data.
+        lines = ("no GPU tool", "/ 280 MiB", "memory near its limit")
+        await wait_for(pilot, lambda: all(s in screen_text(app) for s in lines), "the panel")
 
 
 async def test_gpu_util_column_filled_for_running_gpu_jobs(local_client, monkeypatch) -> None:
