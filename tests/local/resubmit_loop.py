@@ -1,0 +1,76 @@
+"""The resubmit loop on the local cluster, shared by the modules that each run it with one real
+fault (one module each, so that the suite's workers can take them in parallel): the job fails,
+`diagnose` names the fault with its remedy, `resubmit --apply-fixes --yes` submits NAME-2 with it,
+and the new job completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.local.conftest import wait_phase
+from tests.local.test_through_runai_tui import tui
+
+
+def user_profile(name: str, text: str) -> None:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(text)
+
+
+def jobs() -> list[str]:
+    return [j["name"] for j in json.loads(tui("list", "--json").stdout)]
+
+
+def tiny(name: str, extra_args: str = "", extra: str = "", steps: int = 2) -> str:
+    return textwrap.dedent(
+        f"""\
+        extends: retinanet-local
+        job_name: {name}
+        {extra}
+        args: [--dataset, synthetic, --synthetic-train-images, "{4 * steps}",
+               --synthetic-val-images, "2",
+               --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "{steps}", --batch-size,
+               "2", --min-size, "64", --max-size, "64", --log-every, "1",
+               --output-dir, /data/runs/{name}{extra_args}]
+        """
+    )
+
+
+def until(check: Callable[[], Any], what: str, seconds: float = 300) -> Any:
+    """Poll for a trainer's state (slower than the local cluster's own: torch starts first)."""
+    deadline = time.monotonic() + seconds
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(1)
+    return value
+
+
+def loop(job: str, code: str, remedy: str) -> None:
+    """The job fails (ends Failed, or hangs Running with the error in its log); diagnose names
+    `code` with `remedy`; resubmit applies it; NAME-2 ends Completed; compare lines the two up,
+    the failed side saying what it lacks."""
+    assert tui("submit", "--profile", job).returncode == 0
+
+    def diagnosed() -> list[dict]:
+        res = tui("diagnose", job, "--json")
+        return [f for f in json.loads(res.stdout)["findings"] if f["code"] == code]
+
+    found = until(diagnosed, f"diagnose to find {code} in {job}")
+    assert found[0]["remedy"]["set"] == [remedy], found
+    res = tui("resubmit", job, "--apply-fixes", "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"  --set {remedy}  remedy of {code}" in res.stdout
+    assert f"Submitted job {job}-2 on the LOCAL cluster." in res.stdout
+    follow = tui("logs", f"{job}-2", "-f", timeout=600)
+    assert '{"kind": "done"' in follow.stdout, follow.stdout[-2000:]
+    assert wait_phase(f"{job}-2", "Completed", "Failed")["phase"] == "Completed"
+    res = tui("compare", job, f"{job}-2", "--differences")
+    assert res.returncode == 0, res.stderr
+    assert "A lacks trainer metric records" in res.stdout
