@@ -28,3 +28,13 @@ def isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules that hold a slow test (a real training run, a real terminal) go first.
+
+    The suite's workers take whole modules (`--dist loadscope`, in pyproject.toml), in the order
+    they are collected; a module of one 70 s training run that is handed out last runs alone
+    while the other worker idles. Longest first keeps both busy to the end."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)  # stable: else as collected

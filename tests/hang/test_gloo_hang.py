@@ -18,6 +18,7 @@ from runai_tui.knowledge import flight_recorder as fr
 
 REPO = Path(__file__).resolve().parent.parent.parent
 WORKER = Path(__file__).resolve().parent / "gloo_hang_worker.py"
+pytestmark = pytest.mark.slow  # real gloo ranks that hang until their timeout
 RUNAI_TUI = [sys.executable, "-c", "import sys; from runai_tui.cli import main; sys.exit(main())"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 
+import pytest
 import torch
 
 from trainer import __main__ as entry
@@ -14,6 +15,7 @@ from trainer.model import build_model
 from trainer.test_hooks import COMPILE_ENV
 
 
+@pytest.mark.slow
 def test_compiled_run_trains_and_checkpoints_plain_keys(tmp_path, monkeypatch, capsys):
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
