@@ -1,5 +1,6 @@
 """JobTable's refresh (many rows gone, changed and new at once): the rows, their order, cells,
-the selection and the column widths are what a fresh table shows, and it draws the same."""
+the selection and the column widths (each its widest cell's) are what a fresh table shows, and
+it draws the same, even when painted before the table is next idle."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert str(table.get_cell("job-100", "status")) == "Pending"
         assert table.get_cell("job-001", "age") == "1h"  # 300 s old, one hour later
         name_column = table.columns[next(k for k in table.columns if k.value == "name")]
-        assert name_column.content_width == cell_len(long_name)
+        assert name_column.width == cell_len(long_name)
 
         # The long name goes: its column shrinks back.
         table.update_jobs(
@@ -62,7 +63,7 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert long_name not in table.visible_names()
         assert table.row_count == len(expected) - 3
         assert table.selected_name == "job-051"
-        assert name_column.content_width == cell_len("job-051")
+        assert name_column.width == cell_len("job-051")
 
 
 async def test_most_rows_gone_at_once() -> None:
@@ -84,7 +85,7 @@ async def test_most_rows_gone_at_once() -> None:
         assert table.selected_name == "job-351"
         assert str(table.get_cell("job-351", "status")) == "Failed"
         name_column = table.columns[next(k for k in table.columns if k.value == "name")]
-        assert name_column.content_width == cell_len("job-351")
+        assert name_column.width == cell_len("job-351")
         assert "job-351" in screen_text(app)
 
 
@@ -177,3 +178,43 @@ async def test_refreshes_show_what_a_fresh_table_shows() -> None:
                 fresh.get_row_at(i) for i in range(fresh.row_count)
             ], step
             await fresh.remove()
+
+
+class FullHeightTableApp(TableApp):
+    """The table as the jobs screen sizes it (app.tcss: `#jobs-table { height: 1fr }`), so its
+    rows are on screen before the table has measured them."""
+
+    CSS = "JobTable { height: 1fr; }"
+
+
+async def test_a_paint_before_the_table_is_idle_shows_whole_cells() -> None:
+    """A paint right after the rows change, before the table is next idle (a resize of the
+    screen paints at once): every column is already as wide as its widest cell, and stays so,
+    whether the rows were added, re-added with a new column (the first GPU UTIL value) or a
+    column shrank."""
+    app = FullHeightTableApp()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(JobTable)
+        await pilot.pause()
+        long_name = "a-much-longer-job-name"
+        jobs = [make_job(long_name, Phase.RUNNING), make_job("short", Phase.FAILED)]
+
+        table.update_jobs(jobs, NOW)  # rows added
+        early = screen_text(app)  # painted with no await since: the table is not idle yet
+        await pilot.pause()
+        assert long_name in screen_text(app)
+        assert long_name in early
+
+        table.set_gpu_util(long_name, "87%")  # the table is rebuilt with a GPU UTIL column
+        early = screen_text(app)
+        await pilot.pause()
+        assert "87%" in screen_text(app) and long_name in screen_text(app)
+        assert screen_text(app) == early
+
+        table.update_jobs(jobs[1:], NOW)  # NAME shrinks back to "short"'s width
+        early = screen_text(app)
+        await pilot.pause()
+        assert screen_text(app) == early
+        header = next(line for line in early.splitlines() if "NAME" in line)
+        assert header.split()[:2] == ["NAME", "STATUS"]
+        assert header.index("STATUS") - header.index("NAME") == len("short") + 2

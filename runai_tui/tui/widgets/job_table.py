@@ -1,6 +1,12 @@
 """JobTable: the jobs list, updated in place by job name so the selection and the marks survive
 refreshes. Built on DataTable's public API only: a refresh is a keyed diff (`remove_row`,
-`add_row`, `update_cell`, `sort`), and only the columns whose widest cell changed are re-fitted."""
+`add_row`, `update_cell`, `sort`), and only the columns whose widest cell changed are re-fitted.
+
+Every column has an explicit width, its widest cell's (ShownRows keeps it), set in the same step
+as the cells that change it. DataTable's own fit-to-content measures new rows later, when the
+table is next idle, and caches the lines it draws by a counter that this measuring does not
+advance: a paint in between (a resize of the screen, which Textual handles at once) kept the
+columns at their labels' width until something else changed the table."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Job, format_age, format_gpus, format_pods
@@ -162,7 +168,7 @@ class JobTable(DataTable[Cell]):
 
     def on_mount(self) -> None:
         for key, label in self.column_specs():
-            self.add_column(label, key=key)
+            self.add_column(label, width=self.shown.width(key), key=key)
 
     def column_specs(self) -> list[tuple[str, str]]:
         """The columns shown now: COLUMNS, with GPU UTIL after GPUS once it has a value and
@@ -345,12 +351,14 @@ class JobTable(DataTable[Cell]):
         self.fit_columns(before)
 
     def fit_columns(self, before: dict[str, int]) -> None:
-        """Re-fit each column whose width is no longer `before`: DataTable measures the widest
-        cell given (enough when a column grows) or, when the column shrinks, its cells again."""
+        """Re-fit each column whose width is no longer `before` to its widest cell (the
+        column's public `width`), and redraw it at once: `update_cell` invalidates what the
+        table drew and (`update_width`) has it recompute its scrollable size."""
         shown = self.shown
         for column, width in before.items():
             if shown.width(column) == width:
                 continue
+            self.columns[ColumnKey(column)].width = shown.width(column)
             name = shown.widest_row(column)
             if name is not None:
                 self.update_cell(name, column, shown.cells[name][column], update_width=True)
@@ -379,18 +387,18 @@ class JobTable(DataTable[Cell]):
         scroll_y, cursor_row = self.scroll_y, self.cursor_row
         specs = self.column_specs()
         self.shown = shown = ShownRows(specs)
+        for name in self.sorted_names(wanted):
+            cells = wanted[name]
+            if self.gpu_util_shown and "gpu_util" not in cells:
+                cells = {**cells, "gpu_util": self.gpu_util_cell(self.jobs[name])}
+            shown.add(name, cells)
         with self.app.batch_update():
             self.clear(columns=True)
             for key, label in specs:
-                self.add_column(label, key=key)
-            for name, cells in wanted.items():
-                if self.gpu_util_shown and "gpu_util" not in cells:
-                    cells = {**cells, "gpu_util": self.gpu_util_cell(self.jobs[name])}
-                shown.cells[name] = cells
-            for name in self.sorted_names(shown.cells):
-                cells = shown.cells.pop(name)
+                self.add_column(label, width=shown.width(key), key=key)
+            for name in shown.order:
+                cells = shown.cells[name]
                 self.add_row(*(cells[column] for column in shown.labels), key=name)
-                shown.add(name, cells)
             self.scroll_to(y=scroll_y, animate=False, immediate=True)  # the view stays put
             if selected is None or not self.select_name(selected):
                 self.move_cursor(row=min(cursor_row, max(0, self.row_count - 1)), animate=False)
