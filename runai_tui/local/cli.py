@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from runai_tui import __version__
 from runai_tui.local import flags as F
@@ -29,6 +29,7 @@ from runai_tui.local import jobs, jobspec, pvc, state
 from runai_tui.local.config import load_config
 from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import Flag, FlagError, Parsed
+from runai_tui.local.state import JobSpec, PodSpec, PodStatus
 from runai_tui.quantity import memory_bytes
 
 PROG = "runai-local"
@@ -72,7 +73,7 @@ def cmd_submit(p: Parsed, argv: list[str]) -> int:
     return 0
 
 
-def _start_warnings(spec: dict[str, Any]) -> list[str]:
+def _start_warnings(spec: JobSpec) -> list[str]:
     """Commands that will not start here: the pod will fail, as on a cluster; say so early."""
     out = []
     path = spec["baseEnv"].get("PATH", "")
@@ -160,19 +161,21 @@ def describe_doc(
     view: jobs.JobView, pod_limit: int | None = None, event_limit: int | None = None
 ) -> dict[str, Any]:
     doc = view.workload()
-    pods_spec = {p["name"]: p for p in view.spec.get("pods") or []}
+    pods_spec = view.spec.get("pods") or []
+    node_of = {p["name"]: p.get("node") for p in pods_spec}
+    argv_of = {p["name"]: p.get("argv", []) for p in pods_spec}
     doc["pods"] = [
         {
             "name": pod.get("name"),
             "phase": pod.get("phase"),
             "role": pod.get("role"),
-            "nodeName": pods_spec.get(pod.get("name"), {}).get("node") or jobspec.NODE_NAME,
+            "nodeName": node_of.get(pod.get("name") or "") or jobspec.NODE_NAME,
             "pid": pod.get("pid"),
             "exitCode": pod.get("exitCode"),
             "restartCount": pod.get("restartCount") or 0,
             "message": pod.get("message", ""),
             "gpus": pod.get("gpus", 0),
-            "command": pods_spec.get(pod.get("name"), {}).get("argv", []),
+            "command": argv_of.get(pod.get("name") or "", []),
         }
         for pod in _limited(view.status.get("pods") or [], pod_limit, DEFAULT_POD_LIMIT)
     ]
@@ -280,7 +283,7 @@ def _one_name(p: Parsed) -> str:
     return names[0]
 
 
-def _pod_of(view: jobs.JobView, pod_name: str | None) -> dict[str, Any]:
+def _pod_of(view: jobs.JobView, pod_name: str | None) -> PodSpec:
     pods = view.spec.get("pods") or []
     if not pods:
         raise CliError(f"workload '{view.name}' has no readable pods: {view.problem}")
@@ -293,8 +296,9 @@ def _pod_of(view: jobs.JobView, pod_name: str | None) -> dict[str, Any]:
     raise CliError(f"pod '{pod_name}' could not be found in workload '{view.name}' (pods: {names})")
 
 
-def _pod_status(view: jobs.JobView, name: str) -> dict[str, Any]:
-    return next((p for p in view.status.get("pods") or [] if p.get("name") == name), {})
+def _pod_status(view: jobs.JobView, name: str) -> PodStatus:
+    none: PodStatus = {}
+    return next((p for p in view.status.get("pods") or [] if p.get("name") == name), none)
 
 
 def cmd_logs(p: Parsed, argv: list[str]) -> int:
@@ -500,8 +504,9 @@ def cmd_version(p: Parsed, argv: list[str]) -> int:
 
 Handler = Callable[[Parsed, list[str]], int]
 Leaf = tuple[Handler, list[Flag], str]
+Node: TypeAlias = "Leaf | dict[str, Node]"  # a command, or the words under a command word
 
-_PYTORCH: dict[str, Any] = {
+_PYTORCH: dict[str, Node] = {
     "submit": (cmd_submit, F.SUBMIT_FLAGS, "Submit a PyTorch training workload"),
     "list": (cmd_list, F.LIST_FLAGS, "List PyTorch training workloads"),
     "describe": (cmd_describe, F.DESCRIBE_FLAGS, "Describe a PyTorch training workload"),
@@ -528,7 +533,7 @@ _STANDARD = {
         ("resume", F.ACTION_FLAGS),
     )
 }
-TREE: dict[str, Any] = {
+TREE: dict[str, Node] = {
     "training": {
         "list": (cmd_list, F.LIST_FLAGS, "List training workloads of every framework"),
         "pytorch": _PYTORCH,
@@ -544,7 +549,7 @@ TREE: dict[str, Any] = {
 _GLOBAL_WITH_VALUE = {"--config-file", "--config-path"}
 
 
-def _help(path: list[str], node: Any) -> str:
+def _help(path: list[str], node: Node) -> str:
     title = " ".join([PROG, *path])
     if isinstance(node, dict):
         lines = [f"Usage:\n  {title} [command]\n", "Available Commands:"]
@@ -557,9 +562,9 @@ def _help(path: list[str], node: Any) -> str:
     return f"{desc}\n\nUsage:\n  {title} [flags]\n\nFlags:\n{F.usage(flags)}\n\nGlobal Flags:\n{F.usage(F.GLOBAL_FLAGS)}"
 
 
-def _resolve(argv: list[str]) -> tuple[list[str], Any, list[str]]:
+def _resolve(argv: list[str]) -> tuple[list[str], Node, list[str]]:
     """Walk the command words (skipping global flags, as cobra does) to a node; return the rest."""
-    node: Any = TREE
+    node: Node = TREE
     path: list[str] = []
     rest: list[str] = []
     i = 0

@@ -17,7 +17,16 @@ from typing import Any
 
 from runai_tui.local import state, supervisor
 from runai_tui.local.errors import LocalError
-from runai_tui.local.state import JobPaths, StateError, locked, read_json, write_json_atomic
+from runai_tui.local.state import (
+    JobPaths,
+    JobSpec,
+    JobStatus,
+    StateError,
+    locked,
+    read_json,
+    read_status,
+    write_json_atomic,
+)
 
 # How long a freshly submitted job may have no supervisor recorded before it counts as lost.
 _START_SLACK_SECONDS = 15.0
@@ -34,8 +43,8 @@ class JobView:
     jobdir: Path
     name: str
     project: str
-    spec: dict[str, Any]
-    status: dict[str, Any]
+    spec: JobSpec
+    status: JobStatus
     problem: str = ""  # a state file that could not be read
 
     @property
@@ -80,7 +89,7 @@ def load(jobdir: Path) -> JobView:
     paths = JobPaths(jobdir)
     name, project = jobdir.name, jobdir.parent.name
     try:
-        spec = state.check_spec(read_json(paths.spec), paths.spec)
+        spec = state.read_spec(paths.spec)
     except StateError as exc:
         return JobView(jobdir, name, project, {}, {"phase": "Unknown"}, problem=str(exc))
     try:
@@ -98,7 +107,7 @@ def load(jobdir: Path) -> JobView:
     return JobView(jobdir, name, project, spec, status)
 
 
-def _supervisor_lost(status: dict[str, Any]) -> str:
+def _supervisor_lost(status: JobStatus) -> str:
     phase = status.get("phase")
     if phase not in state.ACTIVE_PHASES or phase == "Deleting":
         return ""
@@ -113,7 +122,7 @@ def _supervisor_lost(status: dict[str, Any]) -> str:
     return f"the supervisor (pid {sup.get('pid')}) is gone; the pods were stopped"
 
 
-def _mark_lost(status: dict[str, Any], why: str) -> None:
+def _mark_lost(status: JobStatus, why: str) -> None:
     for pod in status.get("pods") or []:
         if pod.get("phase") in ("Running", "Pending"):
             gone = pod.get("pid") and not state.process_alive(pod["pid"], pod.get("startTicks"))
@@ -132,8 +141,8 @@ def all_views(project: str | None) -> list[JobView]:
 # ---- submit / resume -------------------------------------------------------------------------
 
 
-def initial_status(spec: dict[str, Any], reason: str, message: str) -> dict[str, Any]:
-    status: dict[str, Any] = {
+def initial_status(spec: JobSpec, reason: str, message: str) -> JobStatus:
+    status: JobStatus = {
         "phase": "Creating",
         "message": "",
         "supervisor": None,
@@ -160,7 +169,7 @@ def initial_status(spec: dict[str, Any], reason: str, message: str) -> dict[str,
     return status
 
 
-def create(spec: dict[str, Any]) -> Path:
+def create(spec: JobSpec) -> Path:
     """Record a new job and start its supervisor. Refuses a name already used in the project."""
     jobdir = state.job_dir(spec["project"], spec["name"])
     with locked(state.state_root() / "submit.lock"):
@@ -184,7 +193,7 @@ def _start_supervisor(jobdir: Path) -> None:
     pid, ticks = supervisor.spawn(jobdir)
     paths = JobPaths(jobdir)
     with locked(paths.lock):
-        status = read_json(paths.status)
+        status = read_status(paths.status)
         if not status.get("supervisor"):  # it may already have recorded itself
             status["supervisor"] = {"pid": pid, "startTicks": ticks}
             write_json_atomic(paths.status, status)
@@ -195,7 +204,7 @@ def resume(view: JobView) -> None:
         raise JobError(f"workload '{view.name}' is {view.phase}; only a Stopped workload resumes")
     paths = JobPaths(view.jobdir)
     with locked(paths.lock):
-        status = read_json(paths.status)
+        status = read_status(paths.status)
         fresh = initial_status(view.spec, "Resumed", "workload resumed")
         fresh["phase"] = "Resuming"
         fresh["events"] = (status.get("events") or []) + fresh["events"]
@@ -215,9 +224,9 @@ def _wait_dead(pid: int | None, ticks: int | None, timeout: float) -> bool:
     return True
 
 
-def _stop_supervisor(view: JobView, status: dict[str, Any]) -> None:
-    sup = status.get("supervisor") or {}
-    pid, ticks = sup.get("pid"), sup.get("startTicks")
+def _stop_supervisor(view: JobView, status: JobStatus) -> None:
+    sup = status.get("supervisor")
+    pid, ticks = (sup.get("pid"), sup.get("startTicks")) if sup else (None, None)
     if pid is not None and state.process_alive(pid, ticks):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
@@ -231,13 +240,13 @@ def suspend(view: JobView) -> None:
     paths = JobPaths(view.jobdir)
     paths.suspend_request.touch()
     with locked(paths.lock):
-        status = read_json(paths.status)
+        status = read_status(paths.status)
         status["phase"] = "Stopping"
         write_json_atomic(paths.status, status)
     _stop_supervisor(view, status)
     state.kill_job_processes(view.jobdir, float(view.spec.get("graceSeconds", 5.0)))
     with locked(paths.lock):
-        status = read_json(paths.status)
+        status = read_status(paths.status)
         if status.get("phase") != "Stopped":  # the supervisor died before recording it
             status["phase"] = "Stopped"
             status["allocatedGPUs"] = 0
@@ -258,7 +267,7 @@ def delete(jobdir: Path) -> None:
     grace = 5.0
     with contextlib.suppress(StateError):
         grace = float(read_json(paths.spec).get("graceSeconds", 5.0))
-    status: dict[str, Any] = {}
+    status: JobStatus = {}
     with contextlib.suppress(StateError), locked(paths.lock):
         current = state.check_status(read_json(paths.status), paths.status)
         current["phase"] = "Deleting"

@@ -15,13 +15,20 @@ import shlex
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 from runai_tui.local import pvc
 from runai_tui.local.config import LocalConfig
 from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import GLOBAL_FLAGS, Parsed
-from runai_tui.local.state import JOB_DIR_ENV, POD_ENV, now_rfc3339
+from runai_tui.local.state import (
+    JOB_DIR_ENV,
+    POD_ENV,
+    JobSpec,
+    MountSpec,
+    PodSpec,
+    Resources,
+    now_rfc3339,
+)
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
@@ -122,7 +129,7 @@ def _notes(parsed: Parsed, config: LocalConfig) -> list[str]:
 
 def build_spec(
     parsed: Parsed, config: LocalConfig, argv: list[str], cwd: Path
-) -> tuple[dict[str, Any], list[pvc.Mount]]:
+) -> tuple[JobSpec, list[pvc.Mount]]:
     """Validate a parsed submit and return (spec, mounts). Raises SpecError/PvcError."""
     v = parsed.values
     name = _workload_name(parsed)
@@ -149,7 +156,7 @@ def build_spec(
         worker=(worker_gpus, worker_policy, worker_argv, env),
         master=(master_gpus, master_policy, master_argv, {**env, **master_env}),
     )  # fmt: skip
-    spec: dict[str, Any] = {
+    spec: JobSpec = {
         "name": name,
         "project": project,
         "id": str(uuid.uuid4()),
@@ -189,7 +196,7 @@ def _mounts(parsed: Parsed, config: LocalConfig) -> list[pvc.Mount]:
     return mounts
 
 
-def _mount_records(mounts: list[pvc.Mount]) -> list[dict[str, Any]]:
+def _mount_records(mounts: list[pvc.Mount]) -> list[MountSpec]:
     return [
         {"claim": m.claim, "path": m.path, "local": str(m.local), "readonly": m.readonly}
         for m in mounts
@@ -284,11 +291,11 @@ def _pods(
     workers: int,
     worker: tuple[int, str, list[str], dict[str, str]],
     master: tuple[int, str, list[str], dict[str, str]],
-) -> list[dict[str, Any]]:
+) -> list[PodSpec]:
     """The master (unless --no-master) and the workers, each (gpus, restart policy, argv, env),
     placed on nodes."""
     no_master = parsed.values["no-master"]
-    pods: list[dict[str, Any]] = []
+    pods: list[PodSpec] = []
     if not no_master:
         pods.append(_pod(name, "master", 0, *master, mounts))
     for i in range(workers):
@@ -307,7 +314,7 @@ def _pod(
     env: dict[str, str],
     mounts: list[pvc.Mount],
     index: int = 0,
-) -> dict[str, Any]:
+) -> PodSpec:
     """One pod of the job, its paths under mounts rewritten to their local folders."""
     return {
         "name": f"{name}-{role}-{index}",
@@ -320,7 +327,7 @@ def _pod(
     }
 
 
-def _place(pods: list[dict[str, Any]], parsed: Parsed, config: LocalConfig) -> None:
+def _place(pods: list[PodSpec], parsed: Parsed, config: LocalConfig) -> None:
     """Placement: round robin over the nodes --exclude-node leaves (none: the job waits)."""
     excluded = set(parsed.values["exclude-node"] or [])
     allowed = [n for n in config.node_names if n not in excluded]
@@ -336,9 +343,9 @@ def _resources(
     world: int,
     worker_gpus: int,
     master_gpus: int,
-    pods: list[dict[str, Any]],
+    pods: list[PodSpec],
     extended: dict[str, str],
-) -> dict[str, Any]:
+) -> Resources:
     v = parsed.values
     return {
         "workers": workers,
@@ -355,9 +362,7 @@ def _resources(
     }
 
 
-def _add_machine_notes(
-    spec: dict[str, Any], pods: list[dict[str, Any]], config: LocalConfig
-) -> None:
+def _add_machine_notes(spec: JobSpec, pods: list[PodSpec], config: LocalConfig) -> None:
     """Notes on what the local machine does unlike a cluster: slow nodes, a small /dev/shm."""
     for node in sorted({p["node"] for p in pods if "cpuShare" in p}):
         share = config.slow_nodes[node]
@@ -371,9 +376,7 @@ def _add_machine_notes(
         )
 
 
-def pod_environment(
-    spec: dict[str, Any], pod: dict[str, Any], master_port: int, jobdir: Path
-) -> dict[str, str]:
+def pod_environment(spec: JobSpec, pod: PodSpec, master_port: int, jobdir: Path) -> dict[str, str]:
     """The full environment of POD: base, Run:ai/operator variables, then the job's own env."""
     env = dict(spec.get("baseEnv") or {})
     if not spec.get("noMaster"):

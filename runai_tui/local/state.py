@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from runai_tui import paths
 from runai_tui.atomic import atomic_open
@@ -45,6 +45,126 @@ ACTIVE_PHASES = {
     "Deleting",
 }
 TERMINAL_PHASES = {"Completed", "Failed"}
+
+
+# ---- shapes of spec.json and status.json (keys as on disk; docs/contracts.md) ----------------
+# Keys that older state files may lack are optional (total=False): those files still load.
+
+
+class MountSpec(TypedDict):
+    claim: str
+    path: str
+    local: str
+    readonly: bool
+
+
+class GpuResources(TypedDict):
+    perWorker: int
+    master: int
+    total: int
+
+
+class RequestLimit(TypedDict):
+    request: str | None
+    limit: str | None
+
+
+class Resources(TypedDict, total=False):
+    workers: int
+    pods: int
+    gpu: GpuResources
+    cpu: RequestLimit
+    memory: RequestLimit
+    extendedResources: dict[str, str]
+    largeShm: bool | None
+
+
+class _PodSpecKeys(TypedDict):
+    name: str
+    role: str  # "master" | "worker"
+    rank: int
+    gpus: int
+    restartPolicy: str
+    argv: list[str]
+    env: dict[str, str]
+
+
+class PodSpec(_PodSpecKeys, total=False):
+    node: str  # "" when --exclude-node leaves no node: the job waits
+    cpuShare: float  # on a slow node: the share of the CPU its pods get
+
+
+class JobSpec(TypedDict, total=False):
+    """spec.json: the submitted job, written once. check_spec guarantees name, project, id,
+    createdAt, workingDir, worldSize, graceSeconds, baseEnv, resources.gpu.total and pods; a
+    view of an unreadable job carries an empty one."""
+
+    name: str
+    project: str
+    id: str
+    type: str
+    framework: str
+    createdAt: str
+    submitArgv: list[str]
+    flags: dict[str, Any]  # the flags given, each value as its flag's kind parses it
+    rest: list[str]
+    noMaster: bool
+    worldSize: int
+    image: str
+    workingDir: str
+    workingDirRequested: str
+    mounts: list[MountSpec]
+    annotations: dict[str, str]
+    labels: dict[str, str]
+    resources: Resources
+    graceSeconds: float
+    backoffLimit: int
+    baseEnv: dict[str, str]
+    pods: list[PodSpec]
+    notes: list[str]
+    shmSize: str
+
+
+class Event(TypedDict):
+    createdAt: str
+    type: str  # "Normal" | "Warning"
+    reason: str
+    message: str
+
+
+class ProcessRecord(TypedDict):
+    pid: int
+    startTicks: int | None
+
+
+class PodStatus(TypedDict, total=False):
+    name: str
+    role: str
+    rank: int
+    gpus: int
+    phase: str
+    pid: int | None
+    startTicks: int | None
+    exitCode: int | None
+    restartCount: int
+    message: str
+    startedAt: str
+    finishedAt: str
+    lastFinishedAt: str
+
+
+class JobStatus(TypedDict, total=False):
+    """status.json: phase, pods, events; changed under the job's lock only."""
+
+    phase: str
+    message: str
+    supervisor: ProcessRecord | None
+    launchedAt: float
+    allocatedGPUs: int
+    masterPort: int | None
+    pods: list[PodStatus]
+    events: list[Event]
+    createdAt: str
 
 
 class StateError(LocalError):
@@ -71,7 +191,7 @@ def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON to a temp file in the same directory, fsync, rename: readers never see half."""
     with atomic_open(path) as fh:
         json.dump(data, fh, indent=2, sort_keys=True)
@@ -250,16 +370,17 @@ def _expect(ok: bool, path: Path, field: str, expected: str) -> None:
         )
 
 
-def _expect_list(value: Any, path: Path, field: str, expected: str, nonempty: bool) -> list[Any]:
+def _expect_list(value: object, path: Path, field: str, expected: str, nonempty: bool) -> list[Any]:
     _expect(isinstance(value, list) and (bool(value) or not nonempty), path, field, expected)
-    return value
+    return cast("list[Any]", value)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_spec(spec: dict[str, Any], path: Path) -> dict[str, Any]:
+def check_spec(spec: dict[str, Any], path: Path) -> JobSpec:
+    """SPEC as read from PATH, its shape checked (StateError naming the field otherwise)."""
     for key in ("name", "project", "id", "createdAt", "workingDir"):
         _expect(isinstance(spec.get(key), str), path, key, "a string")
     _expect(_is_int(spec.get("worldSize")), path, "worldSize", "an integer")
@@ -296,10 +417,11 @@ def check_spec(spec: dict[str, Any], path: Path) -> dict[str, Any]:
             f"{where}.env",
             "a mapping of strings",
         )
-    return spec
+    return cast(JobSpec, spec)
 
 
-def check_status(status: dict[str, Any], path: Path) -> dict[str, Any]:
+def check_status(status: dict[str, Any], path: Path) -> JobStatus:
+    """STATUS as read from PATH, its shape checked (StateError naming the field otherwise)."""
     _expect(isinstance(status.get("phase"), str), path, "phase", "a string")
     pods = _expect_list(status.get("pods"), path, "pods", "a list", nonempty=False)
     for i, pod in enumerate(pods):
@@ -326,4 +448,14 @@ def check_status(status: dict[str, Any], path: Path) -> dict[str, Any]:
     _expect(port is None or _is_int(port), path, "masterPort", "an integer")
     gpus = status.get("allocatedGPUs")
     _expect(gpus is None or _is_int(gpus), path, "allocatedGPUs", "an integer")
-    return status
+    return cast(JobStatus, status)
+
+
+def read_spec(path: Path) -> JobSpec:
+    """spec.json, its shape checked."""
+    return check_spec(read_json(path), path)
+
+
+def read_status(path: Path) -> JobStatus:
+    """status.json, unchecked beyond being an object (writers that only update keys use it)."""
+    return cast(JobStatus, read_json(path))

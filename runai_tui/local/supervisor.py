@@ -18,12 +18,19 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
 from runai_tui.local.jobspec import NODE_NAME, pod_environment
-from runai_tui.local.state import JobPaths, locked, read_json, write_json_atomic
+from runai_tui.local.state import (
+    JobPaths,
+    JobStatus,
+    PodSpec,
+    PodStatus,
+    locked,
+    read_status,
+    write_json_atomic,
+)
 from runai_tui.local.throttle import Throttle
 
 POLL_SECONDS = 0.1
@@ -53,7 +60,7 @@ def spawn(jobdir: Path) -> tuple[int, int | None]:
     return proc.pid, state.proc_start_ticks(proc.pid)
 
 
-def add_event(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
+def add_event(status: JobStatus, kind: str, reason: str, message: str) -> None:
     status.setdefault("events", []).append(
         {"createdAt": state.now_rfc3339(), "type": kind, "reason": reason, "message": message}
     )
@@ -62,7 +69,8 @@ def add_event(status: dict[str, Any], kind: str, reason: str, message: str) -> N
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # (host, port) for AF_INET
+        return port
 
 
 def _exit_description(code: int) -> tuple[int, str]:
@@ -80,7 +88,7 @@ class Supervisor:
     def __init__(self, jobdir: Path) -> None:
         self.jobdir = jobdir
         self.paths = JobPaths(jobdir)
-        self.spec = state.check_spec(read_json(self.paths.spec), self.paths.spec)
+        self.spec = state.read_spec(self.paths.spec)
         self.grace = float(self.spec.get("graceSeconds", 5.0))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested = False
@@ -94,14 +102,14 @@ class Supervisor:
         self.throttle = Throttle(self.jobdir, shares)
 
     # -- status --------------------------------------------------------------------------------
-    def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    def update(self, change: Callable[[JobStatus], None]) -> JobStatus:
         with locked(self.paths.lock):
-            status = read_json(self.paths.status)
+            status = read_status(self.paths.status)
             change(status)
             write_json_atomic(self.paths.status, status)
             return status
 
-    def _pod(self, status: dict[str, Any], name: str) -> dict[str, Any]:
+    def _pod(self, status: JobStatus, name: str) -> PodStatus:
         return next(p for p in status["pods"] if p["name"] == name)
 
     def _should_stop(self) -> bool:
@@ -116,7 +124,7 @@ class Supervisor:
             signal.signal(sig, self._on_signal)
         me, ticks = os.getpid(), state.proc_start_ticks(os.getpid())
 
-        def begin(st: dict[str, Any]) -> None:
+        def begin(st: JobStatus) -> None:
             st["supervisor"] = {"pid": me, "startTicks": ticks}
             st["phase"] = "Pending"
             st["message"] = ""
@@ -146,7 +154,7 @@ class Supervisor:
                 text = self._unschedulable(config, need - (config.gpus - used), pods + pods_used)
                 if not text:
 
-                    def scheduled(st: dict[str, Any]) -> None:
+                    def scheduled(st: JobStatus) -> None:
                         st["phase"] = "Initializing"
                         st["allocatedGPUs"] = need
                         st["message"] = ""
@@ -159,7 +167,7 @@ class Supervisor:
             if text != said:
                 said = text
 
-                def unschedulable(st: dict[str, Any], text: str = text) -> None:
+                def unschedulable(st: JobStatus, text: str = text) -> None:
                     st["message"] = text
                     add_event(st, "Warning", "Unschedulable", text)
 
@@ -208,7 +216,7 @@ class Supervisor:
         while time.monotonic() < end and not self._should_stop():
             time.sleep(POLL_SECONDS)
 
-    def _launch(self, pod: dict[str, Any]) -> subprocess.Popen[bytes] | str:
+    def _launch(self, pod: PodSpec) -> subprocess.Popen[bytes] | str:
         """Start POD's container, its output going to a fresh log; the process or why not."""
         env = pod_environment(self.spec, pod, self.port, self.jobdir)
         workdir = Path(self.spec["workingDir"])
@@ -242,7 +250,7 @@ class Supervisor:
 
     def _start_pods(self) -> None:
         self.port = _free_port()
-        self.update(lambda st: st.update(masterPort=self.port))
+        self.update(lambda st: st.update({"masterPort": self.port}))
         for pod in self.spec["pods"]:
             if self._should_stop():
                 return
@@ -257,19 +265,19 @@ class Supervisor:
             if not self._start_pod(pod):
                 return
 
-        def running(st: dict[str, Any]) -> None:
+        def running(st: JobStatus) -> None:
             st["phase"] = "Running"
 
         self.update(running)
 
-    def _start_pod(self, pod: dict[str, Any]) -> bool:
+    def _start_pod(self, pod: PodSpec) -> bool:
         """Start one pod (again, after a restart); False when it could not start (job failed)."""
         proc = self._launch(pod)
         if isinstance(proc, str):
 
-            def failed(st: dict[str, Any], name: str = pod["name"], error: str = proc) -> None:
+            def failed(st: JobStatus, name: str = pod["name"], error: str = proc) -> None:
                 entry = self._pod(st, name)
-                entry.update(phase="Failed", exitCode=128, message=error)
+                entry.update({"phase": "Failed", "exitCode": 128, "message": error})
                 entry["finishedAt"] = state.now_rfc3339()
                 add_event(st, "Warning", "StartError", f"pod {name}: {error}")
 
@@ -278,15 +286,17 @@ class Supervisor:
             return False
         self.procs[pod["name"]] = proc
 
-        def started(st: dict[str, Any], name: str = pod["name"], proc=proc) -> None:
+        def started(st: JobStatus, name: str = pod["name"], proc=proc) -> None:
             entry = self._pod(st, name)
             restarts = entry.get("restartCount") or 0
             entry.update(
-                phase="Running",
-                pid=proc.pid,
-                startTicks=state.proc_start_ticks(proc.pid),
-                startedAt=state.now_rfc3339(),
-                message="",
+                {
+                    "phase": "Running",
+                    "pid": proc.pid,
+                    "startTicks": state.proc_start_ticks(proc.pid),
+                    "startedAt": state.now_rfc3339(),
+                    "message": "",
+                }
             )
             again = f" (restart {restarts})" if restarts else ""
             add_event(st, "Normal", "Started", f"started pod {name} (pid {proc.pid}){again}")
@@ -295,7 +305,7 @@ class Supervisor:
         return True
 
     # -- restarts ------------------------------------------------------------------------------
-    def _restarts_left(self, pod: dict[str, Any], exit_code: int) -> bool:
+    def _restarts_left(self, pod: PodSpec, exit_code: int) -> bool:
         policy = pod.get("restartPolicy") or "Never"
         wanted = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         return wanted and self.restarts < int(self.spec.get("backoffLimit", 0))
@@ -316,15 +326,17 @@ class Supervisor:
         self.restart_at[name] = time.monotonic() + delay
         limit = int(self.spec.get("backoffLimit", 0))
 
-        def backoff(st: dict[str, Any]) -> None:
+        def backoff(st: JobStatus) -> None:
             entry = self._pod(st, name)
             entry.update(
-                phase="Running",
-                pid=None,
-                exitCode=exit_code,
-                restartCount=count,
-                message=f"CrashLoopBackOff: container {text}; restarting in {delay:g} s",
-                lastFinishedAt=state.now_rfc3339(),
+                {
+                    "phase": "Running",
+                    "pid": None,
+                    "exitCode": exit_code,
+                    "restartCount": count,
+                    "message": f"CrashLoopBackOff: container {text}; restarting in {delay:g} s",
+                    "lastFinishedAt": state.now_rfc3339(),
+                }
             )
             add_event(
                 st,
@@ -385,13 +397,15 @@ class Supervisor:
                     self._schedule_restart(name, exit_code, text)
                     continue
 
-                def ended(st: dict[str, Any], name=name, exit_code=exit_code, text=text) -> None:
+                def ended(st: JobStatus, name=name, exit_code=exit_code, text=text) -> None:
                     entry = self._pod(st, name)
                     entry.update(
-                        phase="Succeeded" if exit_code == 0 else "Failed",
-                        exitCode=exit_code,
-                        message=text,
-                        finishedAt=state.now_rfc3339(),
+                        {
+                            "phase": "Succeeded" if exit_code == 0 else "Failed",
+                            "exitCode": exit_code,
+                            "message": text,
+                            "finishedAt": state.now_rfc3339(),
+                        }
                     )
                     if exit_code != 0:
                         add_event(st, "Warning", "PodFailed", f"pod {name} {text}")
@@ -428,18 +442,22 @@ class Supervisor:
         self.restart_at.clear()
         state.kill_job_processes(self.jobdir, 0.0)
 
-        def mark(st: dict[str, Any]) -> None:
+        def mark(st: JobStatus) -> None:
             for entry in st["pods"]:
                 if entry["name"] in stopped:
                     code, _ = _exit_description(stopped[entry["name"]].returncode)
                     entry.update(
-                        phase="Failed",
-                        exitCode=code,
-                        message=reason,
-                        finishedAt=state.now_rfc3339(),
+                        {
+                            "phase": "Failed",
+                            "exitCode": code,
+                            "message": reason,
+                            "finishedAt": state.now_rfc3339(),
+                        }
                     )
                 elif entry["name"] in backing_off:
-                    entry.update(phase="Failed", message=reason, finishedAt=state.now_rfc3339())
+                    entry.update(
+                        {"phase": "Failed", "message": reason, "finishedAt": state.now_rfc3339()}
+                    )
                 elif entry.get("phase") == "Pending":
                     entry["message"] = reason
 
@@ -449,7 +467,7 @@ class Supervisor:
         self._finished = True
         self._stop_pods(f"stopped: {why}")
 
-        def failed(st: dict[str, Any]) -> None:
+        def failed(st: JobStatus) -> None:
             st["phase"] = "Failed"
             st["message"] = why
             st["allocatedGPUs"] = 0
@@ -462,7 +480,7 @@ class Supervisor:
         self.throttle.stop()
         state.kill_job_processes(self.jobdir, 0.0)
 
-        def completed(st: dict[str, Any]) -> None:
+        def completed(st: JobStatus) -> None:
             st["phase"] = "Completed"
             st["message"] = "every pod exited with code 0"
             st["allocatedGPUs"] = 0
@@ -482,7 +500,7 @@ class Supervisor:
             why = "supervisor was terminated"
         self._stop_pods(f"stopped: workload {why}")
 
-        def stopped(st: dict[str, Any]) -> None:
+        def stopped(st: JobStatus) -> None:
             st["allocatedGPUs"] = 0
             if deleting:
                 st["phase"] = "Deleting"
@@ -507,12 +525,14 @@ def _in_use(exclude: Path) -> tuple[int, int]:
         if jobdir == exclude:
             continue
         try:
-            st = read_json(JobPaths(jobdir).status)
+            st = read_status(JobPaths(jobdir).status)
         except state.StateError:
             continue
-        sup = st.get("supervisor") or {}
-        if st.get("phase") in ("Initializing", "Running") and state.process_alive(
-            sup.get("pid"), sup.get("startTicks")
+        sup = st.get("supervisor")
+        if (
+            st.get("phase") in ("Initializing", "Running")
+            and sup
+            and state.process_alive(sup.get("pid"), sup.get("startTicks"))
         ):
             gpus += int(st.get("allocatedGPUs") or 0)
             pods += len(st.get("pods") or [])
@@ -534,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             state.kill_job_processes(jobdir, 1.0)
             with locked(JobPaths(jobdir).lock):
-                st = read_json(JobPaths(jobdir).status)
+                st = read_status(JobPaths(jobdir).status)
                 st["phase"] = "Failed"
                 st["message"] = "supervisor crashed; see supervisor.log"
                 add_event(st, "Warning", "SupervisorCrashed", st["message"])
