@@ -22,13 +22,14 @@ class Parser(argparse.ArgumentParser):
 
 def settings_for(args: argparse.Namespace) -> Settings:
     """The settings (flag > env > config.toml > default), resolved once per command."""
-    if getattr(args, "settings", None) is None:
+    settings: Settings | None = getattr(args, "settings", None)
+    if settings is None:
         from runai_tui.config import load_settings
 
-        args.settings = load_settings(
+        settings = args.settings = load_settings(
             {"backend": args.backend, "project": args.project, "refresh": args.refresh}
         )
-    return args.settings
+    return settings
 
 
 def client_for(args: argparse.Namespace) -> RunaiClient:

@@ -14,7 +14,7 @@ from runai_tui.cli.common import Parser, client_for, print_json, settings_for, t
 from runai_tui.errors import Failure, UsageError
 
 if TYPE_CHECKING:
-    from runai_tui.profiles import ProfileStore
+    from runai_tui.profiles import Profile, ProfileStore
 
 
 def add_parsers(sub: Any) -> None:
@@ -130,7 +130,9 @@ def _submit_checks(profile: Any, strict: bool) -> None:
         )
 
 
-def _lint_targets(store: ProfileStore, targets: list[str], sets: list[str]) -> tuple[list, int]:
+def _lint_targets(
+    store: ProfileStore, targets: list[str], sets: list[str]
+) -> tuple[list[tuple[str, Profile]], int]:
     """Load each target (name or path) with overrides: ([(label, profile)], problems reported)."""
     from runai_tui.profiles import ProfileError, apply_overrides
 

@@ -64,7 +64,8 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 
 def _value_type(annotation: Any) -> type:
     """`int` for `int` and for `int | None`."""
-    return next((t for t in get_args(annotation) if t is not type(None)), annotation)
+    found: type = next((t for t in get_args(annotation) if t is not type(None)), annotation)
+    return found
 
 
 # The type of each flag's value (`--lr` is a float even though its default is None).

@@ -23,6 +23,7 @@ import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
+    Awaitable,
     Callable,
     Coroutine,
     Generator,
@@ -175,8 +176,8 @@ class _PrivateLoop:
             return fn(*args)
         return self.pool.submit(fn, *args).result()
 
-    def step(self, awaitable: Any) -> Any:
-        return self.call(_step, self.loop, awaitable)
+    def step(self, awaitable: Awaitable[_T]) -> _T:
+        return self.call(lambda: _step(self.loop, awaitable))
 
     def close(self) -> None:
         def shutdown() -> None:
@@ -191,7 +192,7 @@ class _PrivateLoop:
                 self.pool.shutdown(wait=True)
 
 
-def _step(loop: asyncio.AbstractEventLoop, awaitable: Any) -> Any:
+def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
     """Run one awaitable on `loop`. On Ctrl-C (or any interruption of the loop itself) cancel it
     and let it clean up (kill and reap its child) before re-raising."""
     task = asyncio.ensure_future(awaitable, loop=loop)

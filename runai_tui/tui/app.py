@@ -21,7 +21,7 @@ from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
 from runai_tui.tui.terminal import InteractiveRunner
-from runai_tui.tui.widgets.header import StatusHeader
+from runai_tui.tui.widgets.header import HeaderState, StatusHeader
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -106,15 +106,11 @@ class RunaiTuiApp(App[int]):
         self.save_dir = save_dir or Path.cwd()
         self.select_after_refresh: str | None = None
         self.health = HealthCache()  # diagnoses made so far (describe, the jobs screen's pass)
-        self.header_state: dict[str, Any] = {
-            "backend": client.backend.label,
-            "project": getattr(client, "project", None) or "",
-            "login": "checking login…",
-            "logged_in": None,
-            "readonly": readonly,
-            "refreshed": "",
-            "error": "",
-        }
+        self.header_state = HeaderState(
+            backend=client.backend.label,
+            project=getattr(client, "project", None) or "",
+            readonly=readonly,
+        )
         self._last_error = ""
         self._last_internal = ""
         self.ring_on_end = notify  # `notify = false` in config.toml: notifications only
@@ -161,16 +157,16 @@ class RunaiTuiApp(App[int]):
             self._backend_checked = True
             self.check_backend()
 
-    def set_header(self, **values: Any) -> None:
-        """Update the header state and every mounted StatusHeader."""
-        self.header_state.update(values)
+    def set_header(self, state: HeaderState) -> None:
+        """Make STATE the header state (`dataclasses.replace(self.header_state, field=...)`) and
+        show it on every mounted StatusHeader."""
+        self.header_state = state
         for screen in self.screen_stack:
             for header in screen.query(StatusHeader):
                 self.apply_header(header)
 
     def apply_header(self, header: StatusHeader) -> None:
-        for key, value in self.header_state.items():
-            setattr(header, key, value)
+        header.show(self.header_state)
 
     # -- backend status ------------------------------------------------------------------------
 
@@ -188,31 +184,47 @@ class RunaiTuiApp(App[int]):
                 from runai_tui.runai.parse import parse_version
 
                 label = dataclasses.replace(backend, version=parse_version(version)).label
-                self.set_header(backend=label)
+                self.set_header(dataclasses.replace(self.header_state, backend=label))
         try:
             user = await self.client.awhoami()
         except RunaiError as error:
             if error.kind is ErrorKind.NOT_LOGGED_IN:
-                self.set_header(login=not_logged_in(error), logged_in=False)
+                self.set_header(
+                    dataclasses.replace(
+                        self.header_state, login=not_logged_in(error), logged_in=False
+                    )
+                )
             else:
-                self.set_header(login="login unknown", logged_in=None)
+                self.set_header(
+                    dataclasses.replace(self.header_state, login="login unknown", logged_in=None)
+                )
                 self.report_error(error)
         else:
-            self.set_header(login=f"user {user.strip() or '?'}", logged_in=True)
+            self.set_header(
+                dataclasses.replace(
+                    self.header_state, login=f"user {user.strip() or '?'}", logged_in=True
+                )
+            )
 
     def backend_ok(self) -> None:
         self._last_error = ""
         self._last_internal = ""
-        self.set_header(error="", refreshed=self.now().strftime("%H:%M:%S"))
-        if self.header_state["logged_in"] is False:  # logged in again: learn who
+        self.set_header(
+            dataclasses.replace(
+                self.header_state, error="", refreshed=self.now().strftime("%H:%M:%S")
+            )
+        )
+        if self.header_state.logged_in is False:  # logged in again: learn who
             self.check_backend()
 
     def backend_failed(self, error: RuntimeFailure) -> None:
         """A periodic call failed: keep a banner, notify only when the failure changes."""
         banner = describe_error(error)
-        self.set_header(error=banner)
+        self.set_header(dataclasses.replace(self.header_state, error=banner))
         if isinstance(error, RunaiError) and error.kind is ErrorKind.NOT_LOGGED_IN:
-            self.set_header(login=not_logged_in(error), logged_in=False)
+            self.set_header(
+                dataclasses.replace(self.header_state, login=not_logged_in(error), logged_in=False)
+            )
         if banner != self._last_error:
             self._last_error = banner
             self.report_error(error)
@@ -289,7 +301,7 @@ class RunaiTuiApp(App[int]):
         """Use `project` (None: the CLI's default) for every call from now on."""
         self.client.project = project
         self.project_explicit = project is not None
-        self.set_header(project=project or "", error="")
+        self.set_header(dataclasses.replace(self.header_state, project=project or "", error=""))
         self._last_error = ""
         self.notify(f"Project: {project or '(the CLI default)'}.", title="project", markup=False)
 

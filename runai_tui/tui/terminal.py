@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -24,7 +24,7 @@ def editor_command() -> list[str]:
 class InteractiveRunner:
     """Runs interactive children on the real terminal while the app is suspended."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self.app = app
 
     def run(self, argv: list[str]) -> int:

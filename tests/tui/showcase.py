@@ -144,7 +144,7 @@ def make_app(store: ProfileStore, readonly: bool = False, real_run: bool = False
 async def jobs_loaded(pilot: Pilot) -> None:
     """The jobs screen with everything its background passes fill in."""
     await wait_for(pilot, lambda: pilot.app.screen.query_one(JobTable).row_count == 4)
-    await wait_for(pilot, lambda: pilot.app.header_state["logged_in"] is True)
+    await wait_for(pilot, lambda: pilot.app.header_state.logged_in is True)
     # The background diagnosis of the Failed job has marked its row.
     table = pilot.app.screen.query_one(JobTable)
     await wait_for(pilot, lambda: str(table.get_cell("broken-run", "health")).startswith("✗"))

@@ -141,7 +141,7 @@ async def test_switch_project_on_the_local_cluster(local_client) -> None:
         await pilot.press("down", "enter")
         assert local_client.project == "local"
         assert app.screen.query_one(StatusHeader).project == "local"
-        await wait_for(pilot, lambda: app.header_state["refreshed"], "refresh with -p local")
+        await wait_for(pilot, lambda: app.header_state.refreshed, "refresh with -p local")
         await pilot.press("P")
         dialog = app.screen
         await wait_for(pilot, lambda: dialog.projects is not None, "project list again")

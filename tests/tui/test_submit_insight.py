@@ -88,7 +88,7 @@ def checks_text(screen: SubmitScreen) -> str:
 
 
 async def open_submit(pilot, measured: bool = True) -> SubmitScreen:
-    await wait_for(pilot, lambda: pilot.app.header_state["logged_in"] is True)
+    await wait_for(pilot, lambda: pilot.app.header_state.logged_in is True)
     await pilot.press("n")
     screen = pilot.app.screen
     assert isinstance(screen, SubmitScreen)

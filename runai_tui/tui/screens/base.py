@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from textual.screen import Screen
 from textual.worker import Worker
@@ -13,7 +13,10 @@ if TYPE_CHECKING:
     from runai_tui.tui.app import RunaiTuiApp
 
 
-class AppScreen(Screen):
+Result = TypeVar("Result")  # what the screen's dismiss() hands back
+
+
+class AppScreen(Screen[Result]):
     """A screen with the shared StatusHeader."""
 
     HELP_TITLE = "screen"

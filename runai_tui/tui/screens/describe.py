@@ -88,7 +88,7 @@ def raw_lines(detail: JobDetail) -> list[str]:
     return json.dumps(detail.to_dict(), indent=2, default=str).splitlines()
 
 
-class DescribeScreen(AppScreen):
+class DescribeScreen(AppScreen[None]):
     HELP_TITLE = "describe"
 
     BINDINGS = [

@@ -5,7 +5,7 @@ form filled with them; nothing is submitted from here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from runai_tui.tui.screens.base import AppScreen
 
 
-async def plan_for_form(screen: AppScreen, job: str) -> Plan | None:
+async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
     """The plan `R` fills the submit form with: the remedies applied, or (with a notification)
     the submission as it was when no finding has one; None after reporting a failure."""
     from runai_tui import resubmit

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -9,7 +11,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 
-def screen_keys(screen: Screen) -> list[tuple[str, str]]:
+def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
     """(keys, description) for the screen's bindings and then the app's, without duplicates."""
     rows: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -40,7 +42,7 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #help-hint { color: $text-muted; margin-top: 1; }
     """
 
-    def __init__(self, for_screen: Screen, title: str) -> None:
+    def __init__(self, for_screen: Screen[Any], title: str) -> None:
         super().__init__()
         self.rows = screen_keys(for_screen)
         self.title_text = title
@@ -48,7 +50,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = f"keys: {self.title_text}"
-            table: DataTable = DataTable(cursor_type="none", show_cursor=False)
+            table: DataTable[str] = DataTable(cursor_type="none", show_cursor=False)
             table.add_columns("KEY", "ACTION")
             for keys, description in self.rows:
                 table.add_row(keys, description)

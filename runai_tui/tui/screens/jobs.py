@@ -27,7 +27,7 @@ ON_MARKED = {"delete", "suspend", "resume"}
 HEALTH_JOBS_PER_PASS = 3
 
 
-class JobsScreen(AppScreen):
+class JobsScreen(AppScreen[None]):
     HELP_TITLE = "jobs"
 
     BINDINGS = [

@@ -27,7 +27,7 @@ FLUSH_SECONDS = 0.1
 ALL_PODS = "*all pods*"  # the pod choice that interleaves every pod, each line prefixed
 
 
-class LogsScreen(AppScreen):
+class LogsScreen(AppScreen[None]):
     HELP_TITLE = "logs"
 
     BINDINGS = [

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from runai_tui.profiles import ProfileEntry
 
 
-class ProfilesScreen(AppScreen):
+class ProfilesScreen(AppScreen[str]):
     HELP_TITLE = "profiles"
 
     BINDINGS = [
@@ -49,7 +49,7 @@ class ProfilesScreen(AppScreen):
         yield Footer(compact=True)
 
     @property
-    def table(self) -> DataTable:
+    def table(self) -> DataTable[str]:
         return self.query_one("#profiles-table", DataTable)
 
     def on_mount(self) -> None:

@@ -53,7 +53,7 @@ def parse_env(text: str) -> tuple[list[str], str]:
     return sets, ""
 
 
-class SubmitScreen(AppScreen):
+class SubmitScreen(AppScreen[str]):
     HELP_TITLE = "submit"
 
     BINDINGS = [

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
+
+
+@dataclass(frozen=True)
+class HeaderState:
+    """What every screen's StatusHeader shows; the app holds one and copies it onto each."""
+
+    backend: str
+    project: str
+    readonly: bool
+    login: str = "checking login…"
+    logged_in: bool | None = None  # None: not known yet
+    refreshed: str = ""  # when the last refresh succeeded, HH:MM:SS
+    error: str = ""  # the banner while the backend is failing
 
 
 class StatusHeader(Widget):
@@ -45,3 +60,12 @@ class StatusHeader(Widget):
             text.append("\n")
             text.append(f" ✖ {self.error}", style="bold white on dark_red")
         return text
+
+    def show(self, state: HeaderState) -> None:
+        self.backend = state.backend
+        self.project = state.project
+        self.login = state.login
+        self.logged_in = state.logged_in
+        self.readonly = state.readonly
+        self.refreshed = state.refreshed
+        self.error = state.error
