@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from runai_tui import paths
 from runai_tui.errors import UsageError
+from runai_tui.runai.generations import parse_override
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -106,8 +107,6 @@ def _notify(value: Any) -> bool:
 
 
 def _runai_cli(value: Any) -> str:
-    from runai_tui.runai.generations import parse_override  # lazy: only when the setting is set
-
     parse_override(value)  # ValueError says what is expected
     return str(value).strip()
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui.errors import RuntimeFailure
 from runai_tui.knowledge.compare import Row, argv_diff, render_rows
+from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import (
     attach,
@@ -146,7 +147,6 @@ async def plan(
 ) -> Plan:
     """The resubmit of `job`. Raises RunaiError (unknown job), RuntimeFailure (nothing to
     rebuild from, a taken name), ProfileError/UsageError (a bad --set or name)."""
-    from runai_tui.knowledge.diagnose import diagnose_job
 
     detail = await client.adescribe(job)
     found = submitted(detail)

@@ -20,6 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runai_tui.profiles import ProfileError, validate_data
+from runai_tui.profiles.schema import make_profile
+
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
 
@@ -78,8 +81,6 @@ def find(document: Any) -> str | None:
 def profile_of(record: Record, label: str) -> Profile:
     """The recorded profile, validated through the field table again (a record written by an
     older runai-tui may hold a field this one refuses: ProfileError names it, under `label`)."""
-    from runai_tui.profiles import ProfileError, validate_data
-    from runai_tui.profiles.schema import make_profile
 
     data, problems = validate_data(record.data, lambda path: (label, None))
     if problems:

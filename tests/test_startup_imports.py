@@ -1,12 +1,16 @@
-"""The headless dry run loads only what printing a command line needs: a structural check of what
-`runai-tui submit --dry-run` imports, not a timing (benchmarks/fig_cli.py measures the time).
+"""The measured start-up paths load only what they need: a structural check of what
+`runai-tui submit --dry-run` imports (benchmarks/fig_cli.py times it) and of what the TUI loads
+before its first paint (benchmarks/fig_tui_paint.py), not a timing.
 
 The modules below are the lazy imports that matter (tens of milliseconds, or a whole UI or
-framework): the process machinery, the client, the TUI and torch. Plain Python (typing,
-dataclasses) is welcome on this path."""
+framework): the process machinery, the client, the TUI and torch, the knowledge each command
+loads for itself, the screens opened on demand. Plain Python (typing, dataclasses) is welcome on
+these paths. Every other import sits at the top of its module: an import inside a function says
+why on the line above it (or its own line)."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +27,42 @@ HEAVY = [
     "textual",
     "rich",
     "torch",
+    # What single commands load for themselves (lazy in runai_tui/cli/*_commands.py).
+    "runai_tui.runai.runner",
+    "runai_tui.runai.bulk",
+    "runai_tui.runai.interactive",
+    "runai_tui.runai.pod_logs",
+    "runai_tui.knowledge.remedies",
+    "runai_tui.knowledge.plan",
+    "runai_tui.knowledge.compare",
+    "runai_tui.knowledge.job_records",
+    "runai_tui.knowledge.progress",
+    "runai_tui.knowledge.diagnose",
+    "runai_tui.knowledge.preflight",
+    "runai_tui.knowledge.resources",
+    "runai_tui.knowledge.flight_recorder",
+    "runai_tui.knowledge.run_sources",
+    "runai_tui.profiles.docs",
+    "runai_tui.resubmit",
+    "runai_tui.tui",
+]
+
+# Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.
+ON_DEMAND_SCREENS = [
+    f"runai_tui.tui.screens.{name}"
+    for name in (
+        "compare",
+        "confirm",
+        "describe",
+        "fixes",
+        "help",
+        "logs",
+        "preflight",
+        "profiles",
+        "projects",
+        "prompt",
+        "submit",
+    )
 ]
 
 
@@ -40,3 +80,49 @@ def test_dry_run_imports_none_of_the_heavy_modules() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_tui_first_paint_imports_no_screen_opened_on_demand() -> None:
+    # What `runai-tui` loads up to the jobs screen: the launcher, the app and the jobs screen.
+    code = (
+        "import sys\n"
+        "import runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
+        f"lazy = {ON_DEMAND_SCREENS!r}\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _function_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, source line) of every import inside a function of PATH that gives no reason."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    unexplained: list[tuple[int, str]] = []
+    for func in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            # The reason: on the import's line, or on the line above it or above its run of
+            # imports.
+            i = node.lineno - 1
+            while i > 0 and lines[i - 1].lstrip().startswith(("import ", "from ")):
+                i -= 1
+            if "#" not in lines[node.lineno - 1] and "#" not in lines[i - 1]:
+                unexplained.append((node.lineno, lines[node.lineno - 1].strip()))
+    return unexplained
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {text}"
+        for path in sorted((REPO / "runai_tui").rglob("*.py"))
+        for line, text in _function_imports(path)
+    ]
+    assert found == [], "imports belong at the top of the module, or say why not:\n" + "\n".join(
+        found
+    )

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli.common import client_for
-from runai_tui.errors import UsageError
+from runai_tui.duration import parse_duration
+from runai_tui.errors import RunaiError, UsageError
+from runai_tui.models import Phase, normalize_phase
+from runai_tui.runai.capabilities import VERB_STATES, applies
 
 if TYPE_CHECKING:
     from runai_tui.models import Job
@@ -49,7 +52,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def _selector(args: argparse.Namespace) -> Selector | None:
-    from runai_tui.duration import parse_duration
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.bulk import Selector
 
     statuses = tuple(s.strip() for given in args.status for s in given.split(",") if s.strip())
@@ -65,7 +68,6 @@ def _selector(args: argparse.Namespace) -> Selector | None:
             f"{args.command}: give job names or a selector, not both",
             "drop the names, or drop --selector/--status/--older-than",
         )
-    from runai_tui.models import Phase, normalize_phase
 
     for status in statuses:
         if normalize_phase(status) is Phase.UNKNOWN and status.lower() != "unknown":
@@ -87,6 +89,7 @@ def _confirm(names: list[str]) -> bool:
 
 
 def cmd_bulk(args: argparse.Namespace) -> int:
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import runner
     from runai_tui.runai.bulk import act, select
 
@@ -100,8 +103,6 @@ def cmd_bulk(args: argparse.Namespace) -> int:
     if selector is not None:
         jobs = client.list_jobs()
     elif verb in ("suspend", "resume"):
-        from runai_tui.errors import RunaiError
-
         try:  # to say which named jobs are in a state the verb does not apply to
             jobs = client.list_jobs()
         except RunaiError:
@@ -140,8 +141,8 @@ def cmd_bulk(args: argparse.Namespace) -> int:
 def _not_applicable(verb: str, names: list[str], jobs: list[Job]) -> list[Outcome]:
     """A failed Outcome for each named job whose state `verb` does not apply to (suspending a
     Failed job, resuming a Running one); a name the list lacks is left to runai."""
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.bulk import Outcome
-    from runai_tui.runai.capabilities import VERB_STATES, applies
 
     by_name = {job.name: job for job in jobs}
     return [

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from runai_tui.config import load_settings
 from runai_tui.errors import UsageError
+from runai_tui.runai.generations import parse_override
 
 if TYPE_CHECKING:
     from runai_tui.config import Settings
@@ -24,8 +27,6 @@ def settings_for(args: argparse.Namespace) -> Settings:
     """The settings (flag > env > config.toml > default), resolved once per command."""
     settings: Settings | None = getattr(args, "settings", None)
     if settings is None:
-        from runai_tui.config import load_settings
-
         settings = args.settings = load_settings(
             {"backend": args.backend, "project": args.project, "refresh": args.refresh}
         )
@@ -33,6 +34,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
 
 
 def client_for(args: argparse.Namespace) -> RunaiClient:
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.backend import select_backend
     from runai_tui.runai.client import RunaiClient
 
@@ -50,7 +52,6 @@ def runai_cli_for(settings: Settings) -> dict[str, Any]:
     """The client's `runai_cli` override keywords from the settings (none when unset)."""
     if settings.runai_cli.value is None:
         return {}
-    from runai_tui.runai.generations import parse_override
 
     return {
         "runai_cli": parse_override(settings.runai_cli.value),
@@ -59,8 +60,6 @@ def runai_cli_for(settings: Settings) -> dict[str, Any]:
 
 
 def print_json(data: Any) -> None:
-    import json  # lazy: only the commands that print JSON pay for it
-
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 

@@ -38,6 +38,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge import diagnose
 
     if args.flight_recorder:
@@ -62,6 +63,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
+        # lazy: off the dry-run start-up path; only this command loads it
         from runai_tui.knowledge.remedies import attach_for_job
         from runai_tui.runai import runner
 
@@ -83,6 +85,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _diagnose_dumps(directory: Path, as_json: bool) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge import flight_recorder as fr
 
     try:
@@ -110,6 +113,7 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge import preflight
     from runai_tui.knowledge.remedies import attach_for_job
     from runai_tui.runai import runner

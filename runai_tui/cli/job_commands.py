@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui import __version__, paths
 from runai_tui.cli.common import client_for, print_json, runai_cli_for, settings_for, table
+from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import format_gpus, format_pods
+from runai_tui.profiles import ProfileStore
+from runai_tui.runai import capabilities
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -101,6 +104,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import runner
 
     if args.tail is not None and args.tail < 0:
@@ -108,8 +112,6 @@ def cmd_logs(args: argparse.Namespace) -> int:
     client = client_for(args)
     since = None
     if args.since is not None:
-        from runai_tui.duration import go_duration, parse_duration
-
         since = go_duration(parse_duration(args.since, "--since"))
     out = sys.stdout
     lines = runner.iterate_sync(_log_lines(client, args, since))
@@ -125,6 +127,7 @@ async def _log_lines(
 ) -> AsyncGenerator[str, None]:
     """The lines `logs` prints: one pod's, or every pod's prefixed by `[POD]`; after waiting for
     a Pending pod when following (said once on stderr)."""
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import pod_logs
 
     choice = pod_logs.LogChoice(args.follow, args.tail, since, args.previous)
@@ -155,6 +158,7 @@ async def _log_lines(
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.interactive import run_interactive
 
     cmd = list(args.cmd)
@@ -178,7 +182,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from runai_tui.profiles import ProfileStore
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.backend import select_backend
     from runai_tui.runai.client import RunaiClient
 
@@ -255,16 +259,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _detected(client: RunaiClient) -> dict[str, Any]:
     """What runai-tui learned about the installed CLI: each capability and its source."""
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import runner
-    from runai_tui.runai.capabilities import COMMANDS
 
     try:
-        caps = client.capabilities_for(*COMMANDS)
+        caps = client.capabilities_for(*capabilities.COMMANDS)
         if caps.override is None:
             runner.run_sync(caps.aversion(client.probe))
     except (RunaiError, UsageError) as exc:
         return {"error": f"{exc.message} ({exc.hint})" if exc.hint else exc.message}
-    sources = {caps.source(key) for key in COMMANDS}
+    sources = {caps.source(key) for key in capabilities.COMMANDS}
     label = caps.label
     if caps.override is not None:
         label = f"{caps.override.label}, from runai_cli ({caps.override_source})"

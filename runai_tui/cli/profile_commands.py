@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli.common import Parser, client_for, print_json, settings_for, table
 from runai_tui.errors import Failure, UsageError
+from runai_tui.knowledge.checks import blocking, exit_code, finding_dict, finding_line, lint
+from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
+from runai_tui.runai import submission
+from runai_tui.runai.command import display_argv
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile, ProfileStore
@@ -81,10 +85,6 @@ def _add_checks_parsers(sub: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from runai_tui.profiles import ProfileStore
-    from runai_tui.runai import submission
-    from runai_tui.runai.command import display_argv
-
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run", "add --dry-run")
     settings = settings_for(args)
@@ -118,7 +118,6 @@ def _warn(message: str) -> None:
 
 def _submit_checks(profile: Any, strict: bool) -> None:
     """Warnings and errors of lint on stderr; with --strict, refuse to submit."""
-    from runai_tui.knowledge.checks import blocking, lint
 
     found = blocking(lint(profile))
     for finding in found:
@@ -134,7 +133,6 @@ def _lint_targets(
     store: ProfileStore, targets: list[str], sets: list[str]
 ) -> tuple[list[tuple[str, Profile]], int]:
     """Load each target (name or path) with overrides: ([(label, profile)], problems reported)."""
-    from runai_tui.profiles import ProfileError, apply_overrides
 
     loaded, problems = [], 0
     for target in targets or store.names():
@@ -159,9 +157,8 @@ def _lint_targets(
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.remedies import attach, remedy_dict, remedy_line
-    from runai_tui.profiles import ProfileStore
 
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
     found = []
@@ -196,8 +193,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.plan import make_plan, measure
-    from runai_tui.profiles import ProfileStore, apply_overrides
 
     profile = ProfileStore().load(args.profile)
     if args.sets:
@@ -217,8 +214,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from runai_tui.profiles import ProfileStore
-
     store = ProfileStore()
     action = args.profiles_command
     if action == "list":
@@ -260,6 +255,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"Created {path}")
         return 0
     if action == "fields":
+        # lazy: off the dry-run start-up path; only this command loads it
         from runai_tui.profiles.docs import field_rows
 
         print(table([list(row) for row in field_rows()], ["FIELD", "FLAG", "CLI", "WHAT"]))
@@ -268,8 +264,6 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _validate(store: ProfileStore, targets: list[str]) -> int:
-    from runai_tui.profiles import ProfileError
-
     problems = 0
     for target in targets or store.names():
         path = Path(target)

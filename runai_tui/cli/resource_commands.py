@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,10 +33,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    import time
-
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge import resources
     from runai_tui.runai import runner
 

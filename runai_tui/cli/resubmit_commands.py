@@ -10,6 +10,7 @@ from typing import Any
 
 from runai_tui.cli.common import client_for, print_json, settings_for
 from runai_tui.errors import UsageError
+from runai_tui.runai.command import display_argv
 from runai_tui.text import literal
 
 
@@ -41,9 +42,9 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_resubmit(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui import resubmit
     from runai_tui.runai import runner
-    from runai_tui.runai.command import display_argv
 
     if args.json and not (args.dry_run or args.yes):
         raise UsageError("--json goes with --dry-run or --yes", "add --dry-run, or --yes")

@@ -60,6 +60,7 @@ def parse_ports(text: str) -> tuple[int, int]:
 
 
 def cmd_port_forward(args: argparse.Namespace) -> int:
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai.client import Forwarding
 
     local, remote = parse_ports(args.ports)
@@ -84,6 +85,7 @@ def _is_dir(text: str, forced: bool) -> bool:
 
 
 def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge import run_sources
 
     if _is_dir(text, args.run_dir):
@@ -91,12 +93,14 @@ def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
         if not path.is_dir():
             raise UsageError(f"{text}: no such run directory", "give the trainer's --output-dir")
         return run_sources.read_run_dir(path)
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import runner
 
     return runner.run_sync(run_sources.gather_job(client, text))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.compare import compare, render
 
     needs_client = not (_is_dir(args.a, args.run_dir) and _is_dir(args.b, args.run_dir))

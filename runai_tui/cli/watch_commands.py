@@ -7,6 +7,7 @@ Logic: runai_tui/knowledge/job_records.py and runai_tui/knowledge/job_end.py.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli.common import client_for, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
+from runai_tui.knowledge.job_end import TARGETS, wait_for
 from runai_tui.text import literal
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.job_records import read_progress
     from runai_tui.knowledge.progress import figure_text, record_age
     from runai_tui.runai import runner
@@ -98,6 +101,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
+    # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.job_records import metric_columns, metric_rows, read_job_records
     from runai_tui.runai import runner
 
@@ -140,13 +144,11 @@ def _cell(value: object, fmt: str) -> str:
 
 
 def _json(value: object) -> str:
-    import json  # lazy
-
     return json.dumps(value)
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from runai_tui.knowledge.job_end import TARGETS, wait_for
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
     from runai_tui.runai import runner
 
     if args.target not in TARGETS:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from runai_tui.models import JobDetail, Phase
+from runai_tui.text import literal
 
 DIR_NAME = "flight-recorder"
 MAX_DUMP_BYTES = 256 << 20  # a dump larger than this is not read
@@ -512,7 +513,6 @@ async def job_findings(client: object, detail: JobDetail, locator: DumpLocator) 
 
 def render_text(judgement: Judgement, reported: list[Reported]) -> str:
     """`diagnose --flight-recorder DIR`'s report; dump values go through `literal`."""
-    from runai_tui.text import literal
 
     out = ["RANK  WHERE IT WAS", *(literal(line) for line in summary_lines(judgement)), ""]
     if not reported:

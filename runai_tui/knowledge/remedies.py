@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
+from runai_tui.knowledge.submitted import recorded_profile
 from runai_tui.knowledge.trainer_facts import TRAINER_DEFAULTS, trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
@@ -357,7 +359,6 @@ def set_words(sets: Iterable[str]) -> list[str]:
 
 def remedy_line(remedy: Remedy) -> str:
     """`remedy: --set large_shm=true  (why)`: one line, shell-quoted as a user would type it."""
-    import shlex
 
     words = " ".join(shlex.quote(w) for w in set_words(remedy.sets))
     return f"remedy: {words}" + (f"  ({remedy.why})" if remedy.why else "")
@@ -385,7 +386,6 @@ def overrides(findings: Iterable[Finding]) -> list[tuple[str, Finding]]:
 def attach_for_job(findings: list[Finding], detail: JobDetail, *, local: bool) -> str:
     """Remedies for a job's findings against what it was submitted with (its submission record,
     else describe's submit argv): "" when done, else one line saying why there are none."""
-    from runai_tui.knowledge.submitted import recorded_profile
 
     profile, how = recorded_profile(detail)
     if profile is None:

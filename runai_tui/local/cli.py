@@ -432,6 +432,7 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
 
 
 def cmd_port_forward(p: Parsed, argv: list[str]) -> int:
+    # lazy: asyncio; every other runai-local command starts without it
     from runai_tui.local import portforward
 
     name = _one_name(p)

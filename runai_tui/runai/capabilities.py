@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY
 from runai_tui.errors import UsageError
+from runai_tui.profiles import FIELDS, Problem, ProfileError
 from runai_tui.runai import generations as G
+from runai_tui.runai.command import field_argv, master_copies
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
@@ -303,7 +305,6 @@ class Capabilities:
             ("list", "--offset"),
         ):
             rows.append(self._row(f"{key} {word}", key, word))
-        from runai_tui.profiles import FIELDS
 
         for row in FIELDS:
             for flag in row.flags:
@@ -316,8 +317,6 @@ class Capabilities:
 
 
 def _submit_flag_by_generation(flag: str, generation: str) -> bool:
-    from runai_tui.profiles import FIELDS
-
     for row in FIELDS:
         if flag in row.flags:
             return generation in row.cli
@@ -330,8 +329,6 @@ def _submit_flag_by_generation(flag: str, generation: str) -> bool:
 def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
     """(field, flag, note) for every flag the profile emits that the CLI lacks; the note says
     when the flag carries a worker setting to the master."""
-    from runai_tui.profiles import FIELDS
-    from runai_tui.runai.command import field_argv, master_copies
 
     missing = []
     for row in FIELDS:
@@ -351,7 +348,6 @@ def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str
 
 def check_profile(profile: Profile, caps: Capabilities) -> None:
     """Raise ProfileError (exit 2) naming every field whose flag the installed CLI lacks."""
-    from runai_tui.profiles import Problem, ProfileError
 
     problems = []
     for name, flag, note in missing_submit_flags(profile, caps):

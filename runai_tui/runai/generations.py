@@ -21,6 +21,7 @@ asked again. An entry holds the version line and each command's parsed help.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,8 +125,6 @@ def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _read_cache() -> dict[str, Any]:
-    import json  # lazy: only commands that run runai read the cache
-
     try:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -149,7 +148,6 @@ def cache_update(executable: list[str], **changes: Any) -> None:
     key = _stamp(executable)
     if key is None:
         return
-    import json  # lazy: see _read_cache
 
     data = _read_cache()
     entry = data.get(key[0])
@@ -177,6 +175,7 @@ def remember_version(executable: list[str], line: str) -> None:
 
 def first_line(text: str) -> str:
     """The first meaningful line of a CLI answer (notices and blank lines skipped)."""
+    # lazy: runai.parse stays off the dry-run start-up path
     from runai_tui.runai.parse import first_meaningful_line, strip_notices
 
     return first_meaningful_line(strip_notices(text) or text)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runai_tui import submission_record
+from runai_tui.profiles import apply_overrides, check_job_name
 from runai_tui.runai.capabilities import check_profile, missing_submit_flags
 from runai_tui.runai.command import build_submit_argv, with_project
 
@@ -71,7 +72,6 @@ def prepare(
     `-p` beats the profile's own) and, when the CLI's capabilities are known, check its flags.
     `prior_sets`: the overrides `profile` already has (a resubmit's first submission), recorded
     before `sets`. Raises ProfileError or UsageError; nothing here touches the cluster."""
-    from runai_tui.profiles import apply_overrides, check_job_name
 
     if sets:
         profile = apply_overrides(profile, list(sets))
@@ -91,6 +91,7 @@ def submit(
     client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
 ) -> SubmitResult:
     """Check the profile against what the installed CLI accepts, then submit (blocking)."""
+    # lazy: the runner (asyncio, subprocess) stays off the dry-run start-up path
     from runai_tui.runai import runner
 
     return runner.run_sync(asubmit(client, submission, warn))

@@ -15,11 +15,15 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
+from runai_tui.profiles import ProfileStore
+from runai_tui.runai.bulk import act
+from runai_tui.runai.parse import parse_version
 from runai_tui.text import literal
 from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
+from runai_tui.tui.screens.jobs import JobsScreen
 from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.widgets.header import HeaderState, StatusHeader
 
@@ -130,8 +134,6 @@ class RunaiTuiApp(App[int]):
     @property
     def store(self) -> ProfileStore:
         if self._store is None:
-            from runai_tui.profiles import ProfileStore
-
             self._store = ProfileStore()
         return self._store
 
@@ -139,8 +141,6 @@ class RunaiTuiApp(App[int]):
         return self.clock()
 
     def on_mount(self) -> None:
-        from runai_tui.tui.screens.jobs import JobsScreen
-
         self.push_screen(JobsScreen())
         # The backend check (two runai calls: version, whoami) waits for the first job list,
         # which is what the user waits for: run alongside it, they share the CPU and delay the
@@ -181,8 +181,6 @@ class RunaiTuiApp(App[int]):
             except RunaiError as error:
                 self.report_error(error)
             else:
-                from runai_tui.runai.parse import parse_version
-
                 label = dataclasses.replace(backend, version=parse_version(version)).label
                 self.set_header(dataclasses.replace(self.header_state, backend=label))
         try:
@@ -236,6 +234,7 @@ class RunaiTuiApp(App[int]):
     # -- global actions ------------------------------------------------------------------------
 
     def action_help(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.help import HelpScreen
 
         screen = self.screen
@@ -282,6 +281,7 @@ class RunaiTuiApp(App[int]):
 
     def choose_project(self, on_switched: Callable[[], object] | None = None) -> None:
         """Pick the project from `runai project list`; every later call uses it (`-p`)."""
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.projects import ProjectsDialog
 
         def answered(project: str | None) -> None:
@@ -307,6 +307,7 @@ class RunaiTuiApp(App[int]):
 
     def confirm_delete(self, job: Job, on_deleted: Callable[[], object] | None = None) -> None:
         """Ask (Cancel focused), then delete `job` and call `on_deleted`."""
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.confirm import ConfirmDialog
 
         name = job.name
@@ -333,7 +334,7 @@ class RunaiTuiApp(App[int]):
     ) -> None:
         """Ask once, listing every job (Cancel focused); then run `verb` (delete, suspend,
         resume) on each, report each failure and what succeeded, and call `on_done`."""
-        from runai_tui.runai.bulk import act
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.confirm import ConfirmDialog
 
         label = verb.capitalize()

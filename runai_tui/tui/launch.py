@@ -12,6 +12,9 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from runai_tui.errors import UsageError
+from runai_tui.runai import runner
+from runai_tui.runai.backend import select_backend
+from runai_tui.runai.client import RunaiClient
 
 if TYPE_CHECKING:
     from runai_tui.models import Job
@@ -21,7 +24,6 @@ if TYPE_CHECKING:
 def start_first_list(client: RunaiClient) -> Future[list[Job]]:
     """The first `runai training list`, started now in a thread of its own (the core's sync
     bridge, runner.run_in_background); the jobs screen awaits the Future."""
-    from runai_tui.runai import runner
 
     return runner.run_in_background(client.alist_jobs(), "first-job-list")
 
@@ -39,8 +41,6 @@ def run_tui(
     """Entry point for `runai-tui` with no subcommand: open the app; return the exit code.
 
     Bad choices raise before any screen is drawn; the CLI reports them like every other error."""
-    from runai_tui.runai.backend import select_backend
-    from runai_tui.runai.client import RunaiClient
 
     if refresh < 0:
         raise UsageError(

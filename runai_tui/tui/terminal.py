@@ -11,6 +11,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runai_tui.runai.interactive import run_interactive
+
 if TYPE_CHECKING:
     from textual.app import App
 
@@ -29,7 +31,6 @@ class InteractiveRunner:
 
     def run(self, argv: list[str]) -> int:
         """Run `argv` on the terminal (the app is suspended meanwhile); return its exit code."""
-        from runai_tui.runai.interactive import run_interactive
 
         with self.app.suspend():
             return run_interactive(argv)

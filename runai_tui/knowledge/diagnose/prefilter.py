@@ -132,6 +132,7 @@ def pick_prefilter(hyperscan: bool = True) -> LinePrefilter:
     """The Hyperscan prefilter when `hyperscan` and the package is installed, else the Python one."""
     if hyperscan and not _HYPERSCAN:
         try:
+            # optional dependency (no wheel on every platform); loaded on the first scan
             import hyperscan as package
         except ImportError:
             _HYPERSCAN.append(None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
 from runai_tui.knowledge.diagnose.report import Diagnosis
 from runai_tui.knowledge.findings import ERROR
+from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.text import literal
 
 
@@ -12,7 +13,6 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
     """The CLI's report. Every piece of log text goes through `literal`: inert on a terminal.
     A finding with a remedy gets a `remedy:` line; with `job`, the last line says how to
     resubmit with them."""
-    from runai_tui.knowledge.remedies import remedy_line
 
     out: list[str] = []
     if report.pods:

@@ -20,10 +20,14 @@ from textual.worker import get_current_worker
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.remedies import attach_for_job
+from runai_tui.knowledge.resources import top_job
 from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
 from runai_tui.text import literal
 from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.screens.logs import LogsScreen
+from runai_tui.tui.screens.preflight import PreflightScreen
+from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -189,7 +193,6 @@ class DescribeScreen(AppScreen[None]):
     @work(exclusive=True, group="describe-resources", exit_on_error=False)
     async def read_resources(self, detail: JobDetail) -> None:
         """Every running pod's CPU, memory and GPUs (the core's exec probe, about a second)."""
-        from runai_tui.knowledge.resources import top_job
 
         panel = self.query_one(ResourcesPanel)
         try:
@@ -245,8 +248,6 @@ class DescribeScreen(AppScreen[None]):
         return True
 
     def action_preflight(self) -> None:
-        from runai_tui.tui.screens.preflight import PreflightScreen
-
         self.app.push_screen(PreflightScreen(self.tui.client, self.job))
 
     def action_health(self) -> None:
@@ -256,6 +257,7 @@ class DescribeScreen(AppScreen[None]):
 
     def action_fixes(self) -> None:
         """The remedies' overrides and the command-line difference they make."""
+        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
         from runai_tui.tui.screens.fixes import FixesScreen
 
         fixes = FixesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
@@ -271,8 +273,8 @@ class DescribeScreen(AppScreen[None]):
 
     @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self) -> None:
+        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
         from runai_tui.tui.screens.fixes import plan_for_form
-        from runai_tui.tui.screens.submit import SubmitScreen
 
         planned = await plan_for_form(self, self.job.name)
         if planned is not None:
@@ -305,8 +307,6 @@ class DescribeScreen(AppScreen[None]):
         self.query_one(CurvesPanel).toggle_log_scale()
 
     def action_logs(self) -> None:
-        from runai_tui.tui.screens.logs import LogsScreen
-
         self.app.push_screen(LogsScreen(self.job))
 
     def action_shell(self) -> None:

@@ -15,6 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from runai_tui import resubmit
 from runai_tui.errors import Failure
 from runai_tui.text import literal
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
     """The plan `R` fills the submit form with: the remedies applied, or (with a notification)
     the submission as it was when no finding has one; None after reporting a failure."""
-    from runai_tui import resubmit
 
     tui = screen.tui
     client = tui.client
@@ -80,8 +80,6 @@ class FixesScreen(ModalScreen[bool]):
 
     @work(exclusive=True, group="fixes", exit_on_error=False)
     async def gather(self) -> None:
-        from runai_tui import resubmit
-
         status = self.query_one("#fixes-status", Static)
         client = self.client
         try:

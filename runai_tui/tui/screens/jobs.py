@@ -11,9 +11,11 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
+from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
 from runai_tui.models import Job, Phase
 from runai_tui.runai.capabilities import VERB_STATES, applies
 from runai_tui.tui.gpu_util import GpuUtilReader
+from runai_tui.tui.health_view import BACKGROUND_TAIL
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
@@ -172,8 +174,6 @@ class JobsScreen(AppScreen[None]):
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
-        from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
-        from runai_tui.tui.health_view import BACKGROUND_TAIL
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
         newest_first.reverse()
@@ -258,6 +258,7 @@ class JobsScreen(AppScreen[None]):
         self._update_title()
 
     def action_describe(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.describe import DescribeScreen
 
         job = self._selected()
@@ -265,6 +266,7 @@ class JobsScreen(AppScreen[None]):
             self.app.push_screen(DescribeScreen(job))
 
     def action_logs(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.logs import LogsScreen
 
         job = self._selected()
@@ -283,6 +285,7 @@ class JobsScreen(AppScreen[None]):
         self.tui.exec_into(job.name, None, after=self.refresh_jobs)
 
     def action_preflight(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.preflight import PreflightScreen
 
         job = self._selected()
@@ -295,6 +298,7 @@ class JobsScreen(AppScreen[None]):
             self.tui.forwards.tensorboard(job.name)
 
     def action_compare(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.compare import CompareScreen
 
         marked = self.table.marked()
@@ -352,6 +356,7 @@ class JobsScreen(AppScreen[None]):
         self.tui.confirm_bulk(verb, names, on_done=done)
 
     def action_new_job(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.submit import SubmitScreen
 
         self.app.push_screen(SubmitScreen(), self._submitted)
@@ -364,6 +369,7 @@ class JobsScreen(AppScreen[None]):
 
     @work(exclusive=True, group="jobs-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self, name: str) -> None:
+        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
         from runai_tui.tui.screens.fixes import plan_for_form
         from runai_tui.tui.screens.submit import SubmitScreen
 
@@ -377,6 +383,7 @@ class JobsScreen(AppScreen[None]):
             self.refresh_jobs()
 
     def action_profiles(self) -> None:
+        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
         from runai_tui.tui.screens.profiles import ProfilesScreen
 
         self.app.push_screen(ProfilesScreen(), self._submitted)

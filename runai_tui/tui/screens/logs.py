@@ -19,6 +19,7 @@ from runai_tui.runai.pod_logs import LogChoice, PodLine, merged_lines, wait_unti
 from runai_tui.text import literal
 from runai_tui.tui.files import write_lines_atomic
 from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.widgets.log_view import DEFAULT_MAX_LINES, LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 
@@ -222,8 +223,6 @@ class LogsScreen(AppScreen[None]):
         self.start_stream()
 
     def action_tail(self) -> None:
-        from runai_tui.tui.screens.prompt import PromptDialog
-
         def chosen(answer: str | None) -> None:
             if answer is None:
                 return
@@ -323,8 +322,6 @@ class LogsScreen(AppScreen[None]):
         self.view.find(forward=False)
 
     def action_save(self) -> None:
-        from runai_tui.tui.screens.prompt import PromptDialog
-
         default = (
             self.tui.save_dir
             / f"{self.job.name}-{'all-pods' if self.pod == ALL_PODS else self.pod or 'log'}.log"

@@ -15,8 +15,12 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
 from runai_tui.errors import UsageError
+from runai_tui.profiles import ProfileError
 from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
+from runai_tui.tui.screens.confirm import ChoiceDialog
+from runai_tui.tui.screens.prompt import PromptDialog
+from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.log_view import LogView
 
 if TYPE_CHECKING:
@@ -143,8 +147,6 @@ class ProfilesScreen(AppScreen[str]):
         self.reload()
 
     def action_submit(self) -> None:
-        from runai_tui.tui.screens.submit import SubmitScreen
-
         name = self.selected_name
         if name is None or self.tui.readonly:
             return
@@ -168,8 +170,6 @@ class ProfilesScreen(AppScreen[str]):
 
     def edit_text(self, name: str, text: str) -> None:
         """Open `text` in the editor; save it if valid, otherwise offer re-edit or discard."""
-        from runai_tui.profiles import ProfileError
-        from runai_tui.tui.screens.confirm import ChoiceDialog
 
         workdir = Path(tempfile.mkdtemp(prefix="runai-tui-edit-"))
         path = workdir / f"{name}.yaml"
@@ -216,8 +216,6 @@ class ProfilesScreen(AppScreen[str]):
         self.reload(select=name)
 
     def action_duplicate(self) -> None:
-        from runai_tui.tui.screens.prompt import PromptDialog
-
         name = self.selected_name
         if name is None:
             return
@@ -238,8 +236,6 @@ class ProfilesScreen(AppScreen[str]):
         )
 
     def action_new(self) -> None:
-        from runai_tui.tui.screens.prompt import PromptDialog
-
         base = self.selected_name
 
         def chosen(new_name: str | None) -> None:

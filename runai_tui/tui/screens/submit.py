@@ -18,6 +18,9 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from runai_tui.errors import RunaiError, UsageError
+from runai_tui.profiles import ProfileError
+from runai_tui.runai import submission
+from runai_tui.runai.command import display_argv
 from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.insight import InsightPanel
@@ -233,9 +236,6 @@ class SubmitScreen(AppScreen[str]):
 
     def validate_form(self) -> bool:
         """Re-check the form; show each problem under its field; update the command."""
-        from runai_tui.profiles import ProfileError
-        from runai_tui.runai import submission
-        from runai_tui.runai.command import display_argv
 
         base = self.base
         if base is None:
@@ -321,8 +321,6 @@ class SubmitScreen(AppScreen[str]):
         self.dismiss(None)
 
     def action_copy_command(self) -> None:
-        from runai_tui.runai.command import display_argv
-
         if self.argv is None:
             self.notify("Fix the errors first.", severity="warning")
             return
@@ -343,9 +341,6 @@ class SubmitScreen(AppScreen[str]):
 
     @work(exclusive=True, group="submit", exit_on_error=False)
     async def submit_job(self, prepared: Submission) -> None:
-        from runai_tui.profiles import ProfileError
-        from runai_tui.runai import submission
-
         try:
             result = await submission.asubmit(self.tui.client, prepared)
         except ProfileError:
