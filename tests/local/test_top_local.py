@@ -8,6 +8,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
 
 from tests.local.conftest import run_local, wait_phase, wait_until
 from tests.local.test_through_runai_tui import RUNAI_TUI, tui
@@ -61,6 +65,26 @@ def test_top_reads_a_real_busy_pod_and_warns_near_its_memory_limit() -> None:
     assert res.returncode == 1 and res.stderr.startswith(
         "error: job 'hog' has no pod 'hog-worker-7'"
     )
+
+
+def test_top_watch_stops_on_ctrl_c_at_a_terminal() -> None:
+    # Ctrl-C at a real terminal reaches the whole foreground group (the probes' children too):
+    # the watch ends with 130, no traceback, at whatever point of a reading it lands.
+    submit("tty", "--", "python3", "-c", "import time; print('ready', flush=True); time.sleep(300)")
+    wait_until(lambda: "ready" in run_local("training", "pytorch", "logs", "tty").out, "tty")
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
+    for json_flag in ([], ["--json"]):
+        child = pexpect.spawn(
+            RUNAI_TUI[0], [*RUNAI_TUI[1:], "top", "tty", "--watch", "--every", "0.1", *json_flag],
+            env=env, encoding="utf-8", timeout=60,
+        )  # fmt: skip
+        for _ in range(3):
+            child.expect("tty-master-0")
+        child.sendintr()
+        child.expect(pexpect.EOF, timeout=30)
+        child.close()
+        assert child.exitstatus == 130, child.before
+        assert "Traceback" not in child.before
 
 
 # As torchrun starts its workers: a busy child in a session (and process group) of its own.
