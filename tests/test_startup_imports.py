@@ -120,7 +120,8 @@ def _function_imports(path: Path) -> list[tuple[int, str]]:
 def test_every_import_inside_a_function_says_why() -> None:
     found = [
         f"{path.relative_to(REPO)}:{line}: {text}"
-        for path in sorted((REPO / "runai_tui").rglob("*.py"))
+        for package in ("runai_tui", "trainer")
+        for path in sorted((REPO / package).rglob("*.py"))
         for line, text in _function_imports(path)
     ]
     assert found == [], "imports belong at the top of the module, or say why not:\n" + "\n".join(

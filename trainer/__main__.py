@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         if ctx is not None:
-            from trainer.distributed import shutdown
+            from trainer.distributed import shutdown  # loaded with the heavy imports above
 
             shutdown(ctx)
 

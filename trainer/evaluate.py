@@ -34,7 +34,7 @@ Predictions = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # index -> b
 
 
 def _coco_modules() -> tuple[Any, Any]:
-    try:
+    try:  # an optional dependency: only evaluation needs it
         from pycocotools.coco import COCO
         from pycocotools.cocoeval import COCOeval
     except ImportError:

@@ -22,6 +22,9 @@ import pickle
 import time
 from dataclasses import dataclass
 
+import torch
+import torch.distributed as dist
+
 from trainer import torch_private
 from trainer.files import atomic_open
 
@@ -72,8 +75,6 @@ def start(rank: int, backend: str) -> None:
         return
     # `runai-tui diagnose JOB` learns from this line where to look (torch's own dumps go there too)
     if dumper is None:
-        import torch
-
         line = torch_private.unavailable_line(torch.__version__)
         print(f"trainer: {line}, to {prefix}N", flush=True)
     else:
@@ -134,8 +135,6 @@ def dump(reason: str) -> str | None:
 def _with_world_size(data: bytes) -> bytes:
     """The dump with the job's world size added: some builds leave a group's `ranks` empty in
     `pg_config`, and then one dump alone cannot say which ranks are missing."""
-    import torch.distributed as dist
-
     if not dist.is_available() or not dist.is_initialized():
         return data
     trace = pickle.loads(data)

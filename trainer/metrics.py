@@ -29,7 +29,7 @@ TENSORBOARD_FIELDS = {
 
 def open_tensorboard(output_dir: str) -> tuple[Any, str]:
     """A SummaryWriter on OUTPUT_DIR, or (None, why not) when tensorboard is not importable."""
-    try:
+    try:  # an optional dependency: only --tensorboard needs it
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as exc:  # torch raises it when the tensorboard package is missing
         return None, f"--tensorboard: no event files ({exc}); metrics.jsonl has every record"

@@ -37,7 +37,16 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from trainer.config import parse_size
+from trainer.data.coco import build_coco_index
 from trainer.data.index import DetectionIndex, build_from_rows
+from trainer.data.openimages import (
+    CLASSES,
+    TRAIN_BOXES,
+    VAL_BOXES,
+    ParseStats,
+    parse_boxes,
+    read_classes,
+)
 from trainer.data.shards import (
     FORMAT,
     FORMAT_VERSION,
@@ -112,15 +121,6 @@ class Source:
 
 # ---------------------------------------------------------------------------------------- sources
 def _load_openimages(args: argparse.Namespace) -> Source:
-    from trainer.data.openimages import (
-        CLASSES,
-        TRAIN_BOXES,
-        VAL_BOXES,
-        ParseStats,
-        parse_boxes,
-        read_classes,
-    )
-
     root = args.data_root or "."
     classes_csv = args.oid_classes_file or os.path.join(root, CLASSES)
     boxes_csv = args.annotations or os.path.join(
@@ -142,8 +142,6 @@ def _load_openimages(args: argparse.Namespace) -> Source:
 
 
 def _load_coco(args: argparse.Namespace, images_dir: str) -> Source:
-    from trainer.data.coco import build_coco_index
-
     root = args.data_root or "."
     name = "train2017" if args.split == "train" else "val2017"
     ann = args.annotations or os.path.join(root, "annotations", f"instances_{name}.json")
