@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
-from runai_tui.knowledge.submitted import recorded_profile
 from runai_tui.knowledge.trainer_facts import TRAINER_DEFAULTS, trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
@@ -386,6 +385,8 @@ def overrides(findings: Iterable[Finding]) -> list[tuple[str, Finding]]:
 def attach_for_job(findings: list[Finding], detail: JobDetail, *, local: bool) -> str:
     """Remedies for a job's findings against what it was submitted with (its submission record,
     else describe's submit argv): "" when done, else one line saying why there are none."""
+    # lazy: submitted loads compare (the argv reader), off the TUI's first paint (tui-paint)
+    from runai_tui.knowledge.submitted import recorded_profile
 
     profile, how = recorded_profile(detail)
     if profile is None:
