@@ -73,35 +73,32 @@ OFF_FIRST_PAINT = [
 ]
 
 
+def loaded_after(code: str, modules: list[str]) -> list[str]:
+    """Which of MODULES a fresh interpreter has loaded after running CODE."""
+    probe = f"{code}import sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
 def test_dry_run_imports_none_of_the_heavy_modules() -> None:
     code = (
         "import sys, io, contextlib\n"
         "from runai_tui.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert main(['submit', '--profile', 'retinanet-tcp', '--dry-run']) == 0\n"
-        f"heavy = {HEAVY!r}\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert loaded_after(code, HEAVY) == []
 
 
 def test_tui_first_paint_imports_no_screen_opened_on_demand() -> None:
     # What `runai-tui` loads up to the jobs screen: the launcher, the app and the jobs screen.
     code = (
-        "import sys\n"
-        "import runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
-        f"lazy = {OFF_FIRST_PAINT!r}\n"
-        "print(sorted(m for m in lazy if m in sys.modules))\n"
+        "import sys\nimport runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert loaded_after(code, OFF_FIRST_PAINT) == []
 
 
 def _function_imports(path: Path) -> list[tuple[int, str]]:
