@@ -313,13 +313,30 @@ def measure(
                 plan += [(f"{label.split()[0]} at {size[0]}/{size[1]}", size, options[:-1])
                          for label, size, options in compiled]  # fmt: skip
             plan += compiled
+        progress("reference", runs["reference"])
         for label, size, options in plan:
-            run_env = compile_env if "--compile" in options else env
+            run_env = env
+            if "--compile" in options:  # a cold compile: its own empty inductor cache
+                cache = root / f"inductor-{label.replace(' ', '-')}"
+                run_env = {**compile_env, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
             argv = ours_argv(label, size, options)
             runs[label] = timed_iterations(argv, run_env, REPO, ours_pattern, iterations)
             runs[label]["size"] = list(size)
+            progress(label, runs[label])
     return trainer_figure(runs, compile_size, reference_commit, trainer_threads,
                           trainer_workers, iterations, reference_dir)  # fmt: skip
+
+
+def progress(label: str, run: dict[str, Any]) -> None:
+    """One line on stderr as each run ends: a long figure shows where it is."""
+    print(
+        f"[bench] trainer {label}: {run['s_per_it']:.2f} s/it, {run['cpu_s_per_it']:.1f} "
+        f"CPU-s/it, peak RSS {run['peak_rss_mb']:.0f} MB, steady from iteration "
+        f"{run['steady_from']}, {len(run['recompiles'])} recompile(s), "
+        f"{run['overhead_s']:.0f} s of start-up and warm-up",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def trainer_figure(
