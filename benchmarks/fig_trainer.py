@@ -1,8 +1,8 @@
 """Figures `trainer` and `trainer-cpu` (both opt-in: minutes of CPU each).
 
 `trainer`: our trainer (`python -m trainer`) vs torchvision's `references/detection/train.py`,
-same generated COCO-format data (`--trainer-images` JPEGs, 90 categories so both heads have 91
-classes), same model (retinanet_resnet50_fpn_v2, random init), same resize (800/1333), batch 2,
+same generated COCO-format data (640x480 JPEGs, 90 categories so both heads have 91
+classes; one padded batch shape), same model (retinanet_resnet50_fpn_v2, random init), same resize (800/1333), batch 2,
 CPU, the same loader workers and threads. Steady seconds per iteration from iteration 6 on,
 timed by when each iteration's log line arrives, and the CPU seconds (user + system, all
 threads) the process spent over the same iterations, which other processes on shared cores
@@ -85,8 +85,11 @@ runpy.run_path(reference + "/train.py", run_name="__main__")
 REFERENCE_ITERATION = re.compile(rb"Epoch: \[\d+\]\s+\[\s*(\d+)\s*/\s*\d+\]")
 
 
-def write_coco_fixture(root: Path, train_images: int, val_images: int = 2) -> None:
-    """A COCO 2017 layout of small photo-like JPEGs with 1-4 boxes each, 90 categories."""
+def write_coco_fixture(
+    root: Path, train_images: int, val_images: int = 2, portrait_every: int = 3
+) -> None:
+    """A COCO 2017 layout of small photo-like JPEGs with 1-4 boxes each, 90 categories: 640x480,
+    and 480x640 every `portrait_every`-th image (0: none)."""
     import numpy as np
     from PIL import Image
 
@@ -96,7 +99,8 @@ def write_coco_fixture(root: Path, train_images: int, val_images: int = 2) -> No
         (root / split).mkdir(parents=True)
         images, annotations = [], []
         for n in range(count):
-            width, height = (640, 480) if n % 3 else (480, 640)
+            portrait = portrait_every and n % portrait_every == 0
+            width, height = (480, 640) if portrait else (640, 480)
             pixels = rng.integers(0, 255, (height // 8, width // 8, 3), dtype=np.uint8)
             image = Image.fromarray(pixels).resize((width, height), Image.BILINEAR)
             name = f"{n + 1:012d}.jpg"
@@ -272,8 +276,10 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
         root = Path(tmp)
         data = root / "coco"
-        # Room for a compiled run to go on past a late recompile (one epoch, no repeats).
-        write_coco_fixture(data, train_images=4 * iterations + 4)
+        # Room for a compiled run to go on past a late recompile (one epoch, no repeats). All
+        # 640x480: one padded batch shape (800x1088), so a compiled run compiles one graph per
+        # module; on 2 shared cores each graph of this model takes about ten minutes.
+        write_coco_fixture(data, train_images=4 * iterations + 4, portrait_every=0)
         wrapper = root / "reference_wrapper.py"
         wrapper.write_text(WRAPPER, encoding="utf-8")
         common = ["--batch-size", "2", "--device", "cpu", "--workers", str(trainer_workers)]
