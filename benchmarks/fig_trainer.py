@@ -18,8 +18,9 @@ The reference has one CPU setting (its --amp is CUDA-only), so its fp32 run is i
 runs in fp32 and, on a CPU with native bf16, with `--amp bf16`, each eager and with `--compile`
 (backbone, FPN and head through torch.compile): four rows, each against the reference by wall
 and by CPU time, with peak RSS. A compiled run's steady window starts after its last compile
-(TORCH_LOGS=recompiles marks each recompile in its log), its compile time is its extra start-up
-over the eager run of the same precision, and the row says how many graphs it compiled: one per
+(TORCH_LOGS=recompiles marks each recompile in its log), its compile time is how much longer it
+took to its first iteration than the eager run of the same precision (later recompiles are not
+counted in it), and the row says how many graphs it compiled: one per
 padded batch shape until the second, then one dynamic graph that later shapes reuse.
 `--trainer-compile-size MIN/MAX` compiles at a smaller resize where compiling at 800/1333 takes
 too long (the compiled rows then get an eager twin at that size, and their ratio is against
@@ -195,9 +196,10 @@ def timed_iterations(
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "iterations": len(stamps),
         "steady_from": base + 2,
-        # Start-up and warm-up beyond steady speed: from the start to the line that opens the
-        # steady window, less that many iterations at the steady speed.
-        "overhead_s": stamps[base] - started - (base + 1) * steady,
+        # From the start to the first iteration's line: start-up and the first step (which
+        # compiles, with --compile). The steady speed is not subtracted: under a load that
+        # changes over the run it is not the speed the first iterations ran at.
+        "first_s": stamps[0] - started,
         "recompiles": [{"after_iteration": n, "function": f} for n, f in recompiles],
         # seconds between consecutive iteration lines, and the last line (its own timings)
         "intervals": [round(b - a, 3) for a, b in zip(stamps, stamps[1:], strict=False)],
@@ -339,7 +341,7 @@ def progress(label: str, run: dict[str, Any]) -> None:
         f"[bench] trainer {label}: {run['s_per_it']:.2f} s/it, {run['cpu_s_per_it']:.1f} "
         f"CPU-s/it, peak RSS {run['peak_rss_mb']:.0f} MB, steady from iteration "
         f"{run['steady_from']}, {len(run['recompiles'])} recompile(s), "
-        f"{run['overhead_s']:.0f} s of start-up and warm-up",
+        f"{run['first_s']:.0f} s to the first iteration",
         file=sys.stderr,
         flush=True,
     )
@@ -412,7 +414,7 @@ def trainer_figure(
         if "compiled" in label and twin in runs:
             graphs = 1 + len(run["recompiles"])
             rows[f"{name}: compile"] = {
-                "ours": f"{run['overhead_s'] - runs[twin]['overhead_s']:.0f} s to compile, "
+                "ours": f"{run['first_s'] - runs[twin]['first_s']:.0f} s to compile, "
                 f"{graphs} graph(s) per compiled module at most "
                 f"({len(run['recompiles'])} recompile(s)); steady from iteration "
                 f"{run['steady_from']}",
