@@ -18,9 +18,9 @@ The reference has one CPU setting (its --amp is CUDA-only), so its fp32 run is i
 runs in fp32 and, on a CPU with native bf16, with `--amp bf16`, each eager and with `--compile`
 (backbone, FPN and head through torch.compile): four rows, each against the reference by wall
 and by CPU time, with peak RSS. A compiled run's steady window starts after its last compile
-(TORCH_LOGS=recompiles marks each recompile in its log), its compile time is how much longer it
-took to its first iteration than the eager run of the same precision (later recompiles are not
-counted in it), and the row says how many graphs it compiled: one per
+(TORCH_LOGS=recompiles marks each recompile in its log), its compile time is how much longer its
+first step took than the median of its later ones, from the trainer's own step times (so under
+one load; later recompiles are not counted in it), and the row says how many graphs it compiled: one per
 padded batch shape until the second, then one dynamic graph that later shapes reuse.
 `--trainer-compile-size MIN/MAX` compiles at a smaller resize where compiling at 800/1333 takes
 too long (the compiled rows then get an eager twin at that size, and their ratio is against
@@ -330,9 +330,23 @@ def measure(
             argv = ours_argv(label, size, options)
             runs[label] = timed_iterations(argv, run_env, REPO, ours_pattern, iterations)
             runs[label]["size"] = list(size)
+            metrics = root / label.replace(" ", "-") / "metrics.jsonl"
+            runs[label]["first_step_excess_s"] = first_step_excess(metrics)
             progress(label, runs[label])
     return trainer_figure(runs, compile_size, reference_commit, trainer_threads,
                           trainer_workers, iterations, reference_dir)  # fmt: skip
+
+
+def first_step_excess(metrics: Path) -> float | None:
+    """How much longer the trainer's first step took than the median of its later ones, from
+    its own step times (metrics.jsonl): with --compile, the compile (measured within one run, so
+    under one load), plus the first batch's loss check that every run does."""
+    try:
+        lines = metrics.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    steps = [json.loads(line)["step_time"] for line in lines if line.startswith('{"kind": "train"')]
+    return steps[0] - median(steps[1:]) if len(steps) > 1 else None
 
 
 def progress(label: str, run: dict[str, Any]) -> None:
@@ -414,7 +428,7 @@ def trainer_figure(
         if "compiled" in label and twin in runs:
             graphs = 1 + len(run["recompiles"])
             rows[f"{name}: compile"] = {
-                "ours": f"{run['first_s'] - runs[twin]['first_s']:.0f} s to compile, "
+                "ours": f"{run['first_step_excess_s']:.0f} s to compile, "
                 f"{graphs} graph(s) per compiled module at most "
                 f"({len(run['recompiles'])} recompile(s)); steady from iteration "
                 f"{run['steady_from']}",

@@ -71,6 +71,7 @@ def test_trainer_figure_takes_the_fastest_setting_at_no_more_memory() -> None:
     def run(s: float, cpu: float, rss: float, first: float = 20.0, recompiles: int = 0) -> dict:
         return {
             "s_per_it": s, "cpu_s_per_it": cpu, "peak_rss_mb": rss, "first_s": first,
+            "first_step_excess_s": first - 20.0,
             "steady_from": 6, "size": [800, 1333],
             "recompiles": [{"after_iteration": 3, "function": "forward"}] * recompiles,
         }  # fmt: skip
@@ -92,3 +93,15 @@ def test_trainer_figure_takes_the_fastest_setting_at_no_more_memory() -> None:
     assert compile_row["ours"].startswith("300 s to compile, 2 graph(s)")
     assert compile_row["ratio"] == 9.0 / 8.0
     assert "by CPU time 1.25x" in rows["fp32 compiled"]["ours"]
+
+
+def test_compile_time_is_the_first_steps_excess_over_the_later_ones(tmp_path: Path) -> None:
+    from benchmarks.fig_trainer import first_step_excess
+
+    metrics = tmp_path / "metrics.jsonl"
+    records = [
+        {"kind": "train", "step": n, "step_time": t} for n, t in enumerate((151, 16, 17, 40))
+    ]
+    metrics.write_text("\n".join(json.dumps(r) for r in records) + '\n{"kind": "eval"}\n')
+    assert first_step_excess(metrics) == 151 - 17
+    assert first_step_excess(tmp_path / "missing.jsonl") is None
