@@ -47,6 +47,17 @@ FIGURES = {
 OPT_IN = {"trainer", "trainer-cpu", "flight-recorder"}
 
 
+def compile_size(text: str) -> str:
+    """--trainer-compile-size, checked when the options are parsed."""
+    from benchmarks.fig_trainer import parse_compile_size
+
+    try:
+        parse_compile_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -72,6 +83,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--trainer-iters", type=int, default=10, help="iterations per trainer run")
     parser.add_argument("--trainer-workers", type=int, default=0, help="loader workers, both")
     parser.add_argument("--trainer-threads", type=int, default=2, help="OMP threads, both")
+    parser.add_argument(
+        "--trainer-compile-size",
+        default="",
+        type=compile_size,
+        metavar="MIN/MAX",
+        help="the trainer figure's compiled rows at this resize, each against our eager run at "
+        "the same size (default: 800/1333, against the reference); none: no compiled rows",
+    )
     return parser.parse_args(argv)
 
 

@@ -35,3 +35,73 @@ def test_judging_and_the_table() -> None:
     text = table([fast, rate, missing])
     assert "0.50x" in text and "0.90x" in text and "NO" in text
     assert "c: not available: no such command" in text
+
+
+def test_trainer_steady_window_starts_after_the_last_recompile(tmp_path: Path) -> None:
+    """A real process logs iterations 0.05 s apart, except a recompile (as dynamo's
+    TORCH_LOGS=recompiles announces it) that makes iteration 7 take 1 s: the steady window
+    starts after it and the run is read on until the window is as long as asked."""
+    import re
+    import sys
+
+    from benchmarks.fig_trainer import timed_iterations
+
+    script = tmp_path / "fake_trainer.py"
+    script.write_text(
+        "import time\n"
+        "for i in range(1, 30):\n"
+        "    if i == 7:\n"
+        "        print('Recompiling function forward in model.py:1', flush=True)\n"
+        "        time.sleep(1.0)\n"
+        "    time.sleep(0.05)\n"
+        "    print('it', i, flush=True)\n"
+    )
+    run = timed_iterations(
+        [sys.executable, str(script)], {}, tmp_path, re.compile(rb"^it "), iterations=8
+    )
+    assert run["recompiles"] == [{"after_iteration": 6, "function": "forward"}]
+    assert run["steady_from"] == 8  # the first iteration after the recompiling one
+    assert run["iterations"] == 10  # 8 .. 10: as many as iterations 6 .. 8 would have given
+    assert run["s_per_it"] < 0.5  # the 1 s iteration is outside the window
+
+
+def test_trainer_figure_takes_the_fastest_setting_at_no_more_memory() -> None:
+    from benchmarks.fig_trainer import trainer_figure
+
+    def run(s: float, cpu: float, rss: float, first: float = 20.0, recompiles: int = 0) -> dict:
+        return {
+            "s_per_it": s, "cpu_s_per_it": cpu, "peak_rss_mb": rss, "first_s": first,
+            "first_step_excess_s": first - 20.0,
+            "steady_from": 6, "size": [800, 1333],
+            "recompiles": [{"after_iteration": 3, "function": "forward"}] * recompiles,
+        }  # fmt: skip
+
+    runs = {
+        "reference": run(10.0, 20.0, 8000),
+        "fp32": run(9.0, 18.0, 7000),
+        "bf16": run(4.0, 8.0, 5000),
+        "fp32 compiled": run(8.0, 16.0, 7500, first=320.0, recompiles=1),
+        "bf16 compiled": run(3.0, 6.0, 9000, first=300.0, recompiles=1),  # over the memory
+    }
+    fig = trainer_figure(runs, (800, 1333), "abc", 2, 0, 10, Path("/ref"))
+    assert fig.details["best"] == "bf16"  # bf16 compiled is faster but takes more memory
+    assert fig.ratio == 10.0 / 4.0 and fig.met is True
+    rows = fig.details["extra_rows"]
+    assert rows["bf16"]["met"] is True and rows["fp32"]["met"] is False
+    assert rows["bf16 compiled"]["met"] is False  # 3.3x but 9.0 GB against 8.0 GB
+    compile_row = rows["fp32 compiled: compile"]
+    assert compile_row["ours"].startswith("300 s to compile, 2 graph(s)")
+    assert compile_row["ratio"] == 9.0 / 8.0
+    assert "by CPU time 1.25x" in rows["fp32 compiled"]["ours"]
+
+
+def test_compile_time_is_the_first_steps_excess_over_the_later_ones(tmp_path: Path) -> None:
+    from benchmarks.fig_trainer import first_step_excess
+
+    metrics = tmp_path / "metrics.jsonl"
+    records = [
+        {"kind": "train", "step": n, "step_time": t} for n, t in enumerate((151, 16, 17, 40))
+    ]
+    metrics.write_text("\n".join(json.dumps(r) for r in records) + '\n{"kind": "eval"}\n')
+    assert first_step_excess(metrics) == 151 - 17
+    assert first_step_excess(tmp_path / "missing.jsonl") is None
