@@ -65,9 +65,14 @@ ON_DEMAND_SCREENS = [
     )
 ]
 # Modules the first paint does not need either, though a module it loads uses them: the
-# submitted-argv reader (remedies) and the compare module it pulls in.
+# diagnosis (the background pass starts after the first paint) with its drawing, the preflight,
+# the remedies, the submitted-argv reader they use and the compare module it pulls in.
 OFF_FIRST_PAINT = [
     *ON_DEMAND_SCREENS,
+    "runai_tui.knowledge.diagnose",
+    "runai_tui.knowledge.preflight",
+    "runai_tui.knowledge.remedies",
+    "runai_tui.tui.health_render",
     "runai_tui.knowledge.submitted",
     "runai_tui.knowledge.compare",
 ]

@@ -11,7 +11,6 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
-from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
 from runai_tui.models import Job, Phase
 from runai_tui.runai.capabilities import VERB_STATES, applies
 from runai_tui.tui.gpu_util import GpuUtilReader
@@ -174,6 +173,9 @@ class JobsScreen(AppScreen[None]):
     async def _diagnose_in_background(self, jobs: list[Job]) -> None:
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
+
+        # lazy: off the TUI's first paint (the tui-paint figure); the pass starts after it
+        from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
         newest_first.reverse()

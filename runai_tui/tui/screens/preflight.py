@@ -16,7 +16,7 @@ from runai_tui.models import Job
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
 from runai_tui.tui.failure_notice import notify_failure
-from runai_tui.tui.health_view import checklist_renderable
+from runai_tui.tui.health_render import checklist_renderable
 
 
 class PreflightScreen(ModalScreen[None]):

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.text import literal
-from runai_tui.tui.health_view import diagnosis_renderable
+from runai_tui.tui.health_render import diagnosis_renderable
 
 
 class HealthPanel(Static):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -21,11 +21,13 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
-from runai_tui.knowledge.diagnose import Diagnosis
 from runai_tui.models import Job, format_age, format_gpus, format_pods
 from runai_tui.text import literal
 from runai_tui.tui.health_view import HealthCache, health_cell
 from runai_tui.tui.job_cells import status_text
+
+if TYPE_CHECKING:
+    from runai_tui.knowledge.diagnose import Diagnosis
 
 Cell = str | Text
 
