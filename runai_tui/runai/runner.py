@@ -193,17 +193,46 @@ class _PrivateLoop:
 
 
 def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
-    """Run one awaitable on `loop`. On Ctrl-C (or any interruption of the loop itself) cancel it
-    and let it clean up (kill and reap its child) before re-raising."""
+    """Run one awaitable on `loop`. Ctrl-C cancels it, lets it clean up (kill and reap its
+    child) and then raises KeyboardInterrupt, as `asyncio.Runner` does: on the main thread the
+    first SIGINT only cancels the task, so it never lands inside the loop's own code. There it
+    could drop a child's exit notice (Python 3.13's pidfd watcher reaps in a loop callback), and
+    the cleanup would wait for that child for ever. A second Ctrl-C interrupts at once."""
     task = asyncio.ensure_future(awaitable, loop=loop)
+    interrupted = False
+
+    def cancel_on_sigint(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        if interrupted:  # a second Ctrl-C: do not wait for the cleanup
+            raise KeyboardInterrupt
+        interrupted = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    previous = None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
+        previous = signal.signal(signal.SIGINT, cancel_on_sigint)
     try:
-        return loop.run_until_complete(task)
-    except BaseException:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
-        raise
+        try:
+            result = loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        except BaseException:  # interrupted in the loop itself (another signal's handler)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(task)
+            raise
+        if interrupted:  # the awaitable swallowed its cancel
+            raise KeyboardInterrupt
+        return result
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -119,3 +120,33 @@ def test_run_sync_cancels_the_coroutine_on_interrupt() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert cleaned == ["cleaned"] and time.monotonic() - loop_time < 10
+
+
+def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> None:
+    """A real SIGINT while a child runs: the coroutine is cancelled inside the loop, the child
+    is killed and reaped, and run_sync raises KeyboardInterrupt (not a hang, on any Python)."""
+    pid_file = tmp_path / "pid"
+    child = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(30)",
+    ]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def interrupt_once_the_child_runs() -> None:
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt_once_the_child_runs, daemon=True)
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_sync(runner.run(child, None, None))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+    finally:
+        timer.join(timeout=30)
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - started < 30
+    assert wait_gone(int(pid_file.read_text()))  # killed and reaped
