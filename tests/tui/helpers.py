@@ -18,11 +18,14 @@ DEADLINE_S = 30.0
 
 
 async def wait_for(pilot: Pilot, condition: Callable[[], object], what: str = "") -> None:
+    """Poll CONDITION; once it holds, let the app handle what it queued (a widget updated with
+    the new data repaints on its next refresh), so that the screen shows what the data says."""
     deadline = time.monotonic() + DEADLINE_S
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
         await pilot.pause(0.05)
+    await pilot.pause()
 
 
 class RecordingApp(RunaiTuiApp):

@@ -52,8 +52,9 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         describe = app.screen
         panel = describe.query_one(HealthPanel)
         await wait_for(pilot, lambda: panel.diagnosis is not None and panel.diagnosis.findings)
-        text = screen_text(app)
-        assert REMEDY_MARK in text and "remedy: --set large_shm=true" in text
+        # The panel paints the diagnosis on its next refresh: wait for the picture too.
+        lines = (REMEDY_MARK, "remedy: --set large_shm=true")
+        await wait_for(pilot, lambda: all(s in screen_text(app) for s in lines), "the remedies")
         assert "2 with a remedy: f shows, R resubmits" in str(panel.border_subtitle)  # 2 pods
 
         await pilot.press("f")
