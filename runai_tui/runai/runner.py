@@ -196,7 +196,7 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
     """Run one awaitable on `loop`. Ctrl-C cancels it, lets it clean up (kill and reap its
     child) and then raises KeyboardInterrupt, as `asyncio.Runner` does: on the main thread the
     first SIGINT only cancels the task, so it never lands inside the loop's own code. There it
-    could drop a child's exit notice (Python 3.13's pidfd watcher reaps in a loop callback), and
+    can drop a child's exit notice (Python 3.13's pidfd watcher reaps in a loop callback), and
     the cleanup would wait for that child for ever. A second Ctrl-C interrupts at once."""
     task = asyncio.ensure_future(awaitable, loop=loop)
     interrupted = False
