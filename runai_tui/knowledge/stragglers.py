@@ -17,6 +17,10 @@ from runai_tui.knowledge.progress import RankFigures, parse_metric_line, rank_fi
 SLOW_FACTOR = 1.5  # a rank's median step (or forward) time this many times the others' median
 DATA_SHARE = 0.5  # a rank whose median data wait is at least this share of its step time
 NEWEST = 20  # the newest train records (with every rank's figures) that are judged
+# A slower forward pass counts only when what it adds is at least this share of the rank's step:
+# a rank that waits for its data computes while the others sit in a collective and so shows a
+# faster forward than theirs; tens of milliseconds in a step of seconds slow no job.
+FORWARD_STEP_SHARE = 0.05
 
 SLOW_FIX = (
     "the rank computes slower than the others: check its node for CPU throttling (the pod's "
@@ -89,7 +93,8 @@ def find_stragglers(records: Iterable[tuple[int, dict[str, Any]]]) -> list[Strag
 
     Slow: a median step time, or a median forward time, at least SLOW_FACTOR times the median
     of the other ranks' medians (under synchronous DDP the step times are equal and the forward
-    time, which holds no wait for other ranks, is what shows a slower rank). Starved: a median
+    time, which holds no wait for other ranks, is what shows a slower rank, when what it adds is
+    at least FORWARD_STEP_SHARE of the rank's step). Starved: a median
     data wait of at least DATA_SHARE of its own median step time."""
     judged: list[tuple[int, list[RankFigures]]] = []
     for line, record in records:
@@ -116,7 +121,10 @@ def find_stragglers(records: Iterable[tuple[int, dict[str, Any]]]) -> list[Strag
         others_forward = _median(forwards[:rank] + forwards[rank + 1 :])
         slow = others > 0 and step >= SLOW_FACTOR * others
         if forward is not None and others_forward:
-            slow = slow or forward >= SLOW_FACTOR * others_forward
+            slow = slow or (
+                forward >= SLOW_FACTOR * others_forward
+                and forward - others_forward >= FORWARD_STEP_SHARE * step
+            )
         starved = wait >= DATA_SHARE * step
         if slow or starved:
             found.append(

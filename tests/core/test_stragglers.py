@@ -173,3 +173,18 @@ def test_wait_for_bad_input_and_outcomes() -> None:
     assert (result.outcome, result.exit_code, seen) == ("deleted", 1, [Phase.PENDING])
     result = asyncio.run(wait_for(Phases(Phase.PENDING), "j", "running", 0.0, 0.1, no_sleep))
     assert (result.outcome, result.exit_code, result.phase) == ("timeout", 2, "Pending")
+
+
+def test_a_slower_forward_counts_only_when_it_adds_a_share_of_the_step() -> None:
+    # Twice the others' forward time, but what it adds is under 5% of a long step (a rank that
+    # computes while the others wait in a collective): not what slows the job.
+    records = []
+    for line, record in train_records_of("ranks-even.log"):
+        ranks = dict(record["ranks"])
+        ranks["step_time"] = [6.0, 6.0]
+        ranks["forward_time"] = [0.2, 0.1]
+        records.append((line, {**record, "ranks": ranks}))
+    assert find_stragglers(records) == []
+    for _, record in records:
+        record["ranks"]["forward_time"] = [0.5, 0.1]  # adds 0.4 s: 6.7% of the step
+    assert [(s.rank, s.slow) for s in find_stragglers(records)] == [(0, True)]
