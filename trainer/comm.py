@@ -127,6 +127,14 @@ class GradientComm:
                 )
                 self.choice = HookChoice("none")
                 name = "none"
+        if name == "powersgd" and device.type != "cuda" and torch.cuda.is_available():
+            log(
+                f"--ddp-comm-hook {self.choice.label}: PyTorch's PowerSGD hook synchronises the "
+                f"GPU whenever one is visible and fails on {device.type} gradients; falling back "
+                "to none (fp32). Train on the GPU, or hide it (CUDA_VISIBLE_DEVICES=)"
+            )
+            self.choice = HookChoice("none")
+            name = "none"
         if name == "bf16":
             hook = default_hooks.bf16_compress_wrapper(self._counted_allreduce)
         elif name == "fp16":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_ddp import finish, records, torchrun
+from test_ddp import base_env, finish, records, torchrun
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,10 @@ def train_records(out_dir: Path) -> list[dict]:
 
 
 def run(out_dir: Path, *args: str) -> str:
-    proc = torchrun([*WIRE, "--output-dir", str(out_dir), *args])
+    # CPU runs hide any GPU: PyTorch's PowerSGD hook synchronises a visible GPU and fails on
+    # CPU gradients (the trainer falls back to none there: the test below).
+    env = {**base_env(), "CUDA_VISIBLE_DEVICES": ""}
+    proc = torchrun([*WIRE, "--output-dir", str(out_dir), *args], env=env)
     out = finish(proc)
     assert proc.returncode == 0, out
     return out
@@ -109,3 +112,30 @@ def test_powersgd_state_is_checkpointed_and_a_resume_takes_the_same_steps(tmp_pa
         want = ref[r["step"] - 1]
         assert r["loss"] == pytest.approx(want["loss"], abs=2e-6), r["step"]
         assert r["allreduce_bytes"] == want["allreduce_bytes"]
+
+
+def test_powersgd_on_cpu_gradients_falls_back_to_none_where_a_gpu_is_visible(tmp_path, monkeypatch):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from trainer.comm import GradientComm, parse_hook
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    try:
+        ddp = DistributedDataParallel(torch.nn.Linear(8, 4))
+        lines: list[str] = []
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU host, CPU run
+        assert GradientComm(parse_hook("powersgd:2")).install(ddp, lines.append) == "none"
+        assert lines == [
+            "--ddp-comm-hook powersgd:2: PyTorch's PowerSGD hook synchronises the GPU whenever "
+            "one is visible and fails on cpu gradients; falling back to none (fp32). Train on "
+            "the GPU, or hide it (CUDA_VISIBLE_DEVICES=)"
+        ]
+        monkeypatch.undo()
+        if not torch.cuda.is_available():  # no GPU: PowerSGD runs on CPU gradients as asked
+            fresh = DistributedDataParallel(torch.nn.Linear(8, 4))
+            assert GradientComm(parse_hook("powersgd:2")).install(fresh, lines.append) == (
+                "powersgd:2"
+            )
+    finally:
+        dist.destroy_process_group()

@@ -52,8 +52,9 @@ def base_env() -> dict[str, str]:
 def torchrun(args: list[str], **popen) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "trainer", *args]  # fmt: skip
+    env = popen.pop("env", None) or base_env()
     return subprocess.Popen(
-        cmd, cwd=REPO, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, start_new_session=True, **popen,
     )  # fmt: skip
 
