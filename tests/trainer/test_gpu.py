@@ -59,3 +59,68 @@ def test_the_trainer_trains_on_the_gpu(tmp_path: Path, monkeypatch: pytest.Monke
     train = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2, 3]
     assert all(r["loss"] == r["loss"] for r in train)  # finite, not NaN
+
+
+def _ddp_steps_on_nccl(store: Path, hook: str, steps: int = 4) -> list[int]:
+    """Bytes the trainer's hook wrapper hands to NCCL per step: one rank, a small CNN on cuda:0
+    in DDP (the reducer and the hook run as with more ranks; NCCL refuses two ranks on one GPU)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from trainer.comm import GradientComm, parse_hook
+
+    dist.init_process_group(
+        "nccl", init_method=f"file://{store}", rank=0, world_size=1,
+        timeout=datetime.timedelta(seconds=60), device_id=torch.device("cuda", 0),
+    )  # fmt: skip
+    try:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 32, 3), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3),
+            torch.nn.Flatten(), torch.nn.LazyLinear(10),
+        ).cuda()  # fmt: skip
+        net(torch.zeros(1, 3, 16, 16, device="cuda"))  # materialise the lazy layer
+        ddp = DistributedDataParallel(net, device_ids=[0], gradient_as_bucket_view=True)
+        comm = GradientComm(parse_hook(hook), start_iter=2)
+        lines: list[str] = []
+        assert comm.install(ddp, lines.append) == parse_hook(hook).label, lines
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        sent = []
+        for _ in range(steps):
+            ddp(torch.rand(4, 3, 16, 16, device="cuda")).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            sent.append(comm.take_bytes())
+        return sent
+    finally:
+        dist.destroy_process_group()
+
+
+def test_comm_hooks_on_nccl_send_what_they_promise(tmp_path: Path) -> None:
+    full = _ddp_steps_on_nccl(tmp_path / "none", "none")
+    gradient_bytes = 4 * (3 * 32 * 9 + 32 + 32 * 32 * 9 + 32 + 32 * 12 * 12 * 10 + 10)
+    assert full == [gradient_bytes] * 4, full
+    assert _ddp_steps_on_nccl(tmp_path / "bf16", "bf16") == [gradient_bytes // 2] * 4
+    assert _ddp_steps_on_nccl(tmp_path / "fp16", "fp16") == [gradient_bytes // 2] * 4
+    powersgd = _ddp_steps_on_nccl(tmp_path / "powersgd", "powersgd:1")
+    # plain all-reduce through the warmup (steps 1-2), then rank-1 factors: far fewer bytes
+    assert powersgd[:2] == [gradient_bytes] * 2, powersgd
+    assert 0 < powersgd[3] < gradient_bytes // 10, powersgd
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="NCCL needs a GPU per rank: 2 GPUs")
+def test_two_nccl_ranks_train_with_the_bf16_hook(tmp_path: Path) -> None:
+    from test_ddp import finish, records, torchrun
+
+    proc = torchrun([
+        "--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
+        "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+        "--batch-size", "2", "--max-steps", "4", "--eval-every", "0", "--log-every", "1",
+        "--device", "cuda", "--ddp-comm-hook", "bf16", "--output-dir", str(tmp_path),
+    ])  # fmt: skip
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    assert "DDP: --ddp-comm-hook bf16 (" in out, out
+    train = [r for r in records(tmp_path / "metrics.jsonl") if r["kind"] == "train"]
+    assert [r["step"] for r in train] == [1, 2, 3, 4]
+    assert len({r["allreduce_bytes"] for r in train}) == 1 and train[0]["allreduce_bytes"] > 0
