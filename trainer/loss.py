@@ -70,23 +70,29 @@ class BatchedRetinaNetLoss:
 
     def match(self, targets: list[dict[str, Tensor]], anchors: Tensor) -> Tensor:
         """Matched box index per anchor [B, A] (-1 background, -2 ignored), as Matcher."""
+        # No step here waits for the GPU: box counts come from shapes, the padding mask and the
+        # thresholds from kernels (a device tensor read on the host, or a boolean-mask write,
+        # would stall the host until the forward pass had finished).
         batch, count = anchors.shape[0], anchors.shape[1]
-        sizes = torch.tensor([len(t["boxes"]) for t in targets], device=anchors.device)
-        if int(sizes.max()) == 0:
+        if max(len(t["boxes"]) for t in targets) == 0:
             return torch.full((batch, count), BELOW_LOW_THRESHOLD, dtype=torch.int64,
                               device=anchors.device)  # fmt: skip
         boxes = pad_sequence([t["boxes"] for t in targets], batch_first=True)
-        real = torch.arange(boxes.shape[1], device=anchors.device)[None, :] < sizes[:, None]
+        real = pad_sequence(
+            [torch.ones(len(t["boxes"]), dtype=torch.bool, device=anchors.device) for t in targets],
+            batch_first=True,
+        )
         # Under autocast the anchors come in the features' 16-bit type while the boxes stay fp32:
         # torchvision's box_iou promotes, so compute in the promoted type too.
         dtype = torch.promote_types(boxes.dtype, anchors.dtype)
         iou = batched_iou(boxes.to(dtype), anchors.to(dtype))
         iou = iou.masked_fill(~real[:, :, None], -1.0)  # padding never matches
         best, matches = iou.max(dim=1)
-        all_matches = matches.clone()
-        matches[best < self.matcher.low_threshold] = BELOW_LOW_THRESHOLD
+        all_matches = matches
+        below = torch.full_like(matches, BELOW_LOW_THRESHOLD)
+        matches = torch.where(best < self.matcher.low_threshold, below, matches)
         between = (best >= self.matcher.low_threshold) & (best < self.matcher.high_threshold)
-        matches[between] = BETWEEN_THRESHOLDS
+        matches = torch.where(between, torch.full_like(matches, BETWEEN_THRESHOLDS), matches)
         if self.matcher.allow_low_quality_matches:
             # Each box's best anchors (ties included) keep their best box, whatever its IoU.
             highest = iou.max(dim=2).values
