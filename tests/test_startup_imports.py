@@ -45,6 +45,15 @@ HEAVY = [
     "runai_tui.profiles.docs",
     "runai_tui.resubmit",
     "runai_tui.tui",
+    # The other commands' modules: entry.py imports only the module of the command that runs.
+    "runai_tui.cli.job_commands",
+    "runai_tui.cli.bulk_commands",
+    "runai_tui.cli.health_commands",
+    "runai_tui.cli.watch_commands",
+    "runai_tui.cli.resource_commands",
+    "runai_tui.cli.resubmit_commands",
+    "runai_tui.cli.run_commands",
+    "runai_tui.knowledge.job_end",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.
