@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY
 from runai_tui.errors import UsageError
@@ -82,8 +82,7 @@ VERB_STATES = {
 }
 
 
-@dataclass(frozen=True)
-class CobraHelp:
+class CobraHelp(NamedTuple):
     """What one `--help` listed: its local `flags` (`--name` and `-x`) and its subcommands."""
 
     flags: frozenset[str]

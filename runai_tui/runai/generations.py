@@ -23,9 +23,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
@@ -41,8 +40,7 @@ _LOCAL = r"^runai-local\s+(\S+).*\(embedded local cluster\)"
 _NUMBER = r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?"
 
 
-@dataclass(frozen=True)
-class CliVersion:
+class CliVersion(NamedTuple):
     """What `runai version` said: the `generation` (None when unknown), the `version` text
     ("2.20.1", "runai-local 0.1.0", or the line as printed when unreadable) and the first
     meaningful `line` of `runai version`."""

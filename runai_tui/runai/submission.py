@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from runai_tui import submission_record
 from runai_tui.profiles import apply_overrides, check_job_name
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 
-@dataclass(frozen=True)
-class Submission:
+class Submission(NamedTuple):
     """A profile with its overrides applied and the exact command line that submits it; `sets`
     are every override applied since the profile file (a resubmit adds its own to the first
     submission's), and `name`, `project`, `project_explicit` what built `argv`."""
