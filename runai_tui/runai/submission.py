@@ -15,12 +15,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from runai_tui import submission_record
 from runai_tui.profiles import apply_overrides, check_job_name
 from runai_tui.runai.capabilities import check_profile, missing_submit_flags
 from runai_tui.runai.command import build_submit_argv, with_project
 
 if TYPE_CHECKING:
+    from runai_tui import submission_record
     from runai_tui.profiles import Profile
     from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
@@ -39,12 +39,18 @@ class Submission(NamedTuple):
     project_explicit: bool = False
 
     def record(self) -> submission_record.Record:
+        # lazy: only a real submit records the submission; the dry run never builds the record
+        from runai_tui import submission_record
+
         data = {k: v for k, v in self.profile.data.items() if k != "extends"}
         return submission_record.Record(self.profile.name, self.sets, data)
 
 
 def recorded_argv(submission: Submission) -> list[str]:
     """`argv` with the submission record added as one annotation (what the submit runs)."""
+    # lazy: only a real submit records the submission; the dry run never builds the record
+    from runai_tui import submission_record
+
     profile = dataclasses.replace(
         submission.profile,
         annotations={
