@@ -75,7 +75,8 @@ ON_DEMAND_SCREENS = [
 ]
 # Modules the first paint does not need either, though a module it loads uses them: the
 # diagnosis (the background pass starts after the first paint) with its drawing, the preflight,
-# the remedies, the submitted-argv reader they use and the compare module it pulls in.
+# the remedies, the submitted-argv reader they use and the compare module it pulls in; the
+# profiles; the subcommands.
 OFF_FIRST_PAINT = [
     *ON_DEMAND_SCREENS,
     "runai_tui.knowledge.diagnose",
@@ -84,6 +85,15 @@ OFF_FIRST_PAINT = [
     "runai_tui.tui.health_render",
     "runai_tui.knowledge.submitted",
     "runai_tui.knowledge.compare",
+    # The profiles and YAML: the job list needs neither (the client's argv words are in
+    # runai_tui/runai/argv.py, the field table is loaded for submit's flags only), and the
+    # screens that list or submit profiles load them through the app's `store`.
+    "yaml",
+    "runai_tui.profiles",
+    "runai_tui.runai.command",
+    # The subcommands' modules: no subcommand opens the TUI.
+    "runai_tui.cli.profile_commands",
+    "runai_tui.cli.job_commands",
 ]
 
 
@@ -108,9 +118,12 @@ def test_dry_run_imports_none_of_the_heavy_modules() -> None:
 
 
 def test_tui_first_paint_imports_no_screen_opened_on_demand() -> None:
-    # What `runai-tui` loads up to the jobs screen: the launcher, the app and the jobs screen.
+    # What `runai-tui` loads up to the jobs screen: the entry point with no subcommand (its
+    # parser), the launcher, the app and the jobs screen.
     code = (
-        "import sys\nimport runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
+        "from runai_tui.cli.entry import build_parser, subcommands_for\n"
+        "build_parser(subcommands_for([])).parse_args([])\n"
+        "import runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
     )
     assert loaded_after(code, OFF_FIRST_PAINT) == []
 

@@ -15,7 +15,7 @@ from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import blocking, exit_code, finding_dict, finding_line, lint
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import submission
-from runai_tui.runai.command import display_argv
+from runai_tui.runai.argv import display_argv
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile, ProfileStore

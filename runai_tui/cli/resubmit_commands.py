@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from runai_tui.cli.common import client_for, print_json, settings_for
 from runai_tui.errors import UsageError
-from runai_tui.runai.command import display_argv
+from runai_tui.runai.argv import display_argv
 from runai_tui.text import literal
 
 
