@@ -54,6 +54,9 @@ HEAVY = [
     "runai_tui.cli.resubmit_commands",
     "runai_tui.cli.run_commands",
     "runai_tui.knowledge.job_end",
+    # The dry run checks no CLI's flags and writes no submission record.
+    "runai_tui.runai.capabilities",
+    "runai_tui.submission_record",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.
