@@ -54,9 +54,11 @@ HEAVY = [
     "runai_tui.cli.resubmit_commands",
     "runai_tui.cli.run_commands",
     "runai_tui.knowledge.job_end",
-    # The dry run checks no CLI's flags and writes no submission record.
+    # The dry run checks no CLI's flags, writes no submission record, prints no JSON and reads
+    # no CLI cache.
     "runai_tui.runai.capabilities",
     "runai_tui.submission_record",
+    "json",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.

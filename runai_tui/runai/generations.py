@@ -21,7 +21,6 @@ asked again. An entry holds the version line and each command's parsed help.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -123,6 +122,8 @@ def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _read_cache() -> dict[str, Any]:
+    import json  # lazy: only a runai call reads the cache (the settings need parse_override alone)
+
     try:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -157,6 +158,8 @@ def cache_update(executable: list[str], **changes: Any) -> None:
         else:
             entry[name] = value
     data[key[0]] = entry
+    import json  # lazy: only a runai call writes the cache (the settings need parse_override alone)
+
     # A read-only cache only costs the questions again.
     with contextlib.suppress(OSError):
         atomic_write(cache_path(), json.dumps(data, indent=1, sort_keys=True) + "\n")
