@@ -4,8 +4,10 @@ before its first paint (benchmarks/fig_tui_paint.py), not a timing.
 
 The modules below are the lazy imports that matter (tens of milliseconds, or a whole UI or
 framework): the process machinery, the client, the TUI and torch, the knowledge each command
-loads for itself, the screens opened on demand. Plain Python (typing, dataclasses) is welcome on
-these paths. Every other import sits at the top of its module: an import inside a function says
+loads for itself, the screens opened on demand; and the smaller ones the two figures were trimmed
+of when they sat on their ceilings (the other commands' modules, the profiles before the first
+paint, json; docs/performance.md, Start-up). Plain Python (typing, dataclasses, NamedTuples) is
+welcome on these paths. Every other import sits at the top of its module: an import inside a function says
 why on the line above it (or its own line)."""
 
 from __future__ import annotations
