@@ -26,6 +26,8 @@ from runai_tui.errors import Failure, UsageError
 
 
 class Subcommand(NamedTuple):
+    """A row of SUBCOMMANDS: what the top-level help shows of a subcommand without importing it."""
+
     name: str
     help: str  # its line in `runai-tui --help`
     module: str  # holds ARGUMENTS[name] (adds its arguments) and COMMANDS[name] (runs it)
