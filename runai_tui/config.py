@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from runai_tui import paths
 from runai_tui.errors import UsageError
@@ -57,8 +57,7 @@ class Setting(Generic[T]):
         return self.source.startswith("flag ")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Each Setting, and the config `file` consulted (it may not exist)."""
 
     backend: Setting[str]
@@ -111,8 +110,7 @@ def _runai_cli(value: Any) -> str:
     return str(value).strip()
 
 
-@dataclass(frozen=True)
-class _Key:
+class _Key(NamedTuple):
     """A setting's value `check`, its `env` variable, its `flag`, `default` and config `example`."""
 
     check: Callable[[Any], Any]

@@ -4,8 +4,10 @@ before its first paint (benchmarks/fig_tui_paint.py), not a timing.
 
 The modules below are the lazy imports that matter (tens of milliseconds, or a whole UI or
 framework): the process machinery, the client, the TUI and torch, the knowledge each command
-loads for itself, the screens opened on demand. Plain Python (typing, dataclasses) is welcome on
-these paths. Every other import sits at the top of its module: an import inside a function says
+loads for itself, the screens opened on demand; and the smaller ones the two figures were trimmed
+of when they sat on their ceilings (the other commands' modules, the profiles before the first
+paint, json; docs/performance.md, Start-up). Plain Python (typing, dataclasses, NamedTuples) is
+welcome on these paths. Every other import sits at the top of its module: an import inside a function says
 why on the line above it (or its own line)."""
 
 from __future__ import annotations
@@ -45,6 +47,20 @@ HEAVY = [
     "runai_tui.profiles.docs",
     "runai_tui.resubmit",
     "runai_tui.tui",
+    # The other commands' modules: entry.py imports only the module of the command that runs.
+    "runai_tui.cli.job_commands",
+    "runai_tui.cli.bulk_commands",
+    "runai_tui.cli.health_commands",
+    "runai_tui.cli.watch_commands",
+    "runai_tui.cli.resource_commands",
+    "runai_tui.cli.resubmit_commands",
+    "runai_tui.cli.run_commands",
+    "runai_tui.knowledge.job_end",
+    # The dry run checks no CLI's flags, writes no submission record, prints no JSON and reads
+    # no CLI cache.
+    "runai_tui.runai.capabilities",
+    "runai_tui.submission_record",
+    "json",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.
@@ -66,7 +82,8 @@ ON_DEMAND_SCREENS = [
 ]
 # Modules the first paint does not need either, though a module it loads uses them: the
 # diagnosis (the background pass starts after the first paint) with its drawing, the preflight,
-# the remedies, the submitted-argv reader they use and the compare module it pulls in.
+# the remedies, the submitted-argv reader they use and the compare module it pulls in; the
+# profiles; the subcommands.
 OFF_FIRST_PAINT = [
     *ON_DEMAND_SCREENS,
     "runai_tui.knowledge.diagnose",
@@ -75,6 +92,15 @@ OFF_FIRST_PAINT = [
     "runai_tui.tui.health_render",
     "runai_tui.knowledge.submitted",
     "runai_tui.knowledge.compare",
+    # The profiles and YAML: the job list needs neither (the client's argv words are in
+    # runai_tui/runai/argv.py, the field table is loaded for submit's flags only), and the
+    # screens that list or submit profiles load them through the app's `store`.
+    "yaml",
+    "runai_tui.profiles",
+    "runai_tui.runai.command",
+    # The subcommands' modules: no subcommand opens the TUI.
+    "runai_tui.cli.profile_commands",
+    "runai_tui.cli.job_commands",
 ]
 
 
@@ -99,9 +125,12 @@ def test_dry_run_imports_none_of_the_heavy_modules() -> None:
 
 
 def test_tui_first_paint_imports_no_screen_opened_on_demand() -> None:
-    # What `runai-tui` loads up to the jobs screen: the launcher, the app and the jobs screen.
+    # What `runai-tui` loads up to the jobs screen: the entry point with no subcommand (its
+    # parser), the launcher, the app and the jobs screen.
     code = (
-        "import sys\nimport runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
+        "from runai_tui.cli.entry import build_parser, subcommands_for\n"
+        "build_parser(subcommands_for([])).parse_args([])\n"
+        "import runai_tui.tui.launch, runai_tui.tui.app, runai_tui.tui.screens.jobs\n"
     )
     assert loaded_after(code, OFF_FIRST_PAINT) == []
 

@@ -6,9 +6,10 @@ and exits 0."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runai_tui.cli.common import client_for
 from runai_tui.duration import parse_duration
@@ -23,32 +24,30 @@ if TYPE_CHECKING:
 _DONE = {"delete": "Deleted", "suspend": "Suspended", "resume": "Resumed"}
 
 
-def add_parsers(sub: Any) -> None:
-    for verb in ("delete", "suspend", "resume"):
-        p = sub.add_parser(
-            verb,
-            help=f"{verb} jobs: by name, or every job a selector matches",
-            epilog=f"e.g. runai-tui {verb} sweep-3 sweep-4;  "
-            f"runai-tui {verb} --selector 'sweep-*' --status Completed --older-than 7d",
-        )
-        p.add_argument("jobs", nargs="*", metavar="JOB", help="job names")
-        p.add_argument("--selector", metavar="GLOB", help="every job whose name matches GLOB")
+def add_arguments(p: argparse.ArgumentParser, verb: str) -> None:
+    """The arguments of VERB (delete, suspend or resume)."""
+    p.epilog = (
+        f"e.g. runai-tui {verb} sweep-3 sweep-4;  "
+        f"runai-tui {verb} --selector 'sweep-*' --status Completed --older-than 7d"
+    )
+    p.add_argument("jobs", nargs="*", metavar="JOB", help="job names")
+    p.add_argument("--selector", metavar="GLOB", help="every job whose name matches GLOB")
+    p.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        metavar="STATUS",
+        help="only jobs in this status (repeat, or comma-separate: Completed,Failed)",
+    )
+    p.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        help="only jobs created longer ago than DURATION (30m, 12h, 7d, 2w)",
+    )
+    if verb == "delete":
         p.add_argument(
-            "--status",
-            action="append",
-            default=[],
-            metavar="STATUS",
-            help="only jobs in this status (repeat, or comma-separate: Completed,Failed)",
+            "-y", "--yes", action="store_true", help="do not ask (required without a tty)"
         )
-        p.add_argument(
-            "--older-than",
-            metavar="DURATION",
-            help="only jobs created longer ago than DURATION (30m, 12h, 7d, 2w)",
-        )
-        if verb == "delete":
-            p.add_argument(
-                "-y", "--yes", action="store_true", help="do not ask (required without a tty)"
-            )
 
 
 def _selector(args: argparse.Namespace) -> Selector | None:
@@ -156,4 +155,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "delete": cmd_bulk,
     "suspend": cmd_bulk,
     "resume": cmd_bulk,
+}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    verb: functools.partial(add_arguments, verb=verb) for verb in _DONE
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -60,6 +59,8 @@ def runai_cli_for(settings: Settings) -> dict[str, Any]:
 
 
 def print_json(data: Any) -> None:
+    import json  # lazy: only --json output needs it (the dry run prints none)
+
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 

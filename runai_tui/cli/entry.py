@@ -1,51 +1,89 @@
 """The headless `runai-tui` command: the TUI's twin for scripts and CI, over the same core.
 
 Imports neither Textual nor torch (the TUI is imported only when no subcommand is given).
-Exit codes: 0 success, 1 runtime failure, 2 usage or validation error. Each group of commands
-(profile_commands, job_commands, health_commands) adds its parsers and its COMMANDS here.
+Exit codes: 0 success, 1 runtime failure, 2 usage or validation error.
+
+Each subcommand is a row of SUBCOMMANDS: its name, its line in `runai-tui --help`, and the module
+(one per group: profile_commands, job_commands, ...) whose ARGUMENTS[name] adds its arguments and
+whose COMMANDS[name] runs it. A command line that names a subcommand imports that module alone
+and builds that subparser alone, so `submit --dry-run` pays for no other command's imports; the
+top-level help and a mistyped command get the whole parser.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple
 
 from runai_tui import __version__
-from runai_tui.cli import (
-    bulk_commands,
-    health_commands,
-    job_commands,
-    profile_commands,
-    resource_commands,
-    resubmit_commands,
-    run_commands,
-    watch_commands,
-)
 from runai_tui.cli.common import Parser, runai_cli_for, settings_for
 from runai_tui.errors import Failure, UsageError
 
-GROUPS = (
-    profile_commands,
-    resubmit_commands,
-    job_commands,
-    bulk_commands,
-    health_commands,
-    watch_commands,
-    resource_commands,
-    run_commands,
+
+class Subcommand(NamedTuple):
+    """A row of SUBCOMMANDS: what the top-level help shows of a subcommand without importing it."""
+
+    name: str
+    help: str  # its line in `runai-tui --help`
+    module: str  # holds ARGUMENTS[name] (adds its arguments) and COMMANDS[name] (runs it)
+
+
+_PROFILES = "runai_tui.cli.profile_commands"
+_JOBS = "runai_tui.cli.job_commands"
+_BULK = "runai_tui.cli.bulk_commands"
+_HEALTH = "runai_tui.cli.health_commands"
+_WATCH = "runai_tui.cli.watch_commands"
+_RUN = "runai_tui.cli.run_commands"
+
+# In the order `runai-tui --help` lists them.
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand("submit", "submit a job from a profile", _PROFILES),
+    Subcommand("profiles", "list, show, validate and create profiles", _PROFILES),
+    Subcommand("lint", "check profiles for what breaks or slows a job", _PROFILES),
+    Subcommand("plan", "the distributed plan: world size, batch, lr, steps, comms", _PROFILES),
+    Subcommand(
+        "resubmit",
+        "submit a job again from its recorded submission, with remedies and overrides",
+        "runai_tui.cli.resubmit_commands",
+    ),
+    Subcommand("list", "list jobs", _JOBS),
+    Subcommand("describe", "describe a job: status, pods, events", _JOBS),
+    Subcommand("logs", "print a job's logs", _JOBS),
+    Subcommand("exec", "run a command (default: a shell) in a job's pod", _JOBS),
+    Subcommand("projects", "the projects you may use (runai project list)", _JOBS),
+    Subcommand("info", "settings and where each came from, paths, runai version", _JOBS),
+    *(
+        Subcommand(verb, f"{verb} jobs: by name, or every job a selector matches", _BULK)
+        for verb in ("delete", "suspend", "resume")
+    ),
+    Subcommand("diagnose", "read every pod's log: NCCL transport, failures, fixes", _HEALTH),
+    Subcommand("preflight", "check a running job's pods: memlock, shm, GPUs, network", _HEALTH),
+    Subcommand(
+        "ranks",
+        "every rank's step, images/s, data wait, step and forward time, record age",
+        _WATCH,
+    ),
+    Subcommand("metrics", "every trainer record of every pod, with pod and rank", _WATCH),
+    Subcommand("wait", "block until a job is running, completed or done", _WATCH),
+    Subcommand(
+        "top",
+        "per pod: CPU use, memory against its limit, each GPU's use and memory",
+        "runai_tui.cli.resource_commands",
+    ),
+    Subcommand("port-forward", "forward a local port to a job's pod until Ctrl-C", _RUN),
+    Subcommand("compare", "two runs side by side: submission, run.json, metrics", _RUN),
 )
+NAMES = tuple(s.name for s in SUBCOMMANDS)
+_BY_NAME = {s.name: s for s in SUBCOMMANDS}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="runai-tui",
-        description="Job profiles, a TUI and a headless CLI for PyTorch jobs on NVIDIA Run:ai. "
-        "With no subcommand, opens the TUI.",
-    )
-    parser.add_argument("--version", action="version", version=f"runai-tui {__version__}")
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """The options before the subcommand (the whole parser's and subcommands_for's alike)."""
     parser.add_argument(
         "--backend",
         choices=["auto", "runai", "local"],
@@ -69,10 +107,47 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="TUI: job list refresh (default 2; or $RUNAI_TUI_REFRESH, or config.toml)",
     )
+
+
+def build_parser(names: Collection[str] = NAMES) -> argparse.ArgumentParser:
+    """The `runai-tui` parser with the subcommands NAMES (default: every one), each with its
+    arguments (which imports its module)."""
+    parser = Parser(
+        prog="runai-tui",
+        description="Job profiles, a TUI and a headless CLI for PyTorch jobs on NVIDIA Run:ai. "
+        "With no subcommand, opens the TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"runai-tui {__version__}")
+    _add_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for group in GROUPS:
-        group.add_parsers(sub)
+    for subcommand in SUBCOMMANDS:
+        if subcommand.name in names:
+            module = importlib.import_module(subcommand.module)
+            module.ARGUMENTS[subcommand.name](sub.add_parser(subcommand.name, help=subcommand.help))
     return parser
+
+
+def subcommands_for(argv: Sequence[str]) -> Collection[str]:
+    """The subcommands the parser needs for ARGV: the one it names, none when it names none
+    (the TUI), or every one for the top-level help, a name that is no subcommand and a mistake
+    in the options before it (the whole parser says what is wrong).
+
+    The word is found as the whole parser finds it: after the same options, the first word
+    that is no option or option value."""
+    probe = Parser(prog="runai-tui", add_help=False)
+    _add_options(probe)
+    probe.add_argument("-h", "--help", action="store_true")
+    probe.add_argument("command", nargs="?")
+    probe.add_argument("rest", nargs=argparse.REMAINDER)
+    try:
+        found, _ = probe.parse_known_args(argv)
+    except UsageError:
+        return NAMES
+    if found.help:
+        return NAMES
+    if found.command is None:
+        return ()
+    return (found.command,) if found.command in _BY_NAME else NAMES
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -91,12 +166,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
     )
 
 
-def commands() -> dict[str | None, Callable[[argparse.Namespace], int]]:
-    """Every subcommand's function; None (no subcommand) opens the TUI."""
-    found: dict[str | None, Callable[[argparse.Namespace], int]] = {None: cmd_tui}
-    for group in GROUPS:
-        found.update(group.COMMANDS)
-    return found
+def command(name: str | None) -> Callable[[argparse.Namespace], int]:
+    """The function that runs the subcommand NAME (its module imported); None opens the TUI."""
+    if name is None:
+        return cmd_tui
+    module = importlib.import_module(_BY_NAME[name].module)
+    run: Callable[[argparse.Namespace], int] = module.COMMANDS[name]
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,11 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         head, tail = raw[:split], raw[split + 1 :]
     debug = "--debug" in head
     try:
-        args = build_parser().parse_args(head)
+        args = build_parser(subcommands_for(head)).parse_args(head)
         if tail is not None and args.command != "exec":
             raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")
         args.cmd = tail or []
-        return commands()[args.command](args)
+        return command(args.command)(args)
     except Failure as exc:
         # A ProfileError carries every problem found; each gets its own `error:` line.
         problems = getattr(exc, "problems", None) or [exc.message]

@@ -6,15 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import RuntimeFailure, UsageError
 
 
-def add_parsers(sub: Any) -> None:
-    """`diagnose` and `preflight` (logic: runai_tui/knowledge/diagnose/, runai_tui/knowledge/preflight.py)."""
-    dg = sub.add_parser("diagnose", help="read every pod's log: NCCL transport, failures, fixes")
+def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
+    """`diagnose` (logic: runai_tui/knowledge/diagnose/)."""
     dg.add_argument("job", nargs="?", help="the job (or give --log FILE instead)")
     dg.add_argument("--pod", help="only this pod")
     dg.add_argument(
@@ -31,7 +29,10 @@ def add_parsers(sub: Any) -> None:
         help="read a local copy of the job's Flight Recorder dumps (rank-N files): the rank that hung",
     )
     dg.add_argument("--json", action="store_true", help='{"pods": [...], "findings": [...]}')
-    pf = sub.add_parser("preflight", help="check a running job's pods: memlock, shm, GPUs, network")
+
+
+def add_preflight_arguments(pf: argparse.ArgumentParser) -> None:
+    """`preflight` (logic: runai_tui/knowledge/preflight.py)."""
     pf.add_argument("job")
     pf.add_argument("--pod", help="only this pod")
     pf.add_argument("--json", action="store_true", help='{"pods": [{"pod", "items": [...]}]}')
@@ -135,4 +136,10 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "diagnose": cmd_diagnose,
     "preflight": cmd_preflight,
+}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "diagnose": add_diagnose_arguments,
+    "preflight": add_preflight_arguments,
 }

@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
 
 
-def add_parsers(sub: Any) -> None:
-    pl2 = sub.add_parser("list", help="list jobs")
-    pl2.add_argument("--json", action="store_true")
-    d = sub.add_parser("describe", help="describe a job: status, pods, events")
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    """`list`, `projects` and `info`: only --json."""
+    parser.add_argument("--json", action="store_true")
+
+
+def add_describe_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("job")
     d.add_argument("--json", action="store_true")
-    lg = sub.add_parser("logs", help="print a job's logs")
+
+
+def add_logs_arguments(lg: argparse.ArgumentParser) -> None:
     lg.add_argument("job")
     lg.add_argument(
         "-f", "--follow", action="store_true", help="stream until the pod ends (waits if Pending)"
@@ -45,15 +49,13 @@ def add_parsers(sub: Any) -> None:
     lg.add_argument(
         "--previous", action="store_true", help="the container before the pod's last restart"
     )
-    ex = sub.add_parser("exec", help="run a command (default: a shell) in a job's pod")
+
+
+def add_exec_arguments(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("job")
     ex.add_argument("--pod", help="pod name (default: the master)")
     # The command after `--` is split off before parsing (see main), so `--pod` may come anywhere.
     ex.epilog = "Everything after -- is the command, e.g.: runai-tui exec JOB --pod P -- ls -la"
-    pj = sub.add_parser("projects", help="the projects you may use (runai project list)")
-    pj.add_argument("--json", action="store_true")
-    inf = sub.add_parser("info", help="settings and where each came from, paths, runai version")
-    inf.add_argument("--json", action="store_true")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -287,4 +289,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "exec": cmd_exec,
     "projects": cmd_projects,
     "info": cmd_info,
+}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "list": add_json_argument,
+    "describe": add_describe_arguments,
+    "logs": add_logs_arguments,
+    "exec": add_exec_arguments,
+    "projects": add_json_argument,
+    "info": add_json_argument,
 }

@@ -15,14 +15,13 @@ from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import blocking, exit_code, finding_dict, finding_line, lint
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import submission
-from runai_tui.runai.command import display_argv
+from runai_tui.runai.argv import display_argv
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile, ProfileStore
 
 
-def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("submit", help="submit a job from a profile")
+def add_submit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", required=True, metavar="NAME", help="profile name")
     p.add_argument("--name", metavar="JOB", help="job name (default: the profile's job_name)")
     p.add_argument(
@@ -39,7 +38,8 @@ def add_parsers(sub: Any) -> None:
         "--strict", action="store_true", help="refuse (exit 2) when lint finds a warning or error"
     )
 
-    profiles = sub.add_parser("profiles", help="list, show, validate and create profiles")
+
+def add_profiles_arguments(profiles: argparse.ArgumentParser) -> None:
     psub = profiles.add_subparsers(dest="profiles_command", metavar="ACTION", parser_class=Parser)
     psub.required = True
     pl = psub.add_parser("list", help="every profile, its origin and description")
@@ -53,25 +53,31 @@ def add_parsers(sub: Any) -> None:
     pn.add_argument("name")
     pn.add_argument("--from", dest="base", metavar="BASE", help="extend this profile")
     psub.add_parser("fields", help="every field --set accepts: its flag and CLI generations")
-    _add_checks_parsers(sub)
 
 
-def _add_checks_parsers(sub: Any) -> None:
-    """`lint` and `plan` (runai_tui/knowledge/checks.py, runai_tui/knowledge/plan.py)."""
-    sets = {
-        "dest": "sets",
-        "action": "append",
-        "default": [],
-        "metavar": "FIELD=VALUE",
-        "help": "override a field first, as submit does (repeatable)",
-    }
-    li = sub.add_parser("lint", help="check profiles for what breaks or slows a job")
+def _add_sets(parser: argparse.ArgumentParser) -> None:
+    """`--set` of `lint` and `plan`."""
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a field first, as submit does (repeatable)",
+    )
+
+
+def add_lint_arguments(li: argparse.ArgumentParser) -> None:
+    """`lint` (runai_tui/knowledge/checks.py)."""
     li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
-    li.add_argument("--set", **sets)
+    _add_sets(li)
     li.add_argument("--json", action="store_true", help='{"findings": [...]}')
-    pl = sub.add_parser("plan", help="the distributed plan: world size, batch, lr, steps, comms")
+
+
+def add_plan_arguments(pl: argparse.ArgumentParser) -> None:
+    """`plan` (runai_tui/knowledge/plan.py)."""
     pl.add_argument("profile", metavar="PROFILE")
-    pl.add_argument("--set", **sets)
+    _add_sets(pl)
     pl.add_argument(
         "--dataset-size", type=int, metavar="N", help="train images (default: documented size)"
     )
@@ -288,4 +294,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "profiles": cmd_profiles,
     "lint": cmd_lint,
     "plan": cmd_plan,
+}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "submit": add_submit_arguments,
+    "profiles": add_profiles_arguments,
+    "lint": add_lint_arguments,
+    "plan": add_plan_arguments,
 }

@@ -7,16 +7,12 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import UsageError
 
 
-def add_parsers(sub: Any) -> None:
-    tp = sub.add_parser(
-        "top", help="per pod: CPU use, memory against its limit, each GPU's use and memory"
-    )
+def add_arguments(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("job")
     tp.add_argument("--pod", help="only this pod")
     tp.add_argument(
@@ -59,3 +55,6 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"top": cmd_top}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"top": add_arguments}

@@ -6,20 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from runai_tui.cli.common import client_for, print_json, settings_for
 from runai_tui.errors import UsageError
-from runai_tui.runai.command import display_argv
+from runai_tui.runai.argv import display_argv
 from runai_tui.text import literal
 
 
-def add_parsers(sub: Any) -> None:
-    rs = sub.add_parser(
-        "resubmit",
-        help="submit a job again from its recorded submission, with remedies and overrides",
-        epilog="e.g. runai-tui resubmit JOB --apply-fixes --yes. The new job is NAME-2 (NAME-3, "
-        "...) unless --name says otherwise; every override is shown before the submit.",
+def add_arguments(rs: argparse.ArgumentParser) -> None:
+    rs.epilog = (
+        "e.g. runai-tui resubmit JOB --apply-fixes --yes. The new job is NAME-2 (NAME-3, "
+        "...) unless --name says otherwise; every override is shown before the submit."
     )
     rs.add_argument("job")
     rs.add_argument(
@@ -98,3 +95,6 @@ def _confirm(name: str) -> bool:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"resubmit": cmd_resubmit}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"resubmit": add_arguments}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +14,20 @@ from runai_tui.errors import UsageError
 from runai_tui.text import literal
 
 
-def add_parsers(sub: Any) -> None:
-    pf = sub.add_parser(
-        "port-forward",
-        help="forward a local port to a job's pod until Ctrl-C",
-        epilog="e.g. runai-tui port-forward JOB 6006 (TensorBoard), or 8080:6006, or 0:6006 for "
-        "any free local port. On the local cluster the pod's port is already local.",
+def add_port_forward_arguments(pf: argparse.ArgumentParser) -> None:
+    pf.epilog = (
+        "e.g. runai-tui port-forward JOB 6006 (TensorBoard), or 8080:6006, or 0:6006 for "
+        "any free local port. On the local cluster the pod's port is already local."
     )
     pf.add_argument("job")
     pf.add_argument("ports", metavar="[LOCAL:]REMOTE", help="the pod's port, optionally LOCAL:")
     pf.add_argument("--pod", help="pod name (default: the master)")
-    cp = sub.add_parser(
-        "compare",
-        help="two runs side by side: submission, run.json, metrics",
-        epilog="A or B may be a job or a saved run directory (the trainer's --output-dir), "
-        "written with a / (./run-a) or with --run-dir.",
+
+
+def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
+    cp.epilog = (
+        "A or B may be a job or a saved run directory (the trainer's --output-dir), "
+        "written with a / (./run-a) or with --run-dir."
     )
     cp.add_argument("a", metavar="JOB_A|DIR_A")
     cp.add_argument("b", metavar="JOB_B|DIR_B")
@@ -116,3 +116,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"port-forward": cmd_port_forward, "compare": cmd_compare}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "port-forward": add_port_forward_arguments,
+    "compare": add_compare_arguments,
+}

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runai_tui.cli.common import client_for, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
@@ -24,18 +24,19 @@ if TYPE_CHECKING:
 WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 
 
-def add_parsers(sub: Any) -> None:
-    rk = sub.add_parser(
-        "ranks", help="every rank's step, images/s, data wait, step and forward time, record age"
-    )
+def add_ranks_arguments(rk: argparse.ArgumentParser) -> None:
     rk.add_argument("job")
     rk.add_argument("--json", action="store_true", help='{"job", "pod", "ranks": [...]}')
-    mt = sub.add_parser("metrics", help="every trainer record of every pod, with pod and rank")
+
+
+def add_metrics_arguments(mt: argparse.ArgumentParser) -> None:
     mt.add_argument("job")
     fmt = mt.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="CSV, one row per record and rank")
     fmt.add_argument("--json", action="store_true", help="a JSON list of the same rows")
-    wt = sub.add_parser("wait", help="block until a job is running, completed or done")
+
+
+def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
     wt.add_argument("job")
     wt.add_argument(
         "--for",
@@ -190,4 +191,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ranks": cmd_ranks,
     "metrics": cmd_metrics,
     "wait": cmd_wait,
+}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "ranks": add_ranks_arguments,
+    "metrics": add_metrics_arguments,
+    "wait": add_wait_arguments,
 }

@@ -12,7 +12,7 @@ tests and do not change with this shape.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
 
@@ -23,8 +23,7 @@ SEVERITIES: tuple[Severity, ...] = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_ORDER: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-@dataclass(frozen=True)
-class Remedy:
+class Remedy(NamedTuple):
     """Profile overrides that fix a finding, in the form `--set` takes (`large_shm=true`), and
     in words what they change (with the arithmetic where there is one)."""
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, NamedTuple, get_args, get_type_hints
 
 from runai_tui.errors import UsageError
 
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
 ENTRY_SCRIPT = "train-retinanet-ddp.sh"
 
 
-@dataclass(frozen=True)
-class TrainerArgs:
+class TrainerArgs(NamedTuple):
     """The trainer flags the plan and the checks read, each with the trainer's default
     (trainer/config.py), and `given`: the ones the profile sets."""
 
@@ -58,7 +56,7 @@ class TrainerArgs:
 
 
 TRAINER_DEFAULTS: dict[str, Any] = {
-    f.name: f.default for f in fields(TrainerArgs) if f.name != "given"
+    name: value for name, value in TrainerArgs._field_defaults.items() if name != "given"
 }
 
 

@@ -3,9 +3,8 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -17,8 +16,7 @@ MAX_PROFILE_BYTES = 256 * 1024
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     """Parsed YAML: `data`, the 1-based line of every field path in `lines` (("env", "X") -> 3)
     and the file's `path` (a label)."""
 

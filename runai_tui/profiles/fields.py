@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui.cli_generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
@@ -30,8 +29,7 @@ RESTART = ("Always", "OnFailure", "Never")
 Check = Callable[[Any], Any]  # a value's check: the normalised value, or raises Invalid
 
 
-@dataclass(frozen=True)
-class SubField:
+class SubField(NamedTuple):
     """A fixed sub-field of a group (cpu.request…), with its own flag."""
 
     name: str
@@ -40,8 +38,7 @@ class SubField:
     flag: str
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One row: `name`, `help`, `example` (a YAML value, shown in docs/profiles.md and `profiles
     fields`), `kind` ("value" | "list" | "group" | "mapping": how it is validated and merged),
     then the optional columns."""

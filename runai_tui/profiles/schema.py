@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui.errors import UsageError
 from runai_tui.profiles.fields import BY_NAME, FIELDS, Check, Field
@@ -15,8 +15,7 @@ from runai_tui.profiles.validators import Invalid, show
 # Problems
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with a profile: where (`file`, `line` or None), which `field` ("" for the
     whole file), and the `message`: what value, what is expected."""
 
@@ -46,16 +45,14 @@ class ProfileError(UsageError):
 # Specs by shape (derived from the table; kept for callers that walk SCHEMA)
 
 
-@dataclass(frozen=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     """A value (or list) field: the value's `check` and the field's `help`."""
 
     check: Check
     help: str
 
 
-@dataclass(frozen=True)
-class MappingSpec:
+class MappingSpec(NamedTuple):
     """A mapping with free keys (env, labels…): each `key` and `value` checked."""
 
     key: Check
@@ -63,8 +60,7 @@ class MappingSpec:
     help: str
 
 
-@dataclass(frozen=True)
-class GroupSpec:
+class GroupSpec(NamedTuple):
     """A mapping with fixed sub-fields (cpu, memory, run_as): `fields` maps each to its FieldSpec."""
 
     fields: dict[str, FieldSpec]

@@ -20,16 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY
 from runai_tui.errors import UsageError
-from runai_tui.profiles import FIELDS, Problem, ProfileError
 from runai_tui.runai import generations as G
-from runai_tui.runai.command import field_argv, master_copies
-
-if TYPE_CHECKING:
-    from runai_tui.profiles import Profile
 
 # The commands runai-tui runs, by key: the words after `runai`.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -82,8 +77,7 @@ VERB_STATES = {
 }
 
 
-@dataclass(frozen=True)
-class CobraHelp:
+class CobraHelp(NamedTuple):
     """What one `--help` listed: its local `flags` (`--name` and `-x`) and its subcommands."""
 
     flags: frozenset[str]
@@ -306,6 +300,10 @@ class Capabilities:
         ):
             rows.append(self._row(f"{key} {word}", key, word))
 
+        # lazy: the field table (the profiles, YAML) only for submit's flags; the TUI's first
+        # job list asks `list` and `pytorch` alone (benchmarks/fig_tui_paint.py)
+        from runai_tui.profiles import FIELDS
+
         for row in FIELDS:
             for flag in row.flags:
                 if flag.startswith("-"):
@@ -317,6 +315,10 @@ class Capabilities:
 
 
 def _submit_flag_by_generation(flag: str, generation: str) -> bool:
+    # lazy: the field table (the profiles, YAML) only for submit's flags; the TUI's first job
+    # list asks `list` and `pytorch` alone (benchmarks/fig_tui_paint.py)
+    from runai_tui.profiles import FIELDS
+
     for row in FIELDS:
         if flag in row.flags:
             return generation in row.cli
@@ -324,41 +326,6 @@ def _submit_flag_by_generation(flag: str, generation: str) -> bool:
 
 
 # --- the checks ---------------------------------------------------------------------------------
-
-
-def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
-    """(field, flag, note) for every flag the profile emits that the CLI lacks; the note says
-    when the flag carries a worker setting to the master."""
-
-    missing = []
-    for row in FIELDS:
-        value = getattr(profile, row.name)
-        words = field_argv(row, value) if value is not None else []
-        for word in words:
-            if word in row.flags and caps.has("submit", word) is False:
-                missing.append((row.name, word, ""))
-                break
-    seen = {flag for _name, flag, _note in missing}
-    for name, flag, _value in master_copies(profile):
-        if flag not in seen and caps.has("submit", flag) is False:
-            missing.append((name, flag, " (the master gets it as master settings are set)"))
-            seen.add(flag)
-    return missing
-
-
-def check_profile(profile: Profile, caps: Capabilities) -> None:
-    """Raise ProfileError (exit 2) naming every field whose flag the installed CLI lacks."""
-
-    problems = []
-    for name, flag, note in missing_submit_flags(profile, caps):
-        file, line = profile.origins.get(name, (str(profile.source or profile.name), None))
-        said = f"{flag}{note} is not in {caps.label}: {caps.why('submit')}"
-        problems.append(Problem(file, line, name, said))
-    if problems:
-        fields = " ".join(f"--set {p.field}=" for p in problems)
-        raise ProfileError(
-            problems, f"drop the field for this CLI ({fields}) or update the runai CLI"
-        )
 
 
 def check_logs_flags(flags: Iterable[str], caps: Capabilities) -> None:

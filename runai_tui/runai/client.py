@@ -29,6 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
+from runai_tui.runai.argv import with_project
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
 from runai_tui.runai.capabilities import (
     COMMANDS,
@@ -38,7 +39,6 @@ from runai_tui.runai.capabilities import (
     check_logs_flags,
     check_verb,
 )
-from runai_tui.runai.command import with_project
 from runai_tui.runai.generations import CliVersion
 from runai_tui.runai.parse import (
     classify_failure,

@@ -1,5 +1,5 @@
-"""Profile -> argv for `runai training pytorch submit` (CLI v2 syntax), the project the user chose
-(`with_project`), and the display form.
+"""Profile -> argv for `runai training pytorch submit` (CLI v2 syntax); the project the user chose
+(`with_project`) and the display form (`display_argv`) are in runai_tui/runai/argv.py.
 
 This is where a profile field becomes argv elements: `build_submit_argv` walks the field table
 (runai_tui/profiles/fields.py: each row's `flag`, `emit` style and `item` format) in its order.
@@ -8,9 +8,6 @@ Every value is its own argv element, exactly as written; repeated values repeat 
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Sequence
 from typing import Any
 
 from runai_tui.profiles import BY_NAME, FIELDS, Field, Profile
@@ -86,55 +83,3 @@ def build_submit_argv(profile: Profile, name: str | None = None) -> list[str]:
     elif profile.args:
         argv.extend(["--", *profile.args])
     return argv
-
-
-def with_project(argv: Sequence[str], project: str | None, *, override: bool = False) -> list[str]:
-    """A submit argv with `-p PROJECT` inserted before `--command`/`--` when `project` is set and
-    the argv names no project. A profile's own project is kept, unless `override` (the user chose
-    the project explicitly: `-p` on the command line, or `P` in the TUI) replaces it. Both faces
-    show and run this argv, so what is displayed is what runs."""
-    args = list(argv)
-    end = len(args)
-    for marker in ("--command", "--"):
-        if marker in args:
-            end = min(end, args.index(marker))
-    if not project:
-        return args
-    for i, word in enumerate(args[:end]):
-        if word in ("-p", "--project") and i + 1 < end:
-            if override:
-                args[i + 1] = project
-            return args
-        if word.startswith("--project="):
-            if override:
-                args[i] = f"--project={project}"
-            return args
-    args[end:end] = ["-p", project]
-    return args
-
-
-_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-
-
-def quote_word(word: str) -> str:
-    """Quote one word for a POSIX shell. Control characters use $'...' so the line stays one line."""
-    if word and _SAFE.match(word):
-        return word
-    if any(ord(c) < 32 or ord(c) == 127 for c in word):
-        escaped = "".join(_ansi_c(c) for c in word)
-        return f"$'{escaped}'"
-    return shlex.quote(word)
-
-
-def _ansi_c(char: str) -> str:
-    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
-    if char in named:
-        return named[char]
-    if ord(char) < 32 or ord(char) == 127:
-        return f"\\x{ord(char):02x}"
-    return char
-
-
-def display_argv(argv: list[str]) -> str:
-    """One line that a POSIX shell (bash, zsh) turns back into exactly argv."""
-    return " ".join(quote_word(word) for word in argv)

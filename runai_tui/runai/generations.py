@@ -21,11 +21,9 @@ asked again. An entry holds the version line and each command's parsed help.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runai_tui import __version__, paths
 from runai_tui.atomic import atomic_write
@@ -41,8 +39,7 @@ _LOCAL = r"^runai-local\s+(\S+).*\(embedded local cluster\)"
 _NUMBER = r"\bv?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?"
 
 
-@dataclass(frozen=True)
-class CliVersion:
+class CliVersion(NamedTuple):
     """What `runai version` said: the `generation` (None when unknown), the `version` text
     ("2.20.1", "runai-local 0.1.0", or the line as printed when unreadable) and the first
     meaningful `line` of `runai version`."""
@@ -125,6 +122,8 @@ def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _read_cache() -> dict[str, Any]:
+    import json  # lazy: only a runai call reads the cache (the settings need parse_override alone)
+
     try:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -159,6 +158,8 @@ def cache_update(executable: list[str], **changes: Any) -> None:
         else:
             entry[name] = value
     data[key[0]] = entry
+    import json  # lazy: only a runai call writes the cache (the settings need parse_override alone)
+
     # A read-only cache only costs the questions again.
     with contextlib.suppress(OSError):
         atomic_write(cache_path(), json.dumps(data, indent=1, sort_keys=True) + "\n")

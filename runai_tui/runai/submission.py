@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from runai_tui import submission_record
-from runai_tui.profiles import apply_overrides, check_job_name
-from runai_tui.runai.capabilities import check_profile, missing_submit_flags
-from runai_tui.runai.command import build_submit_argv, with_project
+from runai_tui.profiles import FIELDS, Problem, ProfileError, apply_overrides, check_job_name
+from runai_tui.runai.argv import with_project
+from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 
 if TYPE_CHECKING:
+    from runai_tui import submission_record
     from runai_tui.profiles import Profile
     from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 
-@dataclass(frozen=True)
-class Submission:
+class Submission(NamedTuple):
     """A profile with its overrides applied and the exact command line that submits it; `sets`
     are every override applied since the profile file (a resubmit adds its own to the first
     submission's), and `name`, `project`, `project_explicit` what built `argv`."""
@@ -41,12 +39,18 @@ class Submission:
     project_explicit: bool = False
 
     def record(self) -> submission_record.Record:
+        # lazy: only a real submit records the submission; the dry run never builds the record
+        from runai_tui import submission_record
+
         data = {k: v for k, v in self.profile.data.items() if k != "extends"}
         return submission_record.Record(self.profile.name, self.sets, data)
 
 
 def recorded_argv(submission: Submission) -> list[str]:
     """`argv` with the submission record added as one annotation (what the submit runs)."""
+    # lazy: only a real submit records the submission; the dry run never builds the record
+    from runai_tui import submission_record
+
     profile = dataclasses.replace(
         submission.profile,
         annotations={
@@ -56,6 +60,41 @@ def recorded_argv(submission: Submission) -> list[str]:
     )
     argv = build_submit_argv(profile, submission.name)
     return with_project(argv, submission.project, override=submission.project_explicit)
+
+
+def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
+    """(field, flag, note) for every flag the profile emits that the CLI lacks; the note says
+    when the flag carries a worker setting to the master."""
+
+    missing = []
+    for row in FIELDS:
+        value = getattr(profile, row.name)
+        words = field_argv(row, value) if value is not None else []
+        for word in words:
+            if word in row.flags and caps.has("submit", word) is False:
+                missing.append((row.name, word, ""))
+                break
+    seen = {flag for _name, flag, _note in missing}
+    for name, flag, _value in master_copies(profile):
+        if flag not in seen and caps.has("submit", flag) is False:
+            missing.append((name, flag, " (the master gets it as master settings are set)"))
+            seen.add(flag)
+    return missing
+
+
+def check_profile(profile: Profile, caps: Capabilities) -> None:
+    """Raise ProfileError (exit 2) naming every field whose flag the installed CLI lacks."""
+
+    problems = []
+    for name, flag, note in missing_submit_flags(profile, caps):
+        file, line = profile.origins.get(name, (str(profile.source or profile.name), None))
+        said = f"{flag}{note} is not in {caps.label}: {caps.why('submit')}"
+        problems.append(Problem(file, line, name, said))
+    if problems:
+        fields = " ".join(f"--set {p.field}=" for p in problems)
+        raise ProfileError(
+            problems, f"drop the field for this CLI ({fields}) or update the runai CLI"
+        )
 
 
 def prepare(

@@ -15,7 +15,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
-from runai_tui.profiles import ProfileStore
 from runai_tui.runai.bulk import act
 from runai_tui.runai.parse import parse_version
 from runai_tui.text import literal
@@ -134,6 +133,10 @@ class RunaiTuiApp(App[int]):
     @property
     def store(self) -> ProfileStore:
         if self._store is None:
+            # lazy: the profiles (and YAML) stay off the first paint (tui-paint); the screens
+            # that list or submit profiles load them
+            from runai_tui.profiles import ProfileStore
+
             self._store = ProfileStore()
         return self._store
 

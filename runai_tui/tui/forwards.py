@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from runai_tui.errors import Failure
-from runai_tui.profiles import ProfileStore
 from runai_tui.runai.client import Forwarding, RunaiClient
 from runai_tui.text import literal
+
+if TYPE_CHECKING:
+    from runai_tui.profiles import ProfileStore
 
 DEFAULT_TENSORBOARD_PORT = 6006
 

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from runai_tui.profiles import Profile, ProfileStore
-from runai_tui.runai.command import build_submit_argv, display_argv
+from runai_tui.runai.argv import display_argv
+from runai_tui.runai.command import build_submit_argv
 
 SEED_OPTIONS = [
     ("--image", "nvcr.io/nvidia/pytorch:26.02-py3"),

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.profiles import ProfileError
 from runai_tui.runai import submission
-from runai_tui.runai.command import display_argv
+from runai_tui.runai.argv import display_argv
 from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.insight import InsightPanel
