@@ -44,12 +44,16 @@ def tiny(name: str, extra_args: str = "", extra: str = "", steps: int = 2) -> st
 
 
 def until(check: Callable[[], Any], what: str, seconds: float = 300) -> Any:
-    """Poll for a trainer's state (slower than the local cluster's own: torch starts first)."""
+    """Poll for a trainer's state (slower than the local cluster's own: torch starts first).
+    A check is a runai-tui command (diagnose: half a CPU-second), so the pause grows from 1 s to
+    3 s while the trainer starts."""
     deadline = time.monotonic() + seconds
+    pause = 1.0
     while not (value := check()):
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(1)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 3.0)
     return value
 
 
