@@ -35,7 +35,7 @@ def repo_root() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the project's modules once, before any test, where PYTHONDONTWRITEBYTECODE is set.
 
-    The suite starts a few thousand runai-tui, runai-local and trainer processes; with that
+    The suite starts hundreds of runai-tui, runai-local and trainer processes; with that
     variable set none of them writes its bytecode, so each compiled the project's modules again
     (a runai-tui command: 0.26 CPU-seconds against 0.20). Python reads bytecode whatever the
     variable says. The controller compiles; xdist's workers start after it."""
