@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import compileall
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,18 @@ def isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the project's modules once, before any test, where PYTHONDONTWRITEBYTECODE is set.
+
+    The suite starts hundreds of runai-tui, runai-local and trainer processes; with that
+    variable set none of them writes its bytecode, so each compiled the project's modules again
+    (a runai-tui command: 0.26 CPU-seconds against 0.20). Python reads bytecode whatever the
+    variable says. The controller compiles; xdist's workers start after it."""
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
+        for package in ("runai_tui", "trainer", "tests"):
+            compileall.compile_dir(REPO / package, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

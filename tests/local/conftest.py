@@ -41,14 +41,19 @@ def describe(name: str) -> dict[str, Any]:
 
 
 def wait_until(check: Callable[[], Any], what: str) -> Any:
+    """Poll CHECK until it is true. Checks start new processes (runai-local, runai-tui: a tenth
+    to a third of a CPU-second each), so the pause grows from 50 ms to half a second: a quick
+    state is seen quickly, and a long wait does not keep a core busy."""
     deadline = time.monotonic() + WAIT_SECONDS
+    pause = 0.05
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.5)
 
 
 def wait_phase(name: str, *phases: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ def jobs() -> list[str]:
 
 
 def tiny(name: str, extra_args: str = "", extra: str = "", steps: int = 2) -> str:
+    # --amp none: auto would first time a few passes in both precisions, for nothing tested here.
     return textwrap.dedent(
         f"""\
         extends: retinanet-local
@@ -36,19 +37,23 @@ def tiny(name: str, extra_args: str = "", extra: str = "", steps: int = 2) -> st
         args: [--dataset, synthetic, --synthetic-train-images, "{4 * steps}",
                --synthetic-val-images, "2",
                --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "{steps}", --batch-size,
-               "2", --min-size, "64", --max-size, "64", --log-every, "1",
+               "2", --min-size, "64", --max-size, "64", --log-every, "1", --amp, none,
                --output-dir, /data/runs/{name}{extra_args}]
         """
     )
 
 
 def until(check: Callable[[], Any], what: str, seconds: float = 300) -> Any:
-    """Poll for a trainer's state (slower than the local cluster's own: torch starts first)."""
+    """Poll for a trainer's state (slower than the local cluster's own: torch starts first).
+    A check is a runai-tui command (diagnose: half a CPU-second), so the pause grows from 1 s to
+    3 s while the trainer starts."""
     deadline = time.monotonic() + seconds
+    pause = 1.0
     while not (value := check()):
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(1)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 3.0)
     return value
 
 
