@@ -198,16 +198,20 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
     first SIGINT only cancels the task, so it never lands inside the loop's own code. There it
     can drop a child's exit notice (Python 3.13's pidfd watcher reaps in a loop callback), and
     the cleanup would wait for that child for ever. A second Ctrl-C interrupts at once."""
-    task = asyncio.ensure_future(awaitable, loop=loop)
     interrupted = False
+    task: asyncio.Future[_T] | None = None
 
     def cancel_on_sigint(signum: int, frame: object) -> None:
         nonlocal interrupted
         if interrupted:  # a second Ctrl-C: do not wait for the cleanup
             raise KeyboardInterrupt
         interrupted = True
-        loop.call_soon_threadsafe(task.cancel)
+        if task is not None:
+            loop.call_soon_threadsafe(task.cancel)
 
+    # The handler goes in before the task exists: a Ctrl-C between the two would leave a task
+    # that was never run, and the cleanup that follows (an async generator's aclose) would then
+    # meet it running and leave the child alive.
     previous = None
     if (
         threading.current_thread() is threading.main_thread()
@@ -215,6 +219,9 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
     ):
         previous = signal.signal(signal.SIGINT, cancel_on_sigint)
     try:
+        task = asyncio.ensure_future(awaitable, loop=loop)
+        if interrupted:
+            task.cancel()
         try:
             result = loop.run_until_complete(task)
         except asyncio.CancelledError:
