@@ -50,6 +50,7 @@ def make_jobs(count: int, changed: bool) -> list[Any]:
                 phase=phase,
                 project="team-a",
                 type="Training",
+                framework="PyTorch",  # what runai lists for our jobs: no FRAMEWORK column
                 running_pods=3 if phase is Phase.RUNNING else 0,
                 requested_pods=3,
                 gpus=2.0,
