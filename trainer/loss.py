@@ -71,8 +71,8 @@ class BatchedRetinaNetLoss:
     def match(self, targets: list[dict[str, Tensor]], anchors: Tensor) -> Tensor:
         """Matched box index per anchor [B, A] (-1 background, -2 ignored), as Matcher."""
         # No step here waits for the GPU: box counts come from shapes, the padding mask and the
-        # thresholds from kernels (a device tensor read on the host, or a boolean-mask write,
-        # would stall the host until the forward pass had finished).
+        # thresholds from kernels (masked_fill). A device tensor read on the host, or a write
+        # through a boolean index, would stall the host until the forward pass had finished.
         batch, count = anchors.shape[0], anchors.shape[1]
         if max(len(t["boxes"]) for t in targets) == 0:
             return torch.full((batch, count), BELOW_LOW_THRESHOLD, dtype=torch.int64,
@@ -89,10 +89,9 @@ class BatchedRetinaNetLoss:
         iou = iou.masked_fill(~real[:, :, None], -1.0)  # padding never matches
         best, matches = iou.max(dim=1)
         all_matches = matches
-        below = torch.full_like(matches, BELOW_LOW_THRESHOLD)
-        matches = torch.where(best < self.matcher.low_threshold, below, matches)
+        matches = matches.masked_fill(best < self.matcher.low_threshold, BELOW_LOW_THRESHOLD)
         between = (best >= self.matcher.low_threshold) & (best < self.matcher.high_threshold)
-        matches = torch.where(between, torch.full_like(matches, BETWEEN_THRESHOLDS), matches)
+        matches = matches.masked_fill(between, BETWEEN_THRESHOLDS)
         if self.matcher.allow_low_quality_matches:
             # Each box's best anchors (ties included) keep their best box, whatever its IoU.
             highest = iou.max(dim=2).values
