@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn_v2
 from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+from torchvision.models.detection.image_list import ImageList
+from torchvision.models.detection.transform import GeneralizedRCNNTransform
 from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 from torchvision.ops.misc import FrozenBatchNorm2d
 
@@ -18,6 +22,106 @@ NORM_LAYERS = (
     nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
     nn.GroupNorm, nn.LayerNorm, FrozenBatchNorm2d,
 )  # fmt: skip
+
+
+class DeviceTransform(GeneralizedRCNNTransform):
+    """torchvision's transform (normalise, resize, pad into one batch) without its waits: for
+    every image torchvision makes the mean, the std and the box scale factors into new device
+    tensors from Python numbers, and on CUDA each such copy waits until the device has run all
+    the work queued before it. Here the mean and std are made once per device and dtype, and
+    boxes scale by Python floats (the same float32 ratios, so the same boxes)."""
+
+    def __init__(self, like: GeneralizedRCNNTransform) -> None:
+        super().__init__(
+            like.min_size, like.max_size, like.image_mean, like.image_std,
+            size_divisible=like.size_divisible, fixed_size=like.fixed_size,
+        )  # fmt: skip
+        self._stats: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
+
+    def normalize(self, image: Tensor) -> Tensor:
+        if not image.is_floating_point():
+            return super().normalize(image)  # torchvision's error for integer images
+        key = (image.device, image.dtype)
+        if key not in self._stats:
+            self._stats[key] = (
+                torch.tensor(self.image_mean, dtype=image.dtype).to(image.device)[:, None, None],
+                torch.tensor(self.image_std, dtype=image.dtype).to(image.device)[:, None, None],
+            )
+        mean, std = self._stats[key]
+        return (image - mean) / std
+
+    def resize(
+        self, image: Tensor, target: dict[str, Tensor] | None = None
+    ) -> tuple[Tensor, dict[str, Tensor] | None]:
+        height, width = image.shape[-2:]
+        image, _ = super().resize(image, None)
+        if target is None:
+            return image, None
+        new_height, new_width = image.shape[-2:]
+        ratio_h = float(np.float32(new_height) / np.float32(height))
+        ratio_w = float(np.float32(new_width) / np.float32(width))
+        x1, y1, x2, y2 = target["boxes"].unbind(1)
+        target["boxes"] = torch.stack((x1 * ratio_w, y1 * ratio_h, x2 * ratio_w, y2 * ratio_h), 1)
+        return image, target
+
+
+class TrainerRetinaNet(RetinaNet):
+    """torchvision's RetinaNet, with a forward pass that never makes the host wait for the
+    device while training, so on a GPU the host queues the next step while this one runs.
+
+    Against torchvision's forward: the transform is `DeviceTransform`; the check for degenerate
+    boxes (one wait per image) is done on the host when a sample is read (the dataset); and the
+    anchors are float32 under autocast (torchvision makes them in the feature maps' dtype, and
+    a bf16 anchor at x=1000 is off by up to 4 pixels)."""
+
+    transform: GeneralizedRCNNTransform
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.transform = DeviceTransform(self.transform)
+
+    def forward(
+        self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None
+    ) -> dict[str, Tensor] | list[dict[str, Tensor]]:
+        original_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
+        image_list, targets = self.transform(images, targets)
+        features = list(self.backbone(image_list.tensors).values())
+        head_outputs = self.head(features)
+        anchors = self.anchor_generator(image_list, _float32_like(features))
+        if self.training:
+            if targets is None:
+                raise ValueError("RetinaNet: targets are required in training mode")
+            losses: dict[str, Tensor] = self.compute_loss(targets, head_outputs, anchors)
+            return losses
+        return self._detect(image_list, features, head_outputs, anchors, original_sizes)
+
+    def _detect(
+        self,
+        image_list: ImageList,
+        features: list[Tensor],
+        head_outputs: dict[str, Tensor],
+        anchors: list[Tensor],
+        original_sizes: list[tuple[int, int]],
+    ) -> list[dict[str, Tensor]]:
+        """torchvision's inference path: outputs split per pyramid level, decoded, mapped back."""
+        per_level = [x.size(2) * x.size(3) for x in features]
+        per_location = head_outputs["cls_logits"].size(1) // sum(per_level)
+        sizes = [hw * per_location for hw in per_level]
+        split_outputs = {k: list(v.split(sizes, dim=1)) for k, v in head_outputs.items()}
+        split_anchors = [list(a.split(sizes)) for a in anchors]
+        detections = self.postprocess_detections(
+            split_outputs, split_anchors, image_list.image_sizes
+        )
+        result: list[dict[str, Tensor]] = self.transform.postprocess(
+            detections, image_list.image_sizes, original_sizes
+        )
+        return result
+
+
+def _float32_like(features: list[Tensor]) -> list[Tensor]:
+    """Stand-ins with the feature maps' shapes and device in float32, for the anchor generator,
+    which reads only those (an expanded scalar: no memory, no copy)."""
+    return [torch.empty((), device=f.device).expand(f.shape) for f in features]
 
 
 def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
@@ -33,8 +137,13 @@ def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
         "detections_per_img": cfg.detections_per_image,
     }
     if cfg.model == "retinanet_resnet50_fpn_v2":
-        model = retinanet_resnet50_fpn_v2(
+        # torchvision's builder makes the v2 backbone and GroupNorm head (and their initial
+        # weights); our class takes them as they are.
+        v2 = retinanet_resnet50_fpn_v2(
             weights=None, weights_backbone=None, num_classes=num_classes, **sizes
+        )
+        model = TrainerRetinaNet(
+            v2.backbone, num_classes, anchor_generator=v2.anchor_generator, head=v2.head, **sizes
         )
     elif cfg.model in ("retinanet_resnet50_fpn", "retinanet_resnet18_fpn"):
         # v1 as torchvision builds it (frozen BN when starting from weights); the resnet18 variant
@@ -47,7 +156,7 @@ def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
             returned_layers=[2, 3, 4],
             extra_blocks=LastLevelP6P7(256, 256),
         )
-        model = RetinaNet(backbone, num_classes=num_classes, **sizes)
+        model = TrainerRetinaNet(backbone, num_classes=num_classes, **sizes)
     else:
         raise ConfigError(f"--model {cfg.model!r}: unknown architecture")
     if cfg.weights_backbone != "none":

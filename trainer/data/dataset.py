@@ -102,6 +102,14 @@ class DetectionDataset(Dataset):
         boxes[:, 1::2] *= height
         if self.train and flip_decision(self.seed, epoch, j, self.hflip_probability):
             image, boxes = hflip(image, boxes)
+        # torchvision's RetinaNet checks this on the device, one wait per image; ours
+        # (TrainerRetinaNet) leaves it to the host, here.
+        proper = (boxes[:, 2:] > boxes[:, :2]).all(dim=1)
+        if not bool(proper.all()):
+            raise TrainerError(
+                f"{self.image_path(j)}: box {boxes[~proper][0].tolist()} has no positive width "
+                "and height; drop it from the annotations and prepare the index again"
+            )
         return image, {
             "boxes": boxes,
             "labels": torch.from_numpy(self.index.labels[rows].astype("int64")),
