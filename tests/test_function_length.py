@@ -39,7 +39,9 @@ SPLIT = {
     "trainer/engine.py": [
         "train_one_epoch",
         "_forward_backward",
-        "_reduce_step",
+        "_launch_reduce",
+        "_read_due",
+        "_read_step",
         "_optimizer_step",
         "_count_step",
     ],

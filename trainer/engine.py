@@ -12,7 +12,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -36,26 +36,54 @@ class ForwardClock:
     """Seconds this rank spends inside the model's own forward pass while training. Hooked on the
     module DDP wraps, so DDP's buffer broadcast (a wait for the other ranks) is outside it and
     nothing inside it waits for another rank: a rank that computes slower shows here, while
-    every rank's wall step time is the same (each step's collectives wait for the slowest)."""
+    every rank's wall step time is the same (each step's collectives wait for the slowest).
+
+    On CUDA the forward pass only queues work for the device, so the host's clock would time the
+    queueing: there CUDA events mark it, read once the step's figures reach the host."""
 
     def __init__(self, module: nn.Module) -> None:
-        self.total = 0.0
+        self.host_seconds = 0.0
+        self.marks: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self._started = 0.0
+        self._start_mark: torch.cuda.Event | None = None
         module.register_forward_pre_hook(self._start)
         module.register_forward_hook(self._stop)
 
     def _start(self, module: nn.Module, _args: object) -> None:
-        if module.training:
+        if not module.training:
+            return
+        first = next(module.parameters(), None)
+        if first is not None and first.is_cuda:
+            self._start_mark = torch.cuda.Event(enable_timing=True)
+            self._start_mark.record()
+        else:
             self._started = time.perf_counter()
 
     def _stop(self, module: nn.Module, _args: object, _out: object) -> None:
-        if module.training:
-            self.total += time.perf_counter() - self._started
+        if not module.training:
+            return
+        if self._start_mark is not None:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self.marks.append((self._start_mark, end))
+            self._start_mark = None
+        else:
+            self.host_seconds += time.perf_counter() - self._started
 
-    def take(self) -> float:
-        """The seconds since the previous take."""
-        total, self.total = self.total, 0.0
-        return total
+    def take(self) -> ForwardTime:
+        """The forward passes since the previous take."""
+        taken = ForwardTime(self.host_seconds, self.marks)
+        self.host_seconds, self.marks = 0.0, []
+        return taken
+
+
+class ForwardTime(NamedTuple):
+    host_seconds: float
+    marks: list[tuple[torch.cuda.Event, torch.cuda.Event]]
+
+    def seconds(self) -> float:
+        """Once the device has run the marked work (its step's figures are on the host)."""
+        return self.host_seconds + sum(a.elapsed_time(b) for a, b in self.marks) / 1000.0
 
 
 _CLOCKS: weakref.WeakKeyDictionary[nn.Module, ForwardClock] = weakref.WeakKeyDictionary()
@@ -169,6 +197,7 @@ def train_one_epoch(
     window = Window()
     clock = forward_clock(model)
     clock.take()  # what evaluation or an earlier epoch left is not this window's
+    unread: LaunchedStep | None = None  # the step before, whose figures the host has not read
     fetch_start = time.perf_counter()
     for images, targets in loader:
         window.data_time += time.perf_counter() - fetch_start
@@ -176,23 +205,30 @@ def train_one_epoch(
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
         step_losses = _forward_backward(ctx, cfg, model, scaler, images, targets, dtype)
-        step = _reduce_step(ctx, step_losses, targets, stop, meter, window, progress)
+        reduced, ready = _launch_reduce(ctx, step_losses, targets, stop, meter)
         lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
         progress.global_step += 1
         progress.step_in_epoch += 1
-
-        _count_step(ctx, window, clock, comm, len(images), step)
-        if progress.global_step % cfg.log_every == 0:
+        launched = LaunchedStep(
+            reduced, ready, progress.global_step, progress.epoch, len(images), clock.take(),
+            comm.take_bytes() if comm is not None else 0.0,
+        )  # fmt: skip
+        logs = progress.global_step % cfg.log_every == 0
+        saves = bool(cfg.checkpoint_every) and progress.global_step % cfg.checkpoint_every == 0
+        ends = progress.global_step >= total_steps
+        stopped, unread = _read_due(ctx, unread, launched, logs or saves or ends, meter, window)
+        if logs:
             _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm)
             window = Window()
-
-        if cfg.checkpoint_every and progress.global_step % cfg.checkpoint_every == 0:
+        if saves:
             save("periodic")
-        if step.stop_votes > 0:
+        if stopped:
             return "stopped"
-        if progress.global_step >= total_steps:
+        if ends:
             return "max_steps"
         fetch_start = time.perf_counter()
+    if unread is not None and _read_step(ctx, unread, meter, window):
+        return "stopped"
     return "epoch_end"
 
 
@@ -237,31 +273,72 @@ def _forward_backward(
     return step_losses
 
 
-@dataclass
-class StepResult:
-    """One step's figures, the same on every rank after the step's all-reduce."""
+class LaunchedStep(NamedTuple):
+    """A trained step whose figures may still be on their way to the host."""
 
-    mean_losses: torch.Tensor
-    total_loss: float
-    stop_votes: float
-    skipped_total: float
+    reduced: torch.Tensor  # the all-reduced loss terms and flags, on the host once `ready`
+    ready: torch.cuda.Event | None  # None: already on the host
+    step: int
+    epoch: int
+    local_images: int
+    forward: ForwardTime
+    allreduce_bytes: float
 
 
-def _reduce_step(
+def _launch_reduce(
     ctx: DistContext,
     step_losses: torch.Tensor,
     targets: list[Any],
     stop: StopRequest,
     meter: InputMeter | None,
-    window: Window,
-    progress: Progress,
-) -> StepResult:
+) -> tuple[torch.Tensor, torch.cuda.Event | None]:
     """One small all-reduce per step: the loss terms (for the finite check and the log), the
-    stop flag (so all ranks stop at this same step), and the count of skipped images."""
+    stop flag (so all ranks stop at this same step), and the count of skipped images. On CUDA
+    its result is copied to pinned host memory behind an event, so nothing here waits."""
     skipped = sum(len(t["skipped"]) for t in targets)
     io = meter.take() if meter else []
-    flags = torch.tensor([float(stop.requested), float(skipped), *io], device=ctx.device)
-    reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags])).cpu()
+    flags = torch.tensor([float(stop.requested), float(skipped), *io])
+    cuda = ctx.device.type == "cuda"
+    # From pinned memory a host-to-device copy need not wait for the device's queued work.
+    flags = flags.pin_memory().to(ctx.device, non_blocking=True) if cuda else flags.to(ctx.device)
+    reduced = all_reduce_sum(ctx, torch.cat([step_losses, flags]))
+    if not cuda:
+        return reduced.cpu(), None
+    host = torch.empty(reduced.shape, dtype=reduced.dtype, pin_memory=True)
+    host.copy_(reduced, non_blocking=True)
+    ready = torch.cuda.Event()
+    ready.record()
+    return host, ready
+
+
+def _read_due(
+    ctx: DistContext,
+    unread: LaunchedStep | None,
+    launched: LaunchedStep,
+    now: bool,
+    meter: InputMeter | None,
+    window: Window,
+) -> tuple[bool, LaunchedStep | None]:
+    """The host reads a step's figures (losses, stop votes) one step late, when the device has
+    long produced them, so it queues the next step without waiting for this one; it reads the
+    step just launched at once only when `now` (a record, a checkpoint or the run's end needs
+    it) or on a stop. Every rank reads at the same steps, so all agree on a stop.
+
+    Returns whether a rank asked to stop, and the step left unread."""
+    stopped = unread is not None and _read_step(ctx, unread, meter, window)
+    if now or stopped:
+        return _read_step(ctx, launched, meter, window) or stopped, None
+    return stopped, launched
+
+
+def _read_step(
+    ctx: DistContext, launched: LaunchedStep, meter: InputMeter | None, window: Window
+) -> bool:
+    """Wait for a step's figures, check its loss is finite and add it to the log window;
+    returns whether any rank asked to stop at that step."""
+    if launched.ready is not None:
+        launched.ready.synchronize()
+    reduced = launched.reduced
     n_terms = len(LOSS_TERMS)
     stop_votes, skipped_total = float(reduced[n_terms]), float(reduced[n_terms + 1])
     if meter:
@@ -269,18 +346,19 @@ def _reduce_step(
         window.input_bytes += input_bytes
         meter.hits += hits
         meter.opens += opens
-    mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
+    mean_losses = reduced[:n_terms] / ctx.world_size
     total_loss = float(mean_losses.sum())
     if not math.isfinite(total_loss):
         terms_text = ", ".join(
             f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True)
         )
         raise TrainerError(
-            f"non-finite loss {total_loss} at step {progress.global_step + 1} "
-            f"(epoch {progress.epoch}: {terms_text}); lower --lr, use --clip-grad, "
+            f"non-finite loss {total_loss} at step {launched.step} "
+            f"(epoch {launched.epoch}: {terms_text}); lower --lr, use --clip-grad, "
             "or try --amp bf16 instead of fp16"
         )
-    return StepResult(mean_losses, total_loss, stop_votes, skipped_total)
+    _count_step(ctx, window, launched, total_loss, mean_losses.tolist(), skipped_total)
+    return stop_votes > 0
 
 
 def _optimizer_step(
@@ -311,23 +389,20 @@ def _optimizer_step(
 def _count_step(
     ctx: DistContext,
     window: Window,
-    clock: ForwardClock,
-    comm: GradientComm | None,
-    local_images: int,
-    step: StepResult,
+    launched: LaunchedStep,
+    total_loss: float,
+    mean_losses: list[float],
+    skipped_total: float,
 ) -> None:
     """Add one step to the log window: images, forward time, bytes sent, losses."""
     window.steps += 1
-    window.images += local_images * ctx.world_size
-    window.local_images += local_images
-    window.forward_time += clock.take()
-    if comm is not None:
-        window.allreduce_bytes += comm.take_bytes()
-    for name, value in zip(
-        ("loss", *LOSS_TERMS), (step.total_loss, *step.mean_losses.tolist()), strict=True
-    ):
+    window.images += launched.local_images * ctx.world_size
+    window.local_images += launched.local_images
+    window.forward_time += launched.forward.seconds()
+    window.allreduce_bytes += launched.allreduce_bytes
+    for name, value in zip(("loss", *LOSS_TERMS), (total_loss, *mean_losses), strict=True):
         window.losses[name] = window.losses.get(name, 0.0) + value
-    window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + step.skipped_total
+    window.losses["skipped_images"] = window.losses.get("skipped_images", 0.0) + skipped_total
 
 
 def _log_samples(
