@@ -15,7 +15,11 @@ import torch
 import torch.distributed as dist
 
 from trainer import __main__ as entry
-from trainer import torch_private
+from trainer import engine, torch_private
+from trainer.config import parse_config
+from trainer.distributed import DistContext
+from trainer.loss import BatchedRetinaNetLoss, box_loss_type
+from trainer.model import build_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible")
 
@@ -59,6 +63,48 @@ def test_the_trainer_trains_on_the_gpu(tmp_path: Path, monkeypatch: pytest.Monke
     train = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2, 3]
     assert all(r["loss"] == r["loss"] for r in train)  # finite, not NaN
+
+
+def test_a_training_step_never_makes_the_host_wait_for_the_gpu() -> None:
+    """The model's forward (transform, anchors, batched loss), backward, the step's reduce and
+    the fused optimizer step queue work without one synchronising call, so the host runs ahead
+    of the device (torch's sync debug mode raises on any such call)."""
+    cuda = torch.device("cuda", 0)
+    cfg = parse_config([
+        "--model", "retinanet_resnet18_fpn", "--min-size", "128", "--max-size", "160",
+        "--batch-size", "4", "--amp", "bf16", "--device", "cuda",
+    ])  # fmt: skip
+    ctx = DistContext(rank=0, world_size=1, local_rank=0, device=cuda, backend=None)
+    torch.manual_seed(0)
+    model = build_model(cfg, 5).to(cuda).train()
+    model.compute_loss = BatchedRetinaNetLoss(model, box_loss_type(cfg.model))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    gen = torch.Generator().manual_seed(0)
+    images = [torch.randint(0, 255, (3, 120, 150), dtype=torch.uint8, generator=gen).pin_memory()
+              for _ in range(4)]  # fmt: skip
+    targets = [
+        {"boxes": torch.tensor([[10.0, 12.0, 60.0, 70.0], [30.0, 5.0, 140.0, 100.0]]).pin_memory(),
+         "labels": torch.tensor([1, 3]).pin_memory(), "skipped": []},
+        {"boxes": torch.zeros(0, 4).pin_memory(), "labels": torch.zeros(0, dtype=torch.int64).pin_memory(),
+         "skipped": []},
+    ] * 2  # fmt: skip
+    stop = engine.StopRequest()
+    results = []
+    for step in range(4):  # the first steps allocate, autotune and cache; the last is checked
+        torch.cuda.set_sync_debug_mode("error" if step == 3 else "default")
+        try:
+            losses = engine._forward_backward(
+                ctx, cfg, model, None, images, targets, torch.bfloat16
+            )
+            results.append(engine._launch_reduce(ctx, losses, targets, stop, None))
+            engine._optimizer_step(cfg, model, optimizer, scheduler, None)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    reduced, ready = results[-1]
+    assert ready is not None
+    ready.synchronize()
+    assert torch.isfinite(reduced).all(), reduced
 
 
 def _ddp_steps_on_nccl(store: Path, hook: str, steps: int = 4) -> list[int]:
