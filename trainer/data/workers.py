@@ -1,7 +1,9 @@
 """DataLoader worker processes that always end.
 
-A worker is forked from a process with threads (gloo's, OpenMP's), so once in a while the child
-blocks for good before it runs any Python (a lock another thread held at the fork). DataLoader's
+A worker is forked from a process with threads, so once in a while the child blocks for good
+inside the fork, before any worker code runs: CPython 3.11.7 (gh-112275) takes the interpreter's
+thread-state lock in the child before resetting it, and gloo's threads hold that lock whenever
+they enter Python (a future's ``.then`` callback, as DDP's communication hook uses). DataLoader's
 shutdown cannot end such a worker: it joins, then sends SIGTERM, and a process blocked in C with
 the trainer's Python SIGTERM handler (inherited) only sets a flag. At exit multiprocessing joins
 every child without a timeout, so the rank would never exit.
