@@ -19,7 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_ddp import base_env, wait_gone
+
+pytestmark = pytest.mark.slow  # about 20 s, mostly DataLoader's own joins of the stuck worker
 
 REPO = Path(__file__).resolve().parents[2]
 

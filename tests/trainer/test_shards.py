@@ -281,6 +281,7 @@ class UnkillableStream(ShardStream):
         return super().__iter__()
 
 
+@pytest.mark.slow  # about 12 s, mostly DataLoader's own joins of the stuck worker
 def test_a_feed_left_mid_epoch_kills_a_worker_that_cannot_exit(shards, capsys):
     manifest = load_manifest(str(shards / "manifest.json"))
     s = UnkillableStream(
