@@ -20,6 +20,7 @@ from trainer.data.dataset import DetectionDataset, collate
 from trainer.data.index import DetectionIndex
 from trainer.data.sampler import ShardSampler
 from trainer.data.transforms import to_model_input
+from trainer.data.workers import LoaderWorkers
 from trainer.distributed import DistContext, broadcast_object, gather_objects
 from trainer.errors import ConfigError
 from trainer.oid_metric import (
@@ -150,21 +151,27 @@ def predict_shard(
     limit: int,
     amp_dtype: torch.dtype | None,
 ) -> Predictions:
-    """This rank's predictions, boxes mapped back to each image's original size."""
+    """This rank's predictions, boxes mapped back to each image's original size.
+
+    Workers: no more than this rank's batches (a worker that would get none is not forked), and
+    any the loader leaves behind is killed (trainer/data/workers.py), so a rank always exits."""
     length = min(len(dataset), limit) if limit > 0 else len(dataset)
+    sampler = ShardSampler(length, ctx.rank, ctx.world_size)
     loader = DataLoader(
         dataset,
         batch_size=batch_size,
-        sampler=ShardSampler(length, ctx.rank, ctx.world_size),
-        num_workers=workers,
+        sampler=sampler,
+        num_workers=min(workers, -(-len(sampler) // batch_size)),
         collate_fn=collate,
         pin_memory=ctx.device.type == "cuda",
     )
+    workers_started = LoaderWorkers("evaluation", ctx.rank)
+    batches = workers_started.start(loader)
     was_training = model.training
     model.eval()
     out: Predictions = {}
     try:
-        for images, targets in loader:
+        for images, targets in batches:
             inputs = to_model_input(images, ctx.device)
             with torch.autocast(ctx.device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
                 outputs = model(inputs)
@@ -179,6 +186,8 @@ def predict_shard(
                 )
     finally:
         model.train(was_training)
+        del batches  # left early: DataLoader shuts its workers down as the iterator goes
+        workers_started.reap()
     return out
 
 

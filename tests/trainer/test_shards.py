@@ -7,12 +7,17 @@ import io
 import json
 import multiprocessing
 import os
+import re
+import signal
 import tarfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
+from torch.utils.data import get_worker_info
 from trainer_fixtures import add_hygiene_cases, write_coco, write_openimages
 
 from trainer import __main__ as entry
@@ -262,6 +267,46 @@ def test_feed_resumes_exactly_with_two_loader_workers(shards):
         rest = [[t["index"] for t in targets] for _, targets in resumed.epoch_batches(0, k)]
         assert rest == full[k:], k
     assert "topology" in feed().restore({**position, "topology": [2, 2]}, 0, 3)
+
+
+class UnkillableStream(ShardStream):
+    """Worker 0 can be neither terminated (SIGTERM ignored) nor exit (a non-daemon thread sleeps),
+    as a worker blocked inside its fork with the trainer's SIGTERM handler could not."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is not None and info.id == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            threading.Thread(target=time.sleep, args=(3600,)).start()
+        return super().__iter__()
+
+
+@pytest.mark.slow  # about 12 s, mostly DataLoader's own joins of the stuck worker
+def test_a_feed_left_mid_epoch_kills_a_worker_that_cannot_exit(shards, capsys):
+    manifest = load_manifest(str(shards / "manifest.json"))
+    s = UnkillableStream(
+        manifest, rank=0, world_size=1, workers=2, batch_size=2, seed=5, buffer_size=4,
+        min_size=32, max_size=64, hflip_probability=0.5, fast_decode=True,
+    )  # fmt: skip
+    before = {p.pid for p in multiprocessing.active_children()}
+    batches = ShardFeed(s, 2, False, 2).epoch_batches(0, 0)
+    try:
+        next(batches), next(batches)  # one batch from each worker
+        batches.close()  # left mid-epoch, as at --max-steps or a stop
+        err = capsys.readouterr().err
+        killed = re.findall(
+            r"^trainer: \[rank 0\] training: a DataLoader worker \(pid (\d+)\) did not exit; "
+            r"killed it$",
+            err,
+            re.MULTILINE,
+        )
+        assert len(killed) == 1, err
+        assert [p.pid for p in multiprocessing.active_children() if p.pid not in before] == []
+    finally:  # whatever happened, leave no worker for this test process to wait for at exit
+        for proc in multiprocessing.active_children():
+            if proc.pid not in before:
+                proc.kill()
+                proc.join()
 
 
 def test_validation_manifest_as_an_evaluation_dataset(oid, tmp_path):

@@ -45,6 +45,7 @@ from trainer.data.index import build_from_rows
 from trainer.data.shard_cache import ShardCache
 from trainer.data.shards import Manifest, RawSample, ShardInfo, read_shard, read_shard_at
 from trainer.data.transforms import decode_image, flip_decision, hflip, resized_size
+from trainer.data.workers import LoaderWorkers
 from trainer.errors import TrainerError
 
 
@@ -393,19 +394,27 @@ class ShardFeed:
         remaining = self.steps(epoch) - start_batch
         if remaining <= 0:
             return
-        for item in loader:
-            if item[0] == "error":
-                raise TrainerError(item[1])
-            _, images, targets, info = item
-            self.slots[info["slot"]] = info["state"]
-            self.last_slot = info["slot"]
-            for key, value in info["io"].items():
-                self._window[key] += value
-                self.totals[key] += value
-            yield images, targets
-            remaining -= 1
-            if remaining == 0:
-                return
+        workers = LoaderWorkers("training", self.stream.rank)
+        batches = workers.start(loader)
+        try:
+            for item in batches:
+                if item[0] == "error":
+                    raise TrainerError(item[1])
+                _, images, targets, info = item
+                self.slots[info["slot"]] = info["state"]
+                self.last_slot = info["slot"]
+                for key, value in info["io"].items():
+                    self._window[key] += value
+                    self.totals[key] += value
+                yield images, targets
+                remaining -= 1
+                if remaining == 0:
+                    return
+        finally:
+            # Ended, left mid-epoch or closed: DataLoader shuts the workers down as the iterator
+            # goes; one that would not exit is killed.
+            del batches
+            workers.reap()
         raise TrainerError(
             f"the shard stream of epoch {epoch} ended {remaining} batch(es) early; "
             f"the manifest's counts are wrong (verify with `python -m trainer verify`)"

@@ -1,0 +1,94 @@
+"""Evaluation's DataLoader workers always end, so a rank always exits.
+
+A worker forked from a process with threads can block for good inside the fork, before torch's
+worker code installs its own SIGTERM handler: DataLoader's shutdown (a join, then SIGTERM, which
+the inherited Python handler of the trainer only turns into a flag) cannot end it, and at exit
+multiprocessing joins every child with no timeout. Here a real evaluation runs in a small
+subprocess where worker 0 is made just as unkillable: it ignores SIGTERM and starts a non-daemon
+thread that sleeps, so it can finish neither a terminate nor its own exit. The process must still
+exit, saying which worker it killed, and leave no process behind; and it forks no worker that
+would get no batch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_ddp import base_env, wait_gone
+
+pytestmark = pytest.mark.slow  # about 20 s, mostly DataLoader's own joins of the stuck worker
+
+REPO = Path(__file__).resolve().parents[2]
+
+EVALUATE = """
+import os, signal, sys, threading, time
+import torch
+from trainer.config import parse_config
+from trainer.data.synthetic import SyntheticDataset, make_synthetic_index
+from trainer.distributed import DistContext
+from trainer.evaluate import predict_shard
+from trainer.model import build_model
+
+class Unkillable(SyntheticDataset):
+    def __getitem__(self, key):
+        worker = torch.utils.data.get_worker_info()
+        if worker is not None and worker.id == 0:  # worker 0 can be neither terminated nor exit
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon
+        return super().__getitem__(key)
+
+forks = [0]
+os.register_at_fork(before=lambda: forks.__setitem__(0, forks[0] + 1))
+cfg = parse_config(["--dataset", "synthetic", "--model", "retinanet_resnet18_fpn",
+                    "--min-size", "64", "--max-size", "64", "--output-dir", sys.argv[1]])
+index = make_synthetic_index(2, 2, seed=0, base_size=64, split="val")
+dataset = Unkillable(index, "", train=False, min_size=64, max_size=64)
+model = build_model(cfg, dataset.num_classes)
+cpu = torch.device("cpu")
+# Two batches of one image on one rank: 2 workers of the 4 asked for.
+found = predict_shard(DistContext(0, 1, 0, cpu, None), model, dataset, 1, 4, 0, None)
+# Rank 1 of 2 over one image has an empty shard: no worker at all.
+empty = predict_shard(DistContext(1, 2, 1, cpu, None), model, dataset, 1, 4, 1, None)
+print(f"predicted {sorted(found)} and {sorted(empty)}; forked {forks[0]} workers", flush=True)
+"""
+
+
+def test_a_worker_that_cannot_exit_is_killed_and_the_process_exits(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EVALUATE, str(tmp_path)], cwd=REPO, env=base_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"evaluation did not exit within 60 s:\n{out}{err}") from None
+    assert proc.returncode == 0, out + err
+    assert "predicted [0, 1] and []; forked 2 workers" in out
+    killed = re.findall(
+        r"^trainer: \[rank 0\] evaluation: a DataLoader worker \(pid (\d+)\) did not exit; "
+        r"killed it$",
+        err,
+        re.MULTILINE,
+    )
+    assert len(killed) == 1, err
+    assert wait_gone([int(killed[0]), *session_members(proc.pid)], limit=5) == []
+
+
+def session_members(sid: int) -> list[int]:
+    """Processes still in the subprocess's session (its workers, were any left)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getsid(int(entry.name)) == sid:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
