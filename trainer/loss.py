@@ -211,13 +211,12 @@ class BatchedRetinaNetLoss:
         # finite target: no inf or NaN to mask, forward or backward), zeroed off the foreground.
         fg4 = foreground[:, :, None]
         matched = boxes.gather(1, index[:, :, None].expand(-1, -1, 4))
+        matched = torch.where(fg4, matched, anchor_batch.to(matched.dtype))
         if self.box_loss == "l1":
-            matched = torch.where(fg4, matched, anchor_batch.to(matched.dtype))
             wanted = self._encode(matched, anchor_batch)
             box_per_anchor = (regression - wanted).abs().sum(dim=2)
         else:
             decoded = self._decode(regression, anchor_batch)
-            matched = torch.where(fg4, matched, anchor_batch.to(matched.dtype))
             box_per_anchor = generalized_box_iou_loss_dense(decoded, matched)
         box_rows = torch.where(foreground, box_per_anchor, 0.0).to(torch.float32).sum(dim=1)
         bbox_regression = (box_rows / per_image_fg).sum() / batch
