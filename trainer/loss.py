@@ -15,6 +15,14 @@ This computes the same quantities with one padded tensor per batch:
 - the box loss: L1 on the encoded targets (v1) or GIoU on the decoded boxes (v2), over the
   foreground anchors, the same normalisation.
 
+Dense with masks: each anchor's matched box and label are gathered for every anchor (background
+ones point at box 0), the swap and box terms are computed for every anchor and zeroed off the
+foreground with ``torch.where``. No shape depends on data and no value is read on the host, so on
+a GPU the host queues the loss and its backward without waiting for the device
+(tests/trainer/test_loss_host_sync.py). That costs the box term's few [B, A] ops over every
+anchor instead of the ~1% in the foreground: a few percent of the loss on CPU, whose time is the
+focal loss over [B, A, classes].
+
 Equal to torchvision's loss within 1e-5 (tests/trainer/test_loss.py, random batches with empty
 images and images whose every anchor is ignored); the run checks that again on its first batch
 and falls back to torchvision's loss, saying so, when they differ.
@@ -29,7 +37,6 @@ from torch import Tensor
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pad_sequence
 from torchvision.models.detection import RetinaNet
-from torchvision.ops import generalized_box_iou_loss
 
 BELOW_LOW_THRESHOLD = -1
 BETWEEN_THRESHOLDS = -2
@@ -58,30 +65,76 @@ def batched_iou(boxes: Tensor, anchors: Tensor) -> Tensor:
     return inter / union
 
 
+def generalized_box_iou_loss_dense(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+    """torchvision's ``generalized_box_iou_loss`` (reduction none) over [..., 4], with the
+    intersection zeroed by ``torch.where`` where torchvision writes through a boolean mask."""
+    if boxes1.dtype not in (torch.float32, torch.float64):
+        boxes1 = boxes1.float()
+    if boxes2.dtype not in (torch.float32, torch.float64):
+        boxes2 = boxes2.float()
+    wh1 = boxes1[..., 2:] - boxes1[..., :2]
+    wh2 = boxes2[..., 2:] - boxes2[..., :2]
+    inter_wh = torch.min(boxes1[..., 2:], boxes2[..., 2:]) - torch.max(
+        boxes1[..., :2], boxes2[..., :2]
+    )
+    overlap = (inter_wh > 0).all(dim=-1)
+    inter = torch.where(overlap, inter_wh[..., 0] * inter_wh[..., 1], 0.0)
+    union = wh1[..., 0] * wh1[..., 1] + wh2[..., 0] * wh2[..., 1] - inter
+    iou = inter / (union + eps)
+    outer_wh = torch.max(boxes1[..., 2:], boxes2[..., 2:]) - torch.min(
+        boxes1[..., :2], boxes2[..., :2]
+    )
+    area_c = outer_wh[..., 0] * outer_wh[..., 1]
+    return 1 - (iou - (area_c - union) / (area_c + eps))
+
+
 class BatchedRetinaNetLoss:
-    """A drop-in for ``RetinaNet.compute_loss(targets, head_outputs, anchors)``."""
+    """A drop-in for ``RetinaNet.compute_loss(targets, head_outputs, anchors)``.
+
+    Dense with masks: every tensor's shape comes from the batch's shapes, never from its values,
+    and no value is read on the host, so on a GPU the host queues the whole loss (and its
+    backward) without waiting for the device."""
 
     def __init__(self, model: RetinaNet, box_loss: str) -> None:
         if box_loss not in ("l1", "giou"):
             raise ValueError(f"batched loss: box loss {box_loss!r} (l1 or giou)")
         self.matcher = model.proposal_matcher
-        self.box_coder = model.head.regression_head.box_coder
+        box_coder = model.head.regression_head.box_coder
+        # Python floats, not torchvision's BoxCoder methods: those build a device tensor from a
+        # list or a scalar, a host-to-device copy that waits for the device. x and y (and w and
+        # h) share a weight, so each pair is scaled in one op; torchvision's RetinaNet uses 1.
+        wx, wy, ww, wh = (float(w) for w in box_coder.weights)
+        if wx != wy or ww != wh:
+            raise ValueError(
+                f"batched loss: box coder weights {box_coder.weights} (x and y, and w and h, "
+                "must be equal; use --loss torchvision)"
+            )
+        self.xy_weight, self.wh_weight = wx, ww
+        self.clip = float(box_coder.bbox_xform_clip)
         self.box_loss = box_loss
+
+    @staticmethod
+    def _padded(targets: list[dict[str, Tensor]], device: torch.device) -> tuple[Tensor, ...]:
+        """Boxes [B, G, 4], labels [B, G] and the real-box mask [B, G], G at least 1 (an image
+        with no boxes has one padding box that never matches)."""
+        boxes = pad_sequence([t["boxes"] for t in targets], batch_first=True)
+        labels = pad_sequence([t["labels"] for t in targets], batch_first=True)
+        real = pad_sequence(
+            [torch.ones(len(t["boxes"]), dtype=torch.bool, device=device) for t in targets],
+            batch_first=True,
+        )
+        if boxes.shape[1] == 0:
+            boxes = boxes.new_zeros(len(targets), 1, 4)
+            labels = labels.new_zeros(len(targets), 1)
+            real = real.new_zeros(len(targets), 1)
+        return boxes, labels, real
 
     def match(self, targets: list[dict[str, Tensor]], anchors: Tensor) -> Tensor:
         """Matched box index per anchor [B, A] (-1 background, -2 ignored), as Matcher."""
-        # No step here waits for the GPU: box counts come from shapes, the padding mask and the
-        # thresholds from kernels (masked_fill). A device tensor read on the host, or a write
-        # through a boolean index, would stall the host until the forward pass had finished.
-        batch, count = anchors.shape[0], anchors.shape[1]
-        if max(len(t["boxes"]) for t in targets) == 0:
-            return torch.full((batch, count), BELOW_LOW_THRESHOLD, dtype=torch.int64,
-                              device=anchors.device)  # fmt: skip
-        boxes = pad_sequence([t["boxes"] for t in targets], batch_first=True)
-        real = pad_sequence(
-            [torch.ones(len(t["boxes"]), dtype=torch.bool, device=anchors.device) for t in targets],
-            batch_first=True,
-        )
+        boxes, _, real = self._padded(targets, anchors.device)
+        return self._match(boxes, real, anchors)
+
+    def _match(self, boxes: Tensor, real: Tensor, anchors: Tensor) -> Tensor:
         # Under autocast the anchors come in the features' 16-bit type while the boxes stay fp32:
         # torchvision's box_iou promotes, so compute in the promoted type too.
         dtype = torch.promote_types(boxes.dtype, anchors.dtype)
@@ -100,6 +153,27 @@ class BatchedRetinaNetLoss:
             matches = torch.where(restore, all_matches, matches)
         return matches
 
+    def _encode(self, matched: Tensor, anchors: Tensor) -> Tensor:
+        """torchvision's ``BoxCoder.encode_single`` over [B, A, 4], x and y in one op."""
+        ex_wh = anchors[..., 2:] - anchors[..., :2]
+        ex_ctr = anchors[..., :2] + 0.5 * ex_wh
+        gt_wh = matched[..., 2:] - matched[..., :2]
+        gt_ctr = matched[..., :2] + 0.5 * gt_wh
+        d_xy = (gt_ctr - ex_ctr) * self.xy_weight / ex_wh
+        d_wh = torch.log(gt_wh / ex_wh) * self.wh_weight
+        return torch.cat((d_xy, d_wh), dim=2)
+
+    def _decode(self, codes: Tensor, anchors: Tensor) -> Tensor:
+        """torchvision's ``BoxCoder.decode_single`` over [B, A, 4], x and y in one op."""
+        anchors = anchors.to(codes.dtype)
+        size = anchors[..., 2:] - anchors[..., :2]
+        ctr = anchors[..., :2] + 0.5 * size
+        d_xy = codes[..., :2] / self.xy_weight
+        d_wh = (codes[..., 2:] / self.wh_weight).clamp(max=self.clip)
+        pred_ctr = d_xy * size + ctr
+        half = 0.5 * (torch.exp(d_wh) * size)
+        return torch.cat((pred_ctr - half, pred_ctr + half), dim=2)
+
     def __call__(
         self,
         targets: list[dict[str, Tensor]],
@@ -110,48 +184,42 @@ class BatchedRetinaNetLoss:
         regression = head_outputs["bbox_regression"]  # [B, A, 4]
         anchor_batch = torch.stack(anchors)
         batch = cls_logits.shape[0]
-        matches = self.match(targets, anchor_batch)
+        boxes, labels, real = self._padded(targets, anchor_batch.device)
+        matches = self._match(boxes, real, anchor_batch)
         foreground = matches >= 0
         per_image_fg = foreground.sum(dim=1).clamp(min=1).to(torch.float32)
+        # Every anchor's matched box (box 0 for background and ignored ones): the terms below
+        # are computed for every anchor and zeroed off the foreground.
+        index = matches.clamp(min=0)
 
         # Classification: the focal loss with a one-hot target, without building the target.
         # Every class of every anchor not ignored is a negative, (1-a) p^g softplus(x); at each
         # foreground anchor's own class the positive term a (1-p)^g softplus(-x) replaces it.
-        image, anchor = foreground.nonzero(as_tuple=True)
         prob = torch.sigmoid(cls_logits)
         negatives = (prob * prob * F.softplus(cls_logits)).sum(dim=2) * (1 - FOCAL_ALPHA)
+        label = labels.to(torch.int64).gather(1, index)
+        x = cls_logits.gather(2, label[:, :, None]).squeeze(2)
+        p = torch.sigmoid(x)
+        swap = FOCAL_ALPHA * (1 - p) * (1 - p) * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * (
+            F.softplus(x)
+        )
         valid = matches != BETWEEN_THRESHOLDS
-        cls_per_image = torch.where(valid, negatives, torch.zeros_like(negatives)).sum(dim=1)
-        if image.numel():
-            labels = pad_sequence([t["labels"] for t in targets], batch_first=True)
-            label = labels[image, matches[image, anchor]]
-            x = cls_logits[image, anchor, label]
-            p = prob[image, anchor, label]
-            swap = FOCAL_ALPHA * (1 - p) * (1 - p) * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * (
-                F.softplus(x)
-            )
-            cls_per_image = cls_per_image.index_add(0, image, swap.to(cls_per_image.dtype))
-        classification = (cls_per_image.float() / per_image_fg).sum() / batch
+        per_anchor = torch.where(valid, negatives, 0.0) + torch.where(foreground, swap, 0.0)
+        classification = (per_anchor.sum(dim=1).float() / per_image_fg).sum() / batch
 
-        # Boxes: foreground anchors only, gathered across the batch in one index.
-        box_rows = torch.zeros(batch, device=cls_logits.device, dtype=torch.float32)
-        if image.numel():
-            boxes = pad_sequence([t["boxes"] for t in targets], batch_first=True)
-            matched = boxes[image, matches[image, anchor]]
-            pred = regression[image, anchor]
-            anchor_boxes = anchor_batch[image, anchor]
-            if self.box_loss == "l1":
-                wanted = self.box_coder.encode_single(matched, anchor_boxes)
-                per_anchor = (pred - wanted).abs().sum(dim=1)
-            else:
-                decoded = self.box_coder.decode_single(pred, anchor_boxes)
-                per_anchor = generalized_box_iou_loss(decoded, matched, reduction="none", eps=1e-7)
-            box_rows = box_rows.index_add(0, image, per_anchor.to(torch.float32))
-        bbox_regression = (box_rows / per_image_fg).sum() / max(1, batch)
-        if not image.numel():
-            # No foreground anywhere: still part of the graph (zero gradients), as torchvision's
-            # empty indexing is, so DDP sees every head parameter used.
-            bbox_regression = bbox_regression + regression.sum() * 0.0
+        # Boxes: every anchor against its matched box, a background anchor against itself (a
+        # finite target: no inf or NaN to mask, forward or backward), zeroed off the foreground.
+        fg4 = foreground[:, :, None]
+        matched = boxes.gather(1, index[:, :, None].expand(-1, -1, 4))
+        matched = torch.where(fg4, matched, anchor_batch.to(matched.dtype))
+        if self.box_loss == "l1":
+            wanted = self._encode(matched, anchor_batch)
+            box_per_anchor = (regression - wanted).abs().sum(dim=2)
+        else:
+            decoded = self._decode(regression, anchor_batch)
+            box_per_anchor = generalized_box_iou_loss_dense(decoded, matched)
+        box_rows = torch.where(foreground, box_per_anchor, 0.0).to(torch.float32).sum(dim=1)
+        bbox_regression = (box_rows / per_image_fg).sum() / batch
         return {"classification": classification, "bbox_regression": bbox_regression}
 
 

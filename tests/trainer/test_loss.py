@@ -149,3 +149,33 @@ def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models, auto
         assert len(said) == 1  # checked once
     finally:
         del model.compute_loss  # the class's own method again
+
+
+@pytest.mark.parametrize("box_loss", ["l1", "giou"])
+def test_without_low_quality_matches_and_with_box_coder_weights(models, box_loss) -> None:
+    """The matcher's other rule and a box coder whose x/y and w/h weights are not 1: the dense
+    encode and decode scale each pair as torchvision's does, one weight at a time."""
+    model = models[box_loss]
+    coder = model.head.regression_head.box_coder
+    weights = coder.weights
+    model.proposal_matcher.allow_low_quality_matches = False
+    coder.weights = (2.0, 2.0, 0.5, 0.5)
+    try:
+        targets, head, anchors = random_batch(11, [9, 0, 4], anchors_per_image=900)
+        matches = BatchedRetinaNetLoss(model, box_loss).match(targets, torch.stack(anchors))
+        assert (matches >= 0).any() and (matches == -2).any()
+        assert_equal(*both_losses(model, box_loss, targets, head, anchors))
+    finally:
+        model.proposal_matcher.allow_low_quality_matches = True
+        coder.weights = weights
+
+
+def test_box_coder_weights_that_differ_within_a_pair_are_refused(models) -> None:
+    coder = models["l1"].head.regression_head.box_coder
+    weights = coder.weights
+    coder.weights = (1.0, 2.0, 1.0, 1.0)
+    try:
+        with pytest.raises(ValueError, match=r"box coder weights \(1.0, 2.0, 1.0, 1.0\)"):
+            BatchedRetinaNetLoss(models["l1"], "l1")
+    finally:
+        coder.weights = weights
