@@ -9,8 +9,9 @@ synthetic batch (random images, 8 boxes each, resized by the model to --min-size
 - reference: torchvision's model and per-image loss, SGD, fp32 or fp16 autocast with a gradient
   scaler (what references/detection/train.py does with and without --amp);
 - ours: the trainer's model (trainer/model.py) with its batched loss (trainer/loss.py), fused
-  SGD, fp32 or bf16 autocast, channels-last, and with --compile the backbone, FPN and head
-  compiled (torch.compile, in place: the batch shape is fixed here, so one graph).
+  SGD, fp32 or bf16 autocast, channels-last, and with --compile the backbone, FPN, head and
+  the loss's per-class pass compiled (torch.compile, in place: the batch shape is fixed here,
+  so one graph each).
 
     python benchmarks/gpu_step.py [--batch 8] [--steps 15] [--no-compile] [--out FILE]
     python benchmarks/gpu_step.py --quick --device cpu     # checks the script, not speed
@@ -78,7 +79,9 @@ def synthetic_batch(batch: int, height: int, width: int, device: torch.device, s
     return images, targets
 
 
-def make_model(side: str, args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
+def make_model(
+    side: str, args: argparse.Namespace, device: torch.device, compile_: bool = False
+) -> torch.nn.Module:
     torch.manual_seed(0)
     if side == "reference":
         from torchvision.models.detection import retinanet_resnet50_fpn_v2
@@ -90,7 +93,9 @@ def make_model(side: str, args: argparse.Namespace, device: torch.device) -> tor
     else:
         cfg = parse_config(["--min-size", str(args.min_size), "--max-size", str(args.max_size)])
         model = build_model(cfg, CLASSES)
-        model.compute_loss = BatchedRetinaNetLoss(model, box_loss_type(cfg.model))
+        model.compute_loss = BatchedRetinaNetLoss(
+            model, box_loss_type(cfg.model), "inductor" if compile_ else None
+        )  # compiled, its per-class pass, as the trainer's --compile does
     return model.to(device).train()
 
 
@@ -98,7 +103,7 @@ def run_config(
     name: str, side: str, precision: str, channels_last: bool, compile_: bool,
     args: argparse.Namespace, device: torch.device, batch: tuple, profile_steps: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    model = make_model(side, args, device)
+    model = make_model(side, args, device, compile_)
     if device.type == "cuda":
         # Each side as it ships: the trainer turns the cuDNN autotuner on for CUDA (its padded
         # shapes are bucketed), torchvision's reference leaves it off.
@@ -208,9 +213,20 @@ def profile_table(
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
+    with profile(activities=activities, record_shapes=True) as prof:
         wall = window(steps) * steps
     averages = prof.key_averages()
+    # Which copies and elementwise ops (the memory-bound share) come from which tensors.
+    by_shape = [
+        e for e in prof.key_averages(group_by_input_shape=True)
+        if e.key in ("aten::copy_", "aten::mul", "aten::add", "aten::add_", "aten::where")
+    ]  # fmt: skip
+    by_shape.sort(key=lambda e: -getattr(e, "self_device_time_total", 0.0))
+    shapes = [
+        f"{e.key} x{e.count}: {getattr(e, 'self_device_time_total', 0.0) / 1e3:.2f} ms on the "
+        f"device, shapes {str(e.input_shapes)[:120]}"
+        for e in by_shape[:12]
+    ]
     busy_us = sum(
         getattr(e, "self_device_time_total", 0.0) for e in averages
         if str(getattr(e, "device_type", "")).endswith("CUDA")
@@ -222,7 +238,7 @@ def profile_table(
             break
         except (AttributeError, KeyError, RuntimeError):
             continue
-    return {"wall_s": wall, "gpu_busy_s": busy_us / 1e6, "table": table}
+    return {"wall_s": wall, "gpu_busy_s": busy_us / 1e6, "table": table, "by_shape": shapes}
 
 
 def top_kernels(args: argparse.Namespace, device: torch.device, batch: tuple) -> str:
@@ -397,8 +413,10 @@ def main() -> int:
                 f"({prof['gpu_busy_s'] / prof['wall_s']:.0%}); top kernels:"
             )
             print(prof["table"])
+            print("\n".join(prof["by_shape"]))
             r["gpu_busy_share"] = prof["gpu_busy_s"] / prof["wall_s"]
             r["top_kernels"] = prof["table"]
+            r["by_shape"] = prof["by_shape"]
     losses: dict[int, dict] = {}
     table = ""
     if not args.only_compiled:

@@ -88,6 +88,24 @@ def generalized_box_iou_loss_dense(boxes1: Tensor, boxes2: Tensor, eps: float = 
     return 1 - (iou - (area_c - union) / (area_c + eps))
 
 
+def classification_per_image(cls_logits: Tensor, label: Tensor, matches: Tensor) -> Tensor:
+    """The focal loss with a one-hot target, without building the target, summed over each
+    image's anchors and classes ([B], before the division by the foreground count). Every class
+    of every anchor not ignored is a negative, (1-a) p^g softplus(x); at each foreground
+    anchor's own class (``label``, [B, A]) the positive term a (1-p)^g softplus(-x) replaces
+    it. Eager, this is about ten passes over [B, A, classes] each way; compiled, one kernel."""
+    prob = torch.sigmoid(cls_logits)
+    negatives = (prob * prob * F.softplus(cls_logits)).sum(dim=2) * (1 - FOCAL_ALPHA)
+    x = cls_logits.gather(2, label[:, :, None]).squeeze(2)
+    p = torch.sigmoid(x)
+    swap = FOCAL_ALPHA * (1 - p) * (1 - p) * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * (
+        F.softplus(x)
+    )
+    valid = matches != BETWEEN_THRESHOLDS
+    per_anchor = torch.where(valid, negatives, 0.0) + torch.where(matches >= 0, swap, 0.0)
+    return per_anchor.sum(dim=1)
+
+
 class BatchedRetinaNetLoss:
     """A drop-in for ``RetinaNet.compute_loss(targets, head_outputs, anchors)``.
 
@@ -95,7 +113,15 @@ class BatchedRetinaNetLoss:
     and no value is read on the host, so on a GPU the host queues the whole loss (and its
     backward) without waiting for the device."""
 
-    def __init__(self, model: RetinaNet, box_loss: str) -> None:
+    def __init__(self, model: RetinaNet, box_loss: str, compile_backend: str | None = None) -> None:
+        """``compile_backend``: torch.compile's backend for the classification term, the
+        loss's one pass over [batch, anchors, classes] (its shape is the batch's, so it
+        compiles like the backbone); None keeps it eager."""
+        self._classification: Callable[[Tensor, Tensor, Tensor], Tensor] = (
+            torch.compile(classification_per_image, backend=compile_backend)
+            if compile_backend
+            else classification_per_image
+        )
         if box_loss not in ("l1", "giou"):
             raise ValueError(f"batched loss: box loss {box_loss!r} (l1 or giou)")
         self.matcher = model.proposal_matcher
@@ -135,8 +161,8 @@ class BatchedRetinaNetLoss:
         return self._match(boxes, real, anchors)
 
     def _match(self, boxes: Tensor, real: Tensor, anchors: Tensor) -> Tensor:
-        # Under autocast the anchors come in the features' 16-bit type while the boxes stay fp32:
-        # torchvision's box_iou promotes, so compute in the promoted type too.
+        # Our model's anchors are fp32; torchvision's own come in the features' 16-bit type
+        # under autocast while the boxes stay fp32: box_iou promotes, so compute in that type.
         dtype = torch.promote_types(boxes.dtype, anchors.dtype)
         iou = batched_iou(boxes.to(dtype), anchors.to(dtype))
         iou = iou.masked_fill(~real[:, :, None], -1.0)  # padding never matches
@@ -192,20 +218,9 @@ class BatchedRetinaNetLoss:
         # are computed for every anchor and zeroed off the foreground.
         index = matches.clamp(min=0)
 
-        # Classification: the focal loss with a one-hot target, without building the target.
-        # Every class of every anchor not ignored is a negative, (1-a) p^g softplus(x); at each
-        # foreground anchor's own class the positive term a (1-p)^g softplus(-x) replaces it.
-        prob = torch.sigmoid(cls_logits)
-        negatives = (prob * prob * F.softplus(cls_logits)).sum(dim=2) * (1 - FOCAL_ALPHA)
         label = labels.to(torch.int64).gather(1, index)
-        x = cls_logits.gather(2, label[:, :, None]).squeeze(2)
-        p = torch.sigmoid(x)
-        swap = FOCAL_ALPHA * (1 - p) * (1 - p) * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * (
-            F.softplus(x)
-        )
-        valid = matches != BETWEEN_THRESHOLDS
-        per_anchor = torch.where(valid, negatives, 0.0) + torch.where(foreground, swap, 0.0)
-        classification = (per_anchor.sum(dim=1).float() / per_image_fg).sum() / batch
+        cls_per_image = self._classification(cls_logits, label, matches)
+        classification = (cls_per_image.float() / per_image_fg).sum() / batch
 
         # Boxes: every anchor against its matched box, a background anchor against itself (a
         # finite target: no inf or NaN to mask, forward or backward), zeroed off the foreground.
@@ -224,14 +239,17 @@ class BatchedRetinaNetLoss:
 
 
 def install_batched_loss(
-    model: RetinaNet, model_name: str, log: Callable[[str], None]
+    model: RetinaNet,
+    model_name: str,
+    log: Callable[[str], None],
+    compile_backend: str | None = None,
 ) -> BatchedRetinaNetLoss:
     """Make ``model`` compute its training loss batched. The first call also computes both
     losses in fp32 on that batch and keeps the batched one only when they agree within
     FIRST_BATCH_TOLERANCE (else torchvision's, said in one line). In fp32, because under 16-bit
     autocast torchvision's own focal loss rounds 1 - (1 - p) and the two differ by more than
     the order of a sum."""
-    batched = BatchedRetinaNetLoss(model, box_loss_type(model_name))
+    batched = BatchedRetinaNetLoss(model, box_loss_type(model_name), compile_backend)
     original = model.compute_loss  # the bound torchvision method
 
     def first_batch(

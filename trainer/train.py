@@ -59,7 +59,9 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     # run keeps its own.
     model = build_model(cfg, data.num_classes).to(ctx.device)
     if cfg.loss == "batched":
-        install_batched_loss(model, cfg.model, log)  # says on the first batch what it kept
+        # Says on the first batch what it kept. --compile compiles its per-class pass.
+        backend = test_hooks.compile_backend() if cfg.compile else None
+        install_batched_loss(model, cfg.model, log, backend)
     found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     precision = choose_precision(cfg, ctx, model, found, log)
     net = wrap_model(cfg, ctx, model, log)
@@ -212,14 +214,16 @@ def wrap_model(
 
 def _compile(cfg: TrainConfig, model: nn.Module, log: Callable[[str], None]) -> None:
     # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
-    # are. Anchors, the loss and post-processing have data-dependent shapes: they stay eager.
+    # are. The batched loss compiles its own per-class pass (install_batched_loss); the
+    # matcher (shaped by each batch's box count), anchors and post-processing stay eager.
     backend = test_hooks.compile_backend()
     for part in ("backbone", "head"):
         module = model.get_submodule(part)
         module.compile(backend=backend)
+    loss_part = " and the batched loss's per-class pass" if cfg.loss == "batched" else ""
     log(
-        f"--compile: backbone+FPN and head compiled ({backend}) at their first step; batches "
-        f"pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
+        f"--compile: backbone+FPN, head{loss_part} compiled ({backend}) at their first step; "
+        f"batches pad to multiples of 32, at most {_padded_shapes(cfg)} shapes at --min-size "
         f"{cfg.min_size} --max-size {cfg.max_size}: the first shape compiles a static graph, "
         "the second one graph dynamic in height and width that later shapes reuse "
         "(TORCH_LOGS=recompiles lists every recompile)"

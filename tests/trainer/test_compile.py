@@ -33,7 +33,10 @@ def test_compiled_run_trains_and_checkpoints_plain_keys(tmp_path, monkeypatch, c
     out = capsys.readouterr().out
     # 64..96 px: the short side pads to 64, the long one to 64 or 96, and very elongated images
     # the other way round.
-    assert "--compile: backbone+FPN and head compiled (eager) at their first step" in out
+    assert (
+        "--compile: backbone+FPN, head and the batched loss's per-class pass compiled (eager) "
+        "at their first step" in out
+    )
     assert "at most 5 shapes at --min-size 64 --max-size 96" in out
     ckpt = torch.load(tmp_path / "checkpoints" / "step-000000003.pt", weights_only=True)
     plain = build_model(parse_config(args[:-2]), 4).state_dict()

@@ -98,6 +98,26 @@ def test_batched_loss_equals_torchvision(models, box_loss, seed, counts) -> None
     assert_equal(*both_losses(model, box_loss, targets, head, anchors))
 
 
+def test_the_compiled_classification_pass_gives_the_same_loss_and_gradients(models) -> None:
+    """--compile compiles the loss's per-class pass (here through torch.compile's aot_eager
+    backend: Dynamo's graph and AOTAutograd's backward, without minutes of code generation)."""
+    model = models["l1"]
+    targets, head, anchors = random_batch(3, [7, 1, 4, 0, 2])
+    results = []
+    for backend in (None, "aot_eager"):
+        inputs = {k: v.clone().requires_grad_(True) for k, v in head.items()}
+        losses = BatchedRetinaNetLoss(model, "l1", compile_backend=backend)(
+            targets, inputs, anchors
+        )
+        sum(losses.values()).backward()
+        results.append((losses, inputs))
+    (eager, eager_in), (compiled, compiled_in) = results
+    for key in eager:
+        assert torch.allclose(compiled[key], eager[key], rtol=1e-6, atol=1e-7), key
+        assert torch.allclose(compiled_in["cls_logits"].grad, eager_in["cls_logits"].grad,
+                              rtol=1e-5, atol=1e-8)  # fmt: skip
+
+
 @pytest.mark.parametrize("box_loss", ["l1", "giou"])
 def test_images_with_every_anchor_ignored_or_empty(models, box_loss) -> None:
     model = models[box_loss]
