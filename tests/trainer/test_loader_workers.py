@@ -72,14 +72,17 @@ def test_a_worker_that_cannot_exit_is_killed_and_the_process_exits(tmp_path):
         raise AssertionError(f"evaluation did not exit within 60 s:\n{out}{err}") from None
     assert proc.returncode == 0, out + err
     assert "predicted [0, 1] and []; forked 2 workers" in out
-    killed = re.findall(
-        r"^trainer: \[rank 0\] evaluation: a DataLoader worker \(pid (\d+)\) did not exit; "
-        r"killed it$",
-        err,
-        re.MULTILINE,
-    )
+    killed = killed_workers(err, "evaluation")
     assert len(killed) == 1, err
-    assert wait_gone([int(killed[0]), *session_members(proc.pid)], limit=5) == []
+    assert wait_gone([killed[0], *session_members(proc.pid)], limit=5) == []
+
+
+def killed_workers(err: str, use: str) -> list[int]:
+    """The pids of the workers the trainer's lines on stderr say it killed."""
+    line = (
+        rf"^trainer: \[rank 0\] {use}: a DataLoader worker \(pid (\d+)\) did not exit; killed it$"
+    )
+    return [int(pid) for pid in re.findall(line, err, re.MULTILINE)]
 
 
 def session_members(sid: int) -> list[int]:

@@ -7,7 +7,6 @@ import io
 import json
 import multiprocessing
 import os
-import re
 import signal
 import tarfile
 import threading
@@ -20,6 +19,7 @@ from PIL import Image, ImageOps
 from torch.utils.data import get_worker_info
 from trainer_fixtures import add_hygiene_cases, write_coco, write_openimages
 
+from tests.trainer.test_loader_workers import killed_workers
 from trainer import __main__ as entry
 from trainer.data.prepare import orient_boxes
 from trainer.data.shard_cache import ShardCache
@@ -294,13 +294,7 @@ def test_a_feed_left_mid_epoch_kills_a_worker_that_cannot_exit(shards, capsys):
         next(batches), next(batches)  # one batch from each worker
         batches.close()  # left mid-epoch, as at --max-steps or a stop
         err = capsys.readouterr().err
-        killed = re.findall(
-            r"^trainer: \[rank 0\] training: a DataLoader worker \(pid (\d+)\) did not exit; "
-            r"killed it$",
-            err,
-            re.MULTILINE,
-        )
-        assert len(killed) == 1, err
+        assert len(killed_workers(err, "training")) == 1, err
         assert [p.pid for p in multiprocessing.active_children() if p.pid not in before] == []
     finally:  # whatever happened, leave no worker for this test process to wait for at exit
         for proc in multiprocessing.active_children():

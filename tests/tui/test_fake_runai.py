@@ -52,7 +52,10 @@ async def test_runai_backend_version_expired_login_banner_and_recovery(tmp_path)
         assert "not logged in" in header.error and "log in" in header.error
         assert any("not logged in" in note for note in notifications(app))
         await wait_for(pilot, lambda: header.logged_in is False, "login state")
-        assert "not logged in (run: runai login)" in screen_text(app)
+        # The header repaints on its next refresh, which a loaded machine can put off.
+        await wait_for(
+            pilot, lambda: "not logged in (run: runai login)" in screen_text(app), "banner painted"
+        )
 
         fake.set_rules(
             [
@@ -65,7 +68,8 @@ async def test_runai_backend_version_expired_login_banner_and_recovery(tmp_path)
         await wait_for(pilot, lambda: table.row_count == 1, "jobs after login")
         assert header.error == ""
         await wait_for(pilot, lambda: header.logged_in is True, "login state back")
-        assert "user alice@example.com" in screen_text(app)
+        await wait_for(pilot, lambda: "remote-job" in screen_text(app), "jobs painted")
         text = screen_text(app)
+        assert "user alice@example.com" in text
         assert "remote-job" in text and "Running" in text and "1h" in text
     assert ["training", "list", "--json", "-p", "team-a"] in fake.calls()
