@@ -250,6 +250,7 @@ def install_batched_loss(
     autocast torchvision's own focal loss rounds 1 - (1 - p) and the two differ by more than
     the order of a sum."""
     batched = BatchedRetinaNetLoss(model, box_loss_type(model_name), compile_backend)
+    eager = BatchedRetinaNetLoss(model, box_loss_type(model_name))  # the check compiles nothing
     original = model.compute_loss  # the bound torchvision method
 
     def first_batch(
@@ -258,7 +259,7 @@ def install_batched_loss(
         device = head_outputs["cls_logits"].device
         with torch.no_grad(), torch.autocast(device.type, enabled=False):
             exact = {k: v.detach().float() for k, v in head_outputs.items()}
-            ours = batched(targets, exact, anchors)
+            ours = eager(targets, exact, anchors)
             theirs = original(targets, exact, anchors)
         worst = max(
             float((ours[k] - theirs[k]).abs()) / max(1.0, abs(float(theirs[k]))) for k in ours
