@@ -27,6 +27,7 @@ from collections.abc import (
     Callable,
     Coroutine,
     Generator,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -168,7 +169,8 @@ class _PrivateLoop:
     any sync call."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        with _ctrl_c_held():
+            self.loop = asyncio.new_event_loop()
         self.pool = ThreadPoolExecutor(1, "runai-sync") if _loop_running() else None
 
     def call(self, fn: Callable[..., _T], *args: Any) -> _T:
@@ -183,13 +185,29 @@ class _PrivateLoop:
         def shutdown() -> None:
             with contextlib.suppress(Exception):
                 self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
+            with _ctrl_c_held():
+                self.loop.close()
 
         try:
             self.call(shutdown)
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) on the main thread until the lines inside are done; it is
+    delivered as they end. An event loop interrupted half-way through its constructor or its
+    close is left half-made, and its finaliser later prints a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
@@ -234,17 +252,21 @@ def _step(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[_T]) -> _T:
                 with contextlib.suppress(BaseException):
                     loop.run_until_complete(task)
             raise
-        if interrupted:  # the awaitable swallowed its cancel
-            raise KeyboardInterrupt
-        return result
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if interrupted:  # the awaitable swallowed its cancel, or the Ctrl-C came after it ended
+        raise KeyboardInterrupt
+    return result
 
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run `coroutine` to completion on a private event loop (for the headless CLI)."""
-    private = _PrivateLoop()
+    try:
+        private = _PrivateLoop()
+    except BaseException:  # a Ctrl-C as it starts: the coroutine never runs; no warning that
+        coroutine.close()  # it was never awaited
+        raise
     try:
         return private.step(coroutine)
     finally:

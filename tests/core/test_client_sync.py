@@ -150,3 +150,32 @@ def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> N
         signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 30
     assert wait_gone(int(pid_file.read_text()))  # killed and reaped
+
+
+@pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="SIGINT goes to main thread"
+)
+def test_a_ctrl_c_while_the_private_loop_is_made_waits_until_it_is_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Ctrl-C landing inside asyncio's loop constructor left a half-made loop whose finaliser
+    # printed a traceback ("Exception ignored ... '_ssock'"), and a "coroutine was never awaited"
+    # warning; `top --watch` showed both now and then. Here the Ctrl-C arrives as the loop is made.
+    made: list[asyncio.AbstractEventLoop] = []
+    new_event_loop = asyncio.new_event_loop
+
+    def interrupted_while_made() -> asyncio.AbstractEventLoop:
+        signal.raise_signal(signal.SIGINT)
+        made.append(new_event_loop())
+        return made[-1]
+
+    async def reading() -> int:
+        return 1
+
+    monkeypatch.setattr(asyncio, "new_event_loop", interrupted_while_made)
+    coroutine = reading()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_sync(coroutine)
+    assert len(made) == 1, "the Ctrl-C did not wait for the loop to be made"
+    assert coroutine.cr_frame is None  # closed: nothing warns that it was never awaited
+    made[0].close()
