@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -43,6 +44,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         for package in ("runai_tui", "trainer", "tests"):
             compileall.compile_dir(REPO / package, quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Ctrl-C interrupts, as at a terminal, in every process the suite starts. A shell starts a
+    background job (`make test &`, a CI runner's step) with SIGINT ignored; every process
+    inherits that, and the tests that press Ctrl-C on `logs -f` or `top --watch` would then
+    wait on a command that rightly ignores it. A caught signal resets to the default in a
+    child; an ignored one stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
