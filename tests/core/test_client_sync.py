@@ -174,8 +174,13 @@ def test_a_ctrl_c_while_the_private_loop_is_made_waits_until_it_is_whole(
 
     monkeypatch.setattr(asyncio, "new_event_loop", interrupted_while_made)
     coroutine = reading()
-    with pytest.raises(KeyboardInterrupt):
-        runner.run_sync(coroutine)
+    # Ctrl-C as at a terminal, whatever an earlier test in this process left in place.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_sync(coroutine)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(made) == 1, "the Ctrl-C did not wait for the loop to be made"
     assert coroutine.cr_frame is None  # closed: nothing warns that it was never awaited
     made[0].close()

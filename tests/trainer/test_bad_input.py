@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,11 +36,7 @@ SMALL = [
 def single_process(monkeypatch):
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
-    # Training installs SIGTERM/SIGINT handlers; give pytest its own back afterwards.
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
 
 
 def run_main(capsys, *args: str) -> tuple[int, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 from pathlib import Path
 
 import pytest
@@ -40,19 +39,14 @@ def test_learning_rate_scales_with_the_global_batch_and_recipes_differ():
 def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys):
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        code = entry.main([
-            "--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
-            "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
-            "--batch-size", "4", "--grad-accum", "2", "--clip-grad", "1.0", "--channels-last",
-            "--optimizer", "adamw", "--max-steps", "2", "--eval-every", "0", "--log-every", "1",
-            "--amp", "none", "--device", "cpu",
-            "--output-dir", str(tmp_path),
-        ])  # fmt: skip
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+    code = entry.main([
+        "--dataset", "synthetic", "--synthetic-train-images", "16", "--model",
+        "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+        "--batch-size", "4", "--grad-accum", "2", "--clip-grad", "1.0", "--channels-last",
+        "--optimizer", "adamw", "--max-steps", "2", "--eval-every", "0", "--log-every", "1",
+        "--amp", "none", "--device", "cpu",
+        "--output-dir", str(tmp_path),
+    ])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
     train = [json.loads(x) for x in out.splitlines() if x.startswith('{"kind": "train"')]
@@ -131,13 +125,8 @@ def test_resume_follows_the_command_lines_schedule(tmp_path, monkeypatch, capsys
             "--eval-every", "0", "--log-every", "1", "--warmup-steps", "0", "--lr", "0.16",
             "--amp", "none", "--device", "cpu",
             "--output-dir", str(tmp_path)]  # fmt: skip
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        assert entry.main([*args, "--max-steps", "2"]) == 0
-        assert entry.main([*args, "--max-steps", "4"]) == 0
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+    assert entry.main([*args, "--max-steps", "2"]) == 0
+    assert entry.main([*args, "--max-steps", "4"]) == 0
     out = capsys.readouterr().out
     assert "resumed from" in out and "step 2," in out
     train = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -155,18 +144,13 @@ def test_a_diverging_run_is_diagnosed_as_nan_loss(tmp_path, monkeypatch, capsys)
 
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        code = entry.main([
-            "--dataset", "synthetic", "--synthetic-train-images", "8", "--model",
-            "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
-            "--batch-size", "2", "--max-steps", "4", "--eval-every", "0", "--log-every", "1",
-            "--warmup-steps", "0", "--lr", "1e20", "--output-dir", str(tmp_path),
-            "--amp", "none", "--device", "cpu",
-        ])  # fmt: skip
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+    code = entry.main([
+        "--dataset", "synthetic", "--synthetic-train-images", "8", "--model",
+        "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64", "--workers", "0",
+        "--batch-size", "2", "--max-steps", "4", "--eval-every", "0", "--log-every", "1",
+        "--warmup-steps", "0", "--lr", "1e20", "--output-dir", str(tmp_path),
+        "--amp", "none", "--device", "cpu",
+    ])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 1, captured.err
     lines = (captured.out + captured.err).splitlines()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import json
 import pickle
-import signal
 from pathlib import Path
 
 import pytest
@@ -47,17 +46,12 @@ def test_the_nccl_recorder_is_read_through_its_own_entry_point(tmp_path: Path) -
 def test_the_trainer_trains_on_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        code = entry.main([
-            "--dataset", "synthetic", "--synthetic-train-images", "8", "--synthetic-val-images",
-            "2", "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
-            "--workers", "0", "--batch-size", "4", "--max-steps", "3", "--eval-every", "1",
-            "--log-every", "1", "--device", "cuda", "--output-dir", str(tmp_path),
-        ])  # fmt: skip
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+    code = entry.main([
+        "--dataset", "synthetic", "--synthetic-train-images", "8", "--synthetic-val-images",
+        "2", "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
+        "--workers", "0", "--batch-size", "4", "--max-steps", "3", "--eval-every", "1",
+        "--log-every", "1", "--device", "cuda", "--output-dir", str(tmp_path),
+    ])  # fmt: skip
     assert code == 0
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if r["kind"] == "train"]
