@@ -172,6 +172,22 @@ def test_corrupt_image_is_skipped_and_counted_or_fatal_with_strict(tmp_path):
         strict[(1, 0)]
 
 
+def test_a_box_without_width_is_refused_where_the_sample_is_read(tmp_path):
+    # torchvision's RetinaNet checks boxes on the device (a wait per image); ours leaves it to
+    # the host, here, with the image and the box named.
+    images = tmp_path / "images"
+    write_jpeg(images / "0.jpg", 40, 30, 0)
+    index = build_from_rows(
+        np.zeros(2, dtype=np.int64), np.array([b"0.jpg"]),
+        np.array([[0.1, 0.1, 0.5, 0.5], [0.25, 0.1, 0.25, 0.5]]), np.ones(2), np.zeros(2),
+        ["thing"], heights=np.full(1, 30), widths=np.full(1, 40),
+    )  # fmt: skip
+    dataset = DetectionDataset(index, str(images), train=False, min_size=32, max_size=64)
+    with pytest.raises(TrainerError, match=r"0\.jpg: box \[10\.0, 3\.0, 10\.0, 15\.0\] has no "
+                       r"positive width and height; drop it"):  # fmt: skip
+        dataset[0]
+
+
 def test_device_and_launch_mistakes(capsys, monkeypatch):
     if not torch.cuda.is_available():
         code, err = run_main(capsys, "--dataset", "synthetic", "--device", "cuda")
