@@ -56,12 +56,44 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Kill the process group (unless the child has ended), reap the child and read both pipes to
-    their end: asyncio closes a child's transport once it has exited and its pipes are at EOF.
-    Left to the garbage collector, the pipes would be closed after their event loop."""
+async def _stop(
+    proc: asyncio.subprocess.Process, reader: asyncio.Future[bytes] | None = None
+) -> None:
+    """Kill the process group (unless the child has ended), stop READER (a task reading a pipe),
+    reap the child and read both pipes to their end: asyncio closes a child's transport once it
+    has exited and its pipes are at EOF. Left to the garbage collector, the pipes would be closed
+    after their event loop, which CPython prints at exit ("Exception ignored ... Event loop is
+    closed"). So this runs to its end through further cancels: a worker restarted again, or the
+    app quitting while a worker stops. The SIGKILL and the bounded drain keep it short."""
     if proc.returncode is None:
         kill_group(proc.pid)
+    await _to_the_end(lambda: _reap(proc, reader))
+
+
+async def _to_the_end(cleanup: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run CLEANUP (safe to run again) to its end, then re-raise any cancel that came meanwhile.
+    A cancel of this task leaves the shielded cleanup running; a loop that is shutting down
+    cancels the cleanup too, and it starts again on the still-running loop."""
+    task = asyncio.ensure_future(cleanup())
+    cancelled = False
+    while True:
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+            if task.cancelled():
+                task = asyncio.ensure_future(cleanup())
+            continue
+        if cancelled:
+            raise asyncio.CancelledError
+        return
+
+
+async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future[bytes] | None) -> None:
+    if reader is not None and not reader.done():
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader
     await proc.wait()
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
@@ -145,11 +177,7 @@ class LineStream:
             self.returncode = await proc.wait()
             self.stderr = await stderr_task
         finally:
-            if not stderr_task.done():
-                stderr_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await stderr_task
-            await _stop(proc)
+            await _stop(proc, stderr_task)
 
 
 # --- the sync facade -----------------------------------------------------------------------------

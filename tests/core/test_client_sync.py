@@ -5,6 +5,7 @@ that the twins really are the async methods, and that the sync path still cleans
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -184,3 +185,61 @@ def test_a_ctrl_c_while_the_private_loop_is_made_waits_until_it_is_whole(
     assert len(made) == 1, "the Ctrl-C did not wait for the loop to be made"
     assert coroutine.cr_frame is None  # closed: nothing warns that it was never awaited
     made[0].close()
+
+
+@pytest.mark.parametrize("ending", ["cancelled twice", "cancelled as the loop ends"])
+def test_a_stopped_command_is_reaped_and_closed_whatever_cancels_it_again(ending: str) -> None:
+    """A command cancelled again while it is being killed: an exclusive worker restarted twice
+    in a row, or an app that quits while a worker stops (the loop's end cancels every task left,
+    the cleanup among them). The child is still reaped and its pipes closed: nothing is left for
+    the collector to close after the event loop has gone, which CPython prints as "Exception
+    ignored ... Event loop is closed"."""
+    unraisable: list[str] = []
+    pids: list[int] = []
+
+    async def stop_it() -> None:
+        task = asyncio.ensure_future(runner.run([sys.executable, "-c", SLEEPER], None, None))
+        while not pids:
+            await asyncio.sleep(0.02)
+            pids.extend(child_pids(os.getpid(), SLEEPER))
+        task.cancel()
+        for _ in range(3):  # the first cancel lands: the child is killed, its reaping begins
+            await asyncio.sleep(0)
+        if ending == "cancelled twice":
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        # else: return now; asyncio.run cancels what is still running, then closes the loop
+
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda info: unraisable.append(
+        f"{info.exc_type.__name__}: {info.exc_value}"
+    )
+    try:
+        asyncio.run(stop_it())
+        assert wait_gone(pids[0])
+        for thread in threading.enumerate():  # asyncio's waitpid threads hold the transport
+            if thread.name.startswith("asyncio-waitpid"):
+                thread.join(timeout=10)
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert unraisable == []
+
+
+SLEEPER = "import time; time.sleep(30)  # cancelled twice"
+
+
+def child_pids(parent: int, marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
