@@ -132,11 +132,27 @@ CODES: dict[str, Code] = {
             "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME also blocks it",
             "torch.distributed.DistNetworkError: The client socket has timed out after 1800s "
             "while trying to connect to (10.0.0.1, 29500).",
+            # A C++ frame line ("frame #2: c10::DistNetworkError::DistNetworkError(...)") names
+            # the exception's constructor, not a failure; the exception's own line follows it.
             _re(
-                r"DistNetworkError|The client socket has timed out after \d+\S* while trying "
-                r"to connect|RendezvousTimeoutError|RendezvousConnectionError|DistStoreError"
+                r"^(?!\s*frame #\d+:).*?(?:DistNetworkError|The client socket has timed out "
+                r"after \d+\S* while trying to connect|RendezvousTimeoutError|"
+                r"RendezvousConnectionError|DistStoreError)"
             ),
             ("error", "client socket has timed out", "Rendezvous"),
+        ),
+        Code(
+            "exit-barrier",
+            INFO,
+            "torchrun's agent on this pod found the master's store closed in its exit barrier: "
+            "the master pod ended first. Harmless: this pod's workers had finished; the error "
+            "lines after it are that barrier's",
+            "nothing to do when the job completed; if it failed, look for the first error on "
+            "every pod",
+            "E1126 13:24:46.301000 14196 torch/distributed/elastic/agent/server/api.py:1008] "
+            "Error waiting on exit barrier. Elapsed: 0.028904199600219727 seconds",
+            _re(r"Error waiting on exit barrier"),
+            ("exit barrier",),
         ),
         Code(
             "socket-ifname",

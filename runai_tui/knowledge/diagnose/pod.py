@@ -8,6 +8,7 @@ a streamed log a line at a time (`feed`) or a saved log as bytes (`feed_bytes`, 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.progress import parse_metric_line
 
 FINDINGS_PER_CODE = 3  # findings kept per code per pod; the rest are only counted
+LOG_HEADER = re.compile(r"[EWIF]\d{4} [\d:.]+ +\d+ \S+:\d+\] ")  # torch's glog-style prefix
 MAX_LINE_READ = 1 << 20  # a saved log's "line" longer than this is read in pieces
 LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
 SEEN_MAX, SEEN_LINE = 4096, 512  # recent short candidate lines whose codes are remembered
@@ -107,6 +109,9 @@ class PodDiagnoser:
         self._records: deque[tuple[int, bytes]] = deque(maxlen=limits.records_kept)
         self._records_dropped = False  # older record lines than those kept were seen
         self._summary: TrainerRecords | None = None
+        # torchrun's log header ("E1126 13:24:46.301000 14196 .../api.py:1008] ") of its exit
+        # barrier's error: the traceback lines that carry it are that error's, not findings.
+        self._exit_barrier_header: str | None = None
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -257,6 +262,12 @@ class PodDiagnoser:
     def _line(self, number: int, line: str, codes: tuple[str, ...]) -> None:
         """One candidate line: its line codes, the network NCCL uses, the NCCL_IB_* settings, a
         trainer record with a non-finite loss."""
+        if self._exit_barrier_header is not None and line.startswith(self._exit_barrier_header):
+            codes = ()
+        elif "exit-barrier" in codes:
+            header = LOG_HEADER.match(line)
+            self._exit_barrier_header = header.group(0) if header else None
+            codes = ("exit-barrier",)
         for code in codes:
             self._add(code, number, line)
         if "NET/" in line or "Using network" in line:
