@@ -24,7 +24,7 @@ from test_ddp import TINY, base_env, children_of, stdout_records
 
 from runai_tui.knowledge.diagnose import PodDiagnoser, combine
 from runai_tui.knowledge.progress import TrainingProgress
-from runai_tui.knowledge.stragglers import stragglers_in_lines
+from runai_tui.knowledge.stragglers import SLOW_FACTOR, stragglers_in_lines
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 6
@@ -170,8 +170,12 @@ def test_the_diagnosis_names_the_rank_that_computes_slower(slow_rank_run: str) -
     train = [r for r in stdout_records(slow_rank_run) if r["kind"] == "train"]
     forward = [statistics.median(r["ranks"]["forward_time"][k] for r in train[1:]) for k in (0, 1)]
     assert forward[1] > 1.5 * forward[0]  # rank 1 computes slower...
+    # ...while DDP keeps the steps nearly in step: only rank 1's own work after the all-reduce
+    # (its optimizer step, throttled too) lands in its step time and not in rank 0's. On a loaded
+    # machine that tail made rank 1's steps 25% longer; the step-time rule stays silent, so the
+    # forward-time rule is what names the rank.
     steps = [statistics.median(r["ranks"]["step_time"][k] for r in train[1:]) for k in (0, 1)]
-    assert abs(steps[1] - steps[0]) < 0.2 * steps[0]  # ...while DDP keeps the steps in step
+    assert steps[1] < SLOW_FACTOR * steps[0], (steps, forward)
     found = stragglers_in_lines(enumerate(slow_rank_run.splitlines(), 1))
     assert [(s.rank, s.slow, s.starved) for s in found] == [(1, True, False)]
     finding = next(
