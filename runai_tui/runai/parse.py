@@ -451,10 +451,20 @@ HINT_UNKNOWN_FLAG = (
 HINT_OTHER = "run the same command with runai directly to see its full output"
 
 
+# cobra's `Error: ` (or a lower-case `error: `) before runai's message: ours says `error:` already.
+_RUNAI_ERROR_PREFIX = re.compile(r"^(?:error:\s*)+", re.IGNORECASE)
+
+
+def plain_message(line: str) -> str:
+    """A line of runai's output as we pass it on: trimmed, without runai's own `Error:` prefix."""
+    return _RUNAI_ERROR_PREFIX.sub("", line.strip())
+
+
 def first_meaningful_line(text: str, limit: int = 300) -> str:
-    """The first non-blank, non-notice line (trimmed to `limit` characters), or ""."""
+    """The first non-blank, non-notice line as `plain_message` gives it (trimmed to `limit`
+    characters), or ""."""
     for line in text.splitlines():
-        line = line.strip()
+        line = plain_message(line)
         if line and not is_notice(line) and not line.lower().startswith("usage:"):
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
@@ -463,7 +473,7 @@ def first_meaningful_line(text: str, limit: int = 300) -> str:
 def _matching_line(text: str, pattern: re.Pattern[str]) -> str:
     for line in text.splitlines():
         if pattern.search(line) and not is_notice(line):
-            return line.strip()
+            return plain_message(line)
     return ""
 
 
@@ -569,5 +579,6 @@ __all__ = [
     "parse_version",
     "parse_time",
     "pick",
+    "plain_message",
     "strip_notices",
 ]

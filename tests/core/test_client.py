@@ -272,22 +272,22 @@ def test_describe_exit_zero_missing_is_not_found(
         (
             {"stderr": NOTICE + "Error: could not locate desired workload\n", "exit": 1},
             ErrorKind.NOT_FOUND,
-            "Error: could not locate desired workload",
+            "could not locate desired workload",
         ),
         (
             {"stderr": "Error: 401 Unauthorized\n", "exit": 1},
             ErrorKind.NOT_LOGGED_IN,
-            "not logged in to Run:ai or the login expired (Error: 401 Unauthorized)",
+            "not logged in to Run:ai or the login expired (401 Unauthorized)",
         ),
         (
             {"stderr": "Error: token expired\n", "exit": 1},
             ErrorKind.NOT_LOGGED_IN,
-            "not logged in to Run:ai or the login expired (Error: token expired)",
+            "not logged in to Run:ai or the login expired (token expired)",
         ),
         (
             {"stdout": NOTICE, "stderr": "\nError: cluster unreachable: dial tcp\nmore\n", "exit": 3},
             ErrorKind.OTHER,
-            "runai training pytorch delete failed (exit 3): Error: cluster unreachable: dial tcp",
+            "runai training pytorch delete failed (exit 3): cluster unreachable: dial tcp",
         ),
     ],
 )  # fmt: skip

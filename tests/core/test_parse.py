@@ -309,7 +309,7 @@ def test_classify_not_logged_in(text: str) -> None:
 def test_classify_not_found(text: str) -> None:
     error = classify_failure(text, 1, names=["job-a"])
     assert error is not None and error.kind is ErrorKind.NOT_FOUND
-    assert error.message == text.strip()
+    assert error.message == text.strip().removeprefix("Error: ")  # ours says `error:` already
     assert "runai-tui list" in error.hint
 
 
@@ -334,7 +334,8 @@ def test_classify_misleading_phrases_are_other(text: str, names: list[str]) -> N
     error = classify_failure(text, 1, names=names, command="runai training pytorch submit")
     assert error is not None and error.kind is ErrorKind.OTHER, error
     assert "runai login" not in error.hint
-    assert error.message.endswith(text)
+    assert error.message.endswith(text.removeprefix("Error: "))
+    assert "Error:" not in error.message
 
 
 def test_classify_a_missing_pvc_on_submit_is_not_a_login_hint() -> None:
@@ -373,14 +374,14 @@ def test_classify_masks_workload_names() -> None:
     assert error is not None and error.kind is ErrorKind.OTHER
     assert error.message == (
         "runai training pytorch failed (exit 1): "
-        "Error: admission webhook denied the request for expired-401"
+        "admission webhook denied the request for expired-401"
     )
 
 
 def test_classify_other_uses_first_meaningful_line() -> None:
     error = classify_failure(NOTICE_BEFORE + "\n\nError: quota exceeded\nUsage: ...\n", 1)
     assert error is not None and error.kind is ErrorKind.OTHER
-    assert error.message == "runai failed (exit 1): Error: quota exceeded"
+    assert error.message == "runai failed (exit 1): quota exceeded"
 
 
 @pytest.mark.parametrize(

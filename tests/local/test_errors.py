@@ -13,6 +13,7 @@ import pytest
 import runai_tui.local
 from runai_tui.local import cli
 from runai_tui.local.errors import LocalError
+from tests.local.test_through_runai_tui import tui
 
 
 def test_every_local_exception_class_derives_from_local_error() -> None:
@@ -53,3 +54,15 @@ def test_explained_failures_are_one_error_line_and_exit_1(
     err = capsys.readouterr().err
     assert err.startswith("Error: ") and expected in err
     assert "Traceback" not in err and "internal error" not in err
+
+
+def test_runai_tui_passes_a_runai_message_on_without_runai_s_own_error_prefix() -> None:
+    # runai-local says `Error: workload ... could not be found` as the real CLI does; runai-tui
+    # says `error:` once, before runai's words.
+    for args in (["describe", "ghost"], ["logs", "ghost"], ["delete", "ghost", "--yes"]):
+        res = tui(*args)
+        errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        assert res.returncode == 1 and len(errors) == 1, (args, res.stderr)
+        assert "Error:" not in res.stderr and "error: error" not in res.stderr.lower(), args
+    res = tui("describe", "ghost")
+    assert res.stderr.splitlines()[0] == "error: workload 'ghost' could not be found in any project"

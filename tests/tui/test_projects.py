@@ -120,7 +120,7 @@ async def test_project_list_failure_keeps_the_app_and_the_project(tmp_path) -> N
         assert isinstance(app.screen, ProjectsDialog)
         await wait_for(pilot, lambda: "could not list" in screen_text(app), "the failure shown")
         flat = " ".join(screen_text(app).split())
-        assert "(Error: token is expired) — run: runai" in flat  # the fix, wrapped in the box
+        assert "(token is expired) — run: runai" in flat  # the fix, wrapped in the box
         assert any("fix: run: runai login" in note for note in notifications(app))
         await pilot.press("escape")
         assert client.project == "team-a"
