@@ -33,3 +33,17 @@ def literal(line: str, max_chars: int = MAX_DISPLAY_CHARS) -> str:
     if "\t" in line:
         line = line.expandtabs(8)
     return _CONTROL.sub(_caret, line)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders names as people read them: `t2` before `t10`, `a-9` before
+    `a-10`. Runs of digits compare as numbers, the rest as case-folded text; a number sorts
+    before text at the same place, so the key never compares an int with a str."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part.casefold())
+        for part in _DIGITS.split(name)
+        if part
+    )

@@ -375,6 +375,14 @@ class TrainConfig:
         default=True,
         metadata=_opt("gradients are views into DDP's buckets (no copy, less memory)", "runtime"),
     )
+    peak_tflops: float | None = field(
+        default=None,
+        metadata=_opt(
+            "the chip's dense bf16 peak in TFLOP/s, for each record's mfu (default: the "
+            "datasheet's for a known CUDA device; none on a CPU, so no mfu there)",
+            "runtime",
+        ),
+    )
     debug: bool = field(default=False, metadata=_opt("tracebacks on errors", "runtime"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -453,6 +461,8 @@ def validate(cfg: TrainConfig) -> None:
             "ddp-comm-hook", cfg.ddp_comm_hook,
             "expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)",
         )  # fmt: skip
+    if cfg.peak_tflops is not None and not cfg.peak_tflops > 0:
+        raise bad("peak-tflops", cfg.peak_tflops, "must be more than 0 (e.g. 989 for an H100 SXM)")
     if cfg.keep_checkpoints < 1:
         raise bad("keep-checkpoints", cfg.keep_checkpoints, "must be at least 1")
     if cfg.batch_size % cfg.grad_accum:

@@ -25,11 +25,13 @@ from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
+from trainer.flops import flop_meter
 from trainer.metrics import MetricsLog
 
 LOSS_TERMS = ("classification", "bbox_regression")
-# What each train record's "ranks" object lists, one value per global rank.
-RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
+# What each train record's "ranks" object lists, one value per global rank ("tflops" when the
+# model's FLOPs were counted, "mfu" when a rank's chip has a known peak; null where a rank has none).
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time", "tflops", "mfu")
 
 
 class ForwardClock:
@@ -218,7 +220,7 @@ def train_one_epoch(
         ends = progress.global_step >= total_steps
         stopped, unread = _read_due(ctx, unread, launched, logs or saves or ends, meter, window)
         if logs:
-            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm)
+            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm, model)
             window = Window()
         if saves:
             save("periodic")
@@ -431,8 +433,10 @@ def _log(
     epochs: int,
     meter: InputMeter | None = None,
     comm: GradientComm | None = None,
+    model: nn.Module | None = None,
 ) -> None:
     elapsed = max(time.perf_counter() - window.started, 1e-9)
+    tflops, mfu = _achieved_tflops(model, window, elapsed)
     # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
     # logs at the same step), so rank 0's record shows a slow rank by name.
     mine = [
@@ -440,6 +444,8 @@ def _log(
         window.data_time / window.steps,
         window.local_images / elapsed,
         window.forward_time / window.steps,
+        tflops,
+        mfu,
     ]
     per_rank = all_gather_floats(ctx, mine)
     record = {
@@ -458,10 +464,16 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    if math.isfinite(tflops):  # this rank's (rank 0's); the job's is the sum over "ranks"
+        record["tflops"] = round(tflops, 6)
+    if math.isfinite(mfu):
+        record["mfu"] = round(mfu, 6)
     record["ranks"] = {
-        name: [round(row[i], 3 if name == "img_s" else 6) for row in per_rank]
+        name: [round(v, 3 if name == "img_s" else 6) if math.isfinite(v) else None
+               for v in (row[i] for row in per_rank)]
         for i, name in enumerate(RANK_FIGURES)
-    }
+        if any(math.isfinite(row[i]) for row in per_rank)
+    }  # fmt: skip
     if comm is not None:
         # Gradient bytes this rank handed to the all-reduce per step (what the hook sent).
         record["allreduce_bytes"] = round(window.allreduce_bytes / window.steps)
@@ -472,3 +484,15 @@ def _log(
         hit_rate = meter.hits / meter.opens if meter.opens else 0.0
         record["cache_hit_rate"] = round(hit_rate, 4) if meter.cached else None
     metrics.write(record)
+
+
+def _achieved_tflops(
+    model: nn.Module | None, window: Window, elapsed: float
+) -> tuple[float, float]:
+    """This rank's model TFLOP/s over the window and its share of the chip's bf16 peak; NaN
+    where the FLOPs were not counted or the peak is not known (all_gather_floats sends floats)."""
+    counter = flop_meter(model) if model is not None else None
+    if counter is None:
+        return math.nan, math.nan
+    tflops = counter.flops_since(window.started, window.local_images) / elapsed / 1e12
+    return tflops, tflops / counter.peak.tflops if counter.peak else math.nan

@@ -35,7 +35,8 @@ from trainer.distributed import DistContext, all_gather_objects, broadcast_buffe
 from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
-from trainer.loss import install_batched_loss
+from trainer.flops import FlopMeter, chip_peak, count_train_flops, flop_meter, install_flop_meter
+from trainer.loss import box_loss_type, install_batched_loss
 from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
 from trainer.model import build_model, parameter_groups
 
@@ -58,6 +59,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     # Model. The checkpoint to resume from is found before the precision is chosen: a resumed
     # run keeps its own.
     model = build_model(cfg, data.num_classes).to(ctx.device)
+    measure_flops(cfg, ctx, model, log)  # on a copy of the eager model: before compile and DDP
     if cfg.loss == "batched":
         # Says on the first batch what it kept. --compile compiles its per-class pass.
         backend = test_hooks.compile_backend() if cfg.compile else None
@@ -165,6 +167,34 @@ def count_steps(cfg: TrainConfig, data: TrainData) -> Steps:
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
     return Steps(per_epoch, total_steps)
+
+
+def measure_flops(
+    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
+) -> None:
+    """Count the model's training FLOPs per image once, for every record's tflops and mfu.
+
+    Counted at the padded shape of a 4:3 landscape image at --min-size (a typical photo in
+    Open Images and COCO), on one image: the records scale it by each batch's real padded
+    area, so the shape counted matters little and one image keeps the count cheap. Every rank
+    counts its own unwrapped model (the same model everywhere: no collective needed)."""
+    height, width = _train_size(cfg)
+    try:
+        count = count_train_flops(
+            model, height, width, box_loss_type(cfg.model) if cfg.loss == "batched" else None
+        )
+    except Exception as exc:  # noqa: BLE001 -- a counter that fails costs the figure, not the run
+        log(f"model FLOPs not counted ({type(exc).__name__}: {exc}); records carry no tflops")
+        return
+    peak = chip_peak(cfg.peak_tflops, ctx.device)
+    install_flop_meter(model, FlopMeter(count, peak, model))
+    log(
+        f"model FLOPs: {count.per_image / 1e9:.1f} GFLOP per training image (forward+backward) "
+        f"at the padded {count.height}x{count.width}, counted in {count.seconds:.1f} s; records "
+        "carry tflops"
+        + (f" and mfu against {peak.tflops:g} TFLOP/s ({peak.source})" if peak else
+           " (no mfu: no bf16 peak known for this device; --peak-tflops gives one)")
+    )  # fmt: skip
 
 
 def choose_precision(
@@ -355,6 +385,8 @@ def record_start(run: Run, found: Checkpoint | None, precision: dict[str, str]) 
     )
     if ctx.is_main:
         info = _run_info(cfg, ctx, ranks, found[0] if found else None)
+        meter = flop_meter(run.net.model_without_ddp)
+        info["flops"] = meter.run_info() if meter else None
         write_run_json(cfg.output_dir, {**info, "data": run.data.info, "amp": precision})
 
 

@@ -16,6 +16,7 @@ from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import format_gpus, format_pods
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import capabilities
+from runai_tui.text import natural_key
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -60,7 +61,8 @@ def add_exec_arguments(ex: argparse.ArgumentParser) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     client = client_for(args)
-    jobs = client.list_jobs()
+    # Names as people read them (`t2` before `t10`), as the TUI's jobs table sorts them.
+    jobs = sorted(client.list_jobs(), key=lambda job: natural_key(job.name))
     if args.json:
         print_json([job.to_dict() for job in jobs])
         return 0

@@ -168,6 +168,24 @@ DESCRIBE_JSON = json.dumps(
 )
 
 
+def test_list_sorts_names_as_people_read_them(tmp_path: Path) -> None:
+    from tests.fakes import fake_runai, rule
+
+    listed = [
+        {"name": n, "phase": "Running", "projectName": "p"} for n in ("t10", "t2", "T1", "t2b")
+    ]
+    fake = fake_runai(
+        tmp_path, [rule("training", "list", stdout=json.dumps({"workloads": listed}))]
+    )
+    env = fake.env()
+    out = run("list", env=env)
+    assert out.returncode == 0, out.stderr
+    names = [line.split()[0] for line in out.stdout.splitlines()[1:]]
+    assert names == ["T1", "t2", "t2b", "t10"]
+    as_json = json.loads(run("list", "--json", env=env).stdout)
+    assert [j["name"] for j in as_json] == ["T1", "t2", "t2b", "t10"]
+
+
 def test_cli_against_fake_runai(tmp_path: Path) -> None:
     from tests.fakes import fake_runai, rule
 
@@ -189,11 +207,11 @@ def test_cli_against_fake_runai(tmp_path: Path) -> None:
         and "runai-tui logs retinanet-tcp -f" in out.stdout
     )
     dry = json.loads(run("submit", "--profile", "retinanet-tcp", "--dry-run", "--json").stdout)
-    # Exactly the builder's argv, minus "runai", plus the submission record (one annotation).
+    # Exactly the dry run's argv, minus "runai", the submission record (one annotation) included.
     sent = fake.calls()[-1]
+    assert sent == dry["argv"][1:]
     mark = f"{submission_record.ANNOTATION}="
     [at] = [i for i, w in enumerate(sent) if w == "--annotation" and sent[i + 1].startswith(mark)]
-    assert sent[:at] + sent[at + 2 :] == dry["argv"][1:]
     assert submission_record.decode(sent[at + 1].removeprefix(mark)).profile == "retinanet-tcp"
 
     listed = json.loads(run("list", "--json", env=env).stdout)

@@ -58,6 +58,17 @@ async def test_selection_survives_refresh_and_sorting() -> None:
         assert "sort: name ↓" in screen_text(app)
 
 
+async def test_names_sort_as_people_read_them() -> None:
+    client = FakeClient(jobs=[make_job(n) for n in ("t10", "t2", "t1", "t2-b", "t100")])
+    app = make_app(client)
+    async with app.run_test(size=(100, 20)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == 5)
+        assert table.visible_names() == ["t1", "t2", "t2-b", "t10", "t100"]
+        await pilot.press("N")  # reversed
+        assert table.visible_names() == ["t100", "t10", "t2-b", "t2", "t1"]
+
+
 async def test_a_job_of_another_framework_shows_the_framework_column_while_listed() -> None:
     """`runai training list` lists every framework; the verbs of a TensorFlow job go to its own
     subcommand, so the table says which jobs are not PyTorch, and only while there are some."""

@@ -22,7 +22,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 from runai_tui.models import Job, format_age, format_gpus, format_pods
-from runai_tui.text import literal
+from runai_tui.text import literal, natural_key
 from runai_tui.tui.health_view import HealthCache, health_cell
 from runai_tui.tui.job_cells import status_text
 
@@ -92,11 +92,12 @@ def cell_width(value: Cell) -> int:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+# Names as people read them (`t2` before `t10`): text.natural_key, as `runai-tui list` sorts.
 SORTS: dict[str, Callable[[Job], Any]] = {
-    "name": lambda job: job.name,
-    "status": lambda job: (job.phase.value, job.name),
+    "name": lambda job: natural_key(job.name),
+    "status": lambda job: (job.phase.value, natural_key(job.name)),
     # Newest first reads naturally for "age"; ties broken by name for a stable order.
-    "age": lambda job: (-(job.created or _EPOCH).timestamp(), job.name),
+    "age": lambda job: (-(job.created or _EPOCH).timestamp(), natural_key(job.name)),
 }
 
 
