@@ -27,7 +27,7 @@ from runai_tui.knowledge.remedies import (
     set_words,
 )
 from runai_tui.knowledge.run_sources import submitted_argv
-from runai_tui.knowledge.submitted import submitted
+from runai_tui.knowledge.submitted import Submitted, submitted
 from runai_tui.profiles import check_job_name
 from runai_tui.runai import submission
 
@@ -135,6 +135,26 @@ def _conflicts(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
+def _check_secrets(job: str, found: Submitted, sets: Sequence[str]) -> None:
+    """Refuse (RuntimeFailure, one line) when a secret env value the record left out is neither
+    in the profile of that name now nor given by a --set."""
+    given = {_key(item) for item in sets}
+    lost = [
+        n
+        for n in found.unknown
+        if not given & {"env", "env_secrets", f"env.{n}", f"env_secrets.{n}"}
+    ]
+    if lost:
+        names = ", ".join(lost)
+        first = lost[0]
+        raise RuntimeFailure(
+            f"job {job}'s record leaves out the value of env {names} (a secret is never "
+            f"recorded) and profile {found.profile.name} no longer sets it: nothing submitted",
+            f"give it: --set env.{first}=VALUE, or better from a Kubernetes Secret: "
+            f"--set env_secrets.{first}=SECRET,key=KEY",
+        )
+
+
 async def plan(
     client: RunaiClient,
     job: str,
@@ -178,6 +198,7 @@ async def plan(
                 f"pick another --name, or leave it out for {next_free(job, taken)}",
             )
     new = name or next_free(job, taken)
+    _check_secrets(job, found, [o.item for o in chosen])
     prepared = submission.prepare(
         found.profile,
         [o.item for o in chosen],
@@ -201,6 +222,12 @@ async def plan(
             f"no remedy to apply: {job}'s findings ({codes or 'none'}) have none; nothing submitted"
             if codes
             else f"no remedy to apply: diagnose finds nothing wrong with {job}; nothing submitted"
+        )
+    if found.borrowed:
+        names = ", ".join(found.borrowed)
+        result.notes.append(
+            f"env {names}: never recorded (a secret); the value is profile "
+            f"{found.profile.name}'s as it is now"
         )
     for lost, item in beaten:
         result.notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")

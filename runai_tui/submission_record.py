@@ -11,52 +11,137 @@ machine, and a file kept on that machine would outlive the job and miss jobs sub
 elsewhere. A job without the record (submitted by hand with `runai`) is rebuilt from describe's
 submit argv where it has one.
 
+What it holds (version 2): the profile's name, the `--name` and every `--set` given, and the
+resolved profile's fields (without `extends` and `description`, which the command does not
+carry), which is what `resubmit` rebuilds from; `compare` reads the submit argv and leaves the
+record out. An env value lint's `secret-in-env` flags is never copied: its name stays, in place,
+with REDACTED as its value, and is listed under `redacted`; a rebuild takes the value from the
+profile of that name as it is now, else says it is missing. The record is bounded: BUDGET bytes
+(key and value, as Kubernetes counts them), a small share of the 256 KiB that all of an object's
+annotations may take (docs/contracts.md); a larger one is refused before anything runs.
+
 Shared by the plumbing (which writes it) and the knowledge (which reads it back from describe).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, validate_data
 from runai_tui.profiles.schema import make_profile
+from runai_tui.profiles.validators import literal_secret
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
 
 ANNOTATION = "runai-tui.io/submission"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # version 1: the same without `name` and `redacted` (secrets copied as given)
+# Kubernetes refuses an object whose annotations, keys and values together, exceed 256 KiB
+# (TotalAnnotationSizeLimitB, k8s.io/apimachinery/pkg/api/validation/objectmeta.go). The record
+# goes to the workload, the PyTorchJob and every pod, next to annotations others add (Multus's
+# network status, Run:ai's own, a `kubectl apply` copy of the whole object): 16 KiB keeps it a
+# sixteenth of the limit, and some 15 times the record of a shipped profile (about 1 KB).
+K8S_ANNOTATIONS_LIMIT = 256 * 1024
+BUDGET = 16 * 1024
+REDACTED = "<redacted>"
+_DROPPED = ("extends", "description")  # not in the command: nothing to rebuild from them
+
+
+class RecordTooLarge(UsageError):
+    """The record would pass its budget: nothing is submitted (exit 2)."""
 
 
 @dataclass(frozen=True)
 class Record:
-    """`profile`: the profile's name; `sets`: every `--set` applied, in order; `data`: the
-    resolved profile after them (what was submitted)."""
+    """`profile`: the profile's name; `sets`: every `--set` applied, in order (a secret's value
+    redacted); `data`: the resolved profile after them; `name`: the `--name` given; `redacted`:
+    the env names whose values `data` and `sets` leave out."""
 
     profile: str
     sets: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    redacted: tuple[str, ...] = ()
 
     def encode(self) -> str:
-        doc = {"v": VERSION, "profile": self.profile, "sets": list(self.sets), "data": self.data}
+        doc: dict[str, Any] = {"v": VERSION, "profile": self.profile}
+        if self.name is not None:
+            doc["name"] = self.name
+        doc |= {"sets": list(self.sets), "data": self.data}
+        if self.redacted:
+            doc["redacted"] = list(self.redacted)
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def _redact_set(item: str, secrets: Sequence[str]) -> str:
+    """`env.HF_TOKEN=hf_…` as `env.HF_TOKEN=<redacted>`; a whole-env `env={…}` holding one too
+    as `env=<redacted>` (the recorded sets are the history; `data` is what is rebuilt)."""
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if key.startswith("env.") and literal_secret(key[4:], value):
+        return f"{key}={REDACTED}"
+    if key == "env" and any(name in value for name in secrets):
+        return f"{key}={REDACTED}"
+    return item
+
+
+def make(profile: Profile, sets: Sequence[str] = (), name: str | None = None) -> Record:
+    """The record of a submission of `profile` (overrides applied) under `name`."""
+    data = {k: v for k, v in profile.data.items() if k not in _DROPPED}
+    env = data.get("env")
+    secrets: list[str] = []
+    if isinstance(env, dict):
+        secrets = [k for k, v in env.items() if literal_secret(str(k), str(v))]
+        if secrets:
+            data["env"] = {k: REDACTED if k in secrets else v for k, v in env.items()}
+    recorded = tuple(_redact_set(item, secrets) for item in sets)
+    return Record(profile.name, recorded, data, name, tuple(secrets))
+
+
+def annotation_value(record: Record) -> str:
+    """The record as its annotation's value; RecordTooLarge (one line: the size, the budget, the
+    largest field and the fix) past BUDGET."""
+    value = record.encode()
+    size = len(ANNOTATION.encode()) + len(value.encode())
+    if size > BUDGET:
+        sizes = {
+            k: len(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode())
+            for k, v in record.data.items()
+        }
+        largest = max(sizes, key=lambda k: sizes[k]) if sizes else "sets"
+        raise RecordTooLarge(
+            f"the submission record ({ANNOTATION}) would be {size} bytes, over its "
+            f"{BUDGET}-byte budget (all annotations of a Kubernetes object share "
+            f"{K8S_ANNOTATIONS_LIMIT}): nothing submitted; shorten the largest field, "
+            f"{largest} ({sizes.get(largest, 0)} bytes), e.g. move long values into a file on "
+            "the PVC"
+        )
+    return value
 
 
 def decode(text: str) -> Record:
     """The record from its annotation value; ValueError names what is wrong with it."""
     doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("v") != VERSION:
-        raise ValueError(f"not a version {VERSION} submission record")
+    if not isinstance(doc, dict) or doc.get("v") not in READABLE:
+        raise ValueError(f"not a version {' or '.join(map(str, READABLE))} submission record")
     profile, sets, data = doc.get("profile"), doc.get("sets"), doc.get("data")
+    name, redacted = doc.get("name"), doc.get("redacted", [])
     if not isinstance(profile, str) or not profile:
         raise ValueError("the record names no profile")
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
         raise ValueError("the record's sets are not a list of FIELD=VALUE")
     if not isinstance(data, dict):
         raise ValueError("the record's profile is not a mapping")
-    return Record(profile, tuple(sets), data)
+    if name is not None and not isinstance(name, str):
+        raise ValueError("the record's name is not text")
+    if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
+        raise ValueError("the record's redacted names are not a list of env names")
+    return Record(profile, tuple(sets), data, name, tuple(redacted))
 
 
 def find(document: Any) -> str | None:
@@ -78,11 +163,25 @@ def find(document: Any) -> str | None:
     return None
 
 
-def profile_of(record: Record, label: str) -> Profile:
+def profile_of(
+    record: Record, label: str, secrets: Mapping[str, str] | None = None
+) -> tuple[Profile, tuple[str, ...]]:
     """The recorded profile, validated through the field table again (a record written by an
-    older runai-tui may hold a field this one refuses: ProfileError names it, under `label`)."""
+    older runai-tui may hold a field this one refuses: ProfileError names it, under `label`),
+    and the redacted env names it lacks. A redacted value comes from `secrets` (the profile of
+    that name as it is now); one `secrets` lacks is left out of the env, never sent as
+    REDACTED."""
 
-    data, problems = validate_data(record.data, lambda path: (label, None))
+    data = dict(record.data)
+    missing: list[str] = []
+    env = data.get("env")
+    if record.redacted and isinstance(env, dict):
+        known = secrets or {}
+        missing = [k for k in record.redacted if k in env and k not in known]
+        data["env"] = {
+            k: known[k] if k in record.redacted else v for k, v in env.items() if k not in missing
+        }
+    validated, problems = validate_data(data, lambda path: (label, None))
     if problems:
         raise ProfileError(problems)
-    return make_profile(record.profile, None, data, None, {})
+    return make_profile(record.profile, None, validated, None, {}), tuple(missing)

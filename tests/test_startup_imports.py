@@ -6,7 +6,7 @@ The modules below are the lazy imports that matter (tens of milliseconds, or a w
 framework): the process machinery, the client, the TUI and torch, the knowledge each command
 loads for itself, the screens opened on demand; and the smaller ones the two figures were trimmed
 of when they sat on their ceilings (the other commands' modules, the profiles before the first
-paint, json; docs/performance.md, Start-up). Plain Python (typing, dataclasses, NamedTuples) is
+paint; docs/performance.md, Start-up). Plain Python (typing, dataclasses, NamedTuples) is
 welcome on these paths. Every other import sits at the top of its module: an import inside a function says
 why on the line above it (or its own line)."""
 
@@ -56,11 +56,9 @@ HEAVY = [
     "runai_tui.cli.resubmit_commands",
     "runai_tui.cli.run_commands",
     "runai_tui.knowledge.job_end",
-    # The dry run checks no CLI's flags, writes no submission record, prints no JSON and reads
-    # no CLI cache.
+    # The dry run checks no CLI's flags and reads no CLI cache. (It does build the submission
+    # record, with json: it prints the argv the submit sends.)
     "runai_tui.runai.capabilities",
-    "runai_tui.submission_record",
-    "json",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.

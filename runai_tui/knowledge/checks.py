@@ -9,7 +9,6 @@ of each (python -m runai_tui.knowledge.docs docs/profiles.md). Core module: no T
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -23,14 +22,12 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
+from runai_tui.profiles.validators import literal_secret
 from runai_tui.quantity import plain, quantity_or_none
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
 POD_INTERFACES = ("eth", "lo")
-SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
-# ...unless the name says the value is where the secret lives (HF_TOKEN_PATH, SSH_KEY_FILE).
-FILE_WORDS = ("PATH", "FILE", "DIR")
 
 
 def finding_dict(profile: str, finding: Finding) -> dict[str, str]:
@@ -589,10 +586,7 @@ def _clean_pod_policy(f: Facts) -> Iterable[RuleFinding]:
 )
 def _secret_in_env(f: Facts) -> Iterable[RuleFinding]:
     for name, value in f.env.items():
-        parts = re.split(r"[_.\-]+", name.upper())
-        if not any(p.endswith(SECRET_WORDS) for p in parts if p) or parts[-1] in FILE_WORDS:
-            continue
-        if not value.strip() or value.startswith(("$(", "${", "SECRET:")):
+        if not literal_secret(name, value):
             continue
         yield RuleFinding(
             f"{name} carries a literal value (not shown): it lands in the profile file, the "

@@ -16,22 +16,27 @@ from runai_tui import submission_record
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.compare import split_submit_argv
 from runai_tui.models import JobDetail
-from runai_tui.profiles import FIELDS, Profile, ProfileError
+from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
 
 # `runai … submit` words before the job name, and flags that are not profile fields but that a
 # resubmit may drop without changing the job (the project is chosen again; the record is new).
 _PREFIX = ("runai", "runai-local", "training", "pytorch", "submit")
 _DROPPED = {"-p", "--project"}
+_RECORD = f"{submission_record.ANNOTATION}="
 
 
 @dataclass(frozen=True)
 class Submitted:
     """The profile a job was submitted with, the overrides it had (`sets`, recorded ones only),
-    the profile's name, and where all this came from (`how`)."""
+    the profile's name, and where all this came from (`how`). The record never holds a secret's
+    value: `borrowed` names the env values taken from the profile of that name as it is now,
+    `unknown` those it no longer sets (left out of `profile`'s env)."""
 
     profile: Profile
     sets: tuple[str, ...]
     how: str
+    borrowed: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
 
 
 def _spec(detail: JobDetail) -> dict[str, Any]:
@@ -84,6 +89,9 @@ def data_from_argv(argv: list[str]) -> dict[str, Any]:
         if flag in _DROPPED:
             i += 0 if eq else 1
             continue
+        if flag == "--annotation" and (inline if eq else words[i]).startswith(_RECORD):
+            i += 0 if eq else 1  # the record says how, not what, was submitted
+            continue
         if flag in by_sub:
             row, sub = by_sub[flag]
             value = inline if eq else words[i]
@@ -118,6 +126,15 @@ def data_from_argv(argv: list[str]) -> dict[str, Any]:
     return data
 
 
+def _current_env(record: submission_record.Record) -> dict[str, str]:
+    """The env of the record's profile as it is now (where the redacted values are taken from);
+    empty when that profile no longer loads."""
+    try:
+        return dict(ProfileStore().load(record.profile).env)
+    except UsageError:  # ProfileError among them: a profile gone or broken holds no value
+        return {}
+
+
 def submitted(detail: JobDetail) -> Submitted:
     """The job's submission; RuntimeFailure (one line) says what cannot be known."""
     name = detail.job.name
@@ -126,7 +143,8 @@ def submitted(detail: JobDetail) -> Submitted:
     if text is not None:
         try:
             record = submission_record.decode(text)
-            profile = submission_record.profile_of(record, label)
+            current = _current_env(record) if record.redacted else {}
+            profile, unknown = submission_record.profile_of(record, label, current)
         except (ValueError, ProfileError) as exc:
             reason = exc.message if isinstance(exc, UsageError) else str(exc)
             raise RuntimeFailure(
@@ -135,7 +153,8 @@ def submitted(detail: JobDetail) -> Submitted:
                 "submit it again from its profile: runai-tui submit --profile NAME --name NEW",
             ) from None
         how = f"the recorded submission (profile {record.profile}, {len(record.sets)} override(s))"
-        return Submitted(profile, record.sets, how)
+        borrowed = tuple(k for k in record.redacted if k in current)
+        return Submitted(profile, record.sets, how, borrowed, unknown)
     argv = _submit_argv(detail)
     if argv is None:
         raise RuntimeFailure(
@@ -152,7 +171,7 @@ def submitted(detail: JobDetail) -> Submitted:
         ) from None
     record = submission_record.Record(name, (), data)
     try:
-        profile = submission_record.profile_of(record, f"job {name}'s submit argv")
+        profile, _ = submission_record.profile_of(record, f"job {name}'s submit argv")
     except ProfileError as exc:
         raise RuntimeFailure(
             f"job {name}: its submit argv does not make a valid profile: {exc.message}",

@@ -1,5 +1,6 @@
 """What every runai-tui argv gets, whatever built it: the project the user chose (`with_project`)
-and the one-line display form that a shell turns back into the same argv (`display_argv`).
+and the one-line display form that a shell turns back into the same argv (`display_argv`), which a
+screen may fold with a visible marker (`fold_word`).
 
 Apart from the argv builder (runai_tui/runai/command.py), which needs the profiles: the client
 adds the project to each of its calls, and the TUI's first job list must not load the profiles
@@ -59,6 +60,19 @@ def _ansi_c(char: str) -> str:
     return char
 
 
-def display_argv(argv: list[str]) -> str:
-    """One line that a POSIX shell (bash, zsh) turns back into exactly argv."""
-    return " ".join(quote_word(word) for word in argv)
+def fold_word(quoted: str, width: int) -> str:
+    """A quoted word cut after `width` characters, with what was cut said: `…(+N chars)`. The
+    marker stands outside any quote, so a folded line cannot pass for a command to paste."""
+    if len(quoted) <= width:
+        return quoted
+    return f"{quoted[:width]}…(+{len(quoted) - width} chars)"
+
+
+def display_argv(argv: list[str], fold: int | None = None) -> str:
+    """One line that a POSIX shell (bash, zsh) turns back into exactly argv. With `fold` (a
+    display, never a copy or --json), each word longer than that many characters, quoted, is
+    cut with `fold_word`'s marker."""
+    words = (quote_word(word) for word in argv)
+    if fold is not None:
+        words = (fold_word(word, fold) for word in words)
+    return " ".join(words)

@@ -1,13 +1,13 @@
 """Submitting a profile, one sequence for `runai-tui submit`, `runai-tui resubmit` and the TUI's
-submit screen: overrides → job name → the argv with the project → the installed CLI's flags →
-submit, recording the submission.
+submit screen: overrides → job name → the argv with the project and the submission record → the
+installed CLI's flags → submit.
 
-`prepare` is pure and raises the profile's own errors (exit 2); the submit twins add what needs
-the cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the
-submit, as does CLI v1) and the submit itself, whose argv carries the submission record
-(runai_tui/submission_record.py: the profile, the overrides and the resolved profile, as the
-`runai-tui.io/submission` annotation; `recorded_argv`). The dry run prints `argv`, the profile's
-command without that annotation."""
+`prepare` is pure and raises the profile's own errors (exit 2); it builds, in `final_argv`, the one
+argv that every face shows, copies and sends: the profile's command with the project and the
+submission record (runai_tui/submission_record.py: the profile, the overrides and the resolved
+profile, as the `runai-tui.io/submission` annotation). The submit twins add what needs the
+cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the submit,
+as does CLI v1), and the submit itself, of exactly `argv`."""
 
 from __future__ import annotations
 
@@ -15,21 +15,22 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from runai_tui import submission_record
 from runai_tui.profiles import FIELDS, Problem, ProfileError, apply_overrides, check_job_name
 from runai_tui.runai.argv import with_project
 from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 
 if TYPE_CHECKING:
-    from runai_tui import submission_record
     from runai_tui.profiles import Profile
     from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 
 class Submission(NamedTuple):
-    """A profile with its overrides applied and the exact command line that submits it; `sets`
-    are every override applied since the profile file (a resubmit adds its own to the first
-    submission's), and `name`, `project`, `project_explicit` what built `argv`."""
+    """A profile with its overrides applied and the exact command line that submits it (what the
+    dry run prints and the submit sends); `sets` are every override applied since the profile
+    file (a resubmit adds its own to the first submission's), `name`, `project` and
+    `project_explicit` what built `argv`, and `record` the submission record it carries."""
 
     profile: Profile
     argv: list[str]
@@ -37,29 +38,24 @@ class Submission(NamedTuple):
     name: str | None = None
     project: str | None = None
     project_explicit: bool = False
-
-    def record(self) -> submission_record.Record:
-        # lazy: only a real submit records the submission; the dry run never builds the record
-        from runai_tui import submission_record
-
-        data = {k: v for k, v in self.profile.data.items() if k != "extends"}
-        return submission_record.Record(self.profile.name, self.sets, data)
+    record: submission_record.Record | None = None
 
 
-def recorded_argv(submission: Submission) -> list[str]:
-    """`argv` with the submission record added as one annotation (what the submit runs)."""
-    # lazy: only a real submit records the submission; the dry run never builds the record
-    from runai_tui import submission_record
-
-    profile = dataclasses.replace(
-        submission.profile,
-        annotations={
-            **submission.profile.annotations,
-            submission_record.ANNOTATION: submission.record().encode(),
-        },
+def final_argv(
+    profile: Profile,
+    record: submission_record.Record,
+    name: str | None = None,
+    project: str | None = None,
+    project_explicit: bool = False,
+) -> list[str]:
+    """The submit argv, the submission record included as one more `--annotation` after the
+    profile's own: the one builder behind the dry run, the TUI's preview and copy, and the
+    submit. RecordTooLarge (exit 2) when the record passes its budget."""
+    value = submission_record.annotation_value(record)
+    recorded = dataclasses.replace(
+        profile, annotations={**profile.annotations, submission_record.ANNOTATION: value}
     )
-    argv = build_submit_argv(profile, submission.name)
-    return with_project(argv, submission.project, override=submission.project_explicit)
+    return with_project(build_submit_argv(recorded, name), project, override=project_explicit)
 
 
 def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
@@ -108,9 +104,10 @@ def prepare(
     prior_sets: Sequence[str] = (),
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv with the project (an explicit
-    `-p` beats the profile's own) and, when the CLI's capabilities are known, check its flags.
-    `prior_sets`: the overrides `profile` already has (a resubmit's first submission), recorded
-    before `sets`. Raises ProfileError or UsageError; nothing here touches the cluster."""
+    `-p` beats the profile's own) and the submission record and, when the CLI's capabilities are
+    known, check its flags. `prior_sets`: the overrides `profile` already has (a resubmit's
+    first submission), recorded before `sets`. Raises ProfileError or UsageError (RecordTooLarge
+    among them); nothing here touches the cluster."""
 
     if sets:
         profile = apply_overrides(profile, list(sets))
@@ -118,8 +115,10 @@ def prepare(
         check_job_name(name)
     if cli is not None:
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
-    argv = with_project(build_submit_argv(profile, name), project, override=project_explicit)
-    return Submission(profile, argv, (*prior_sets, *sets), name, project, project_explicit)
+    every = (*prior_sets, *sets)
+    record = submission_record.make(profile, every, name)
+    argv = final_argv(profile, record, name, project, project_explicit)
+    return Submission(profile, argv, every, name, project, project_explicit, record)
 
 
 def _no_warning(_: str) -> None:
@@ -146,4 +145,4 @@ async def asubmit(
     if missing_submit_flags(submission.profile, caps):
         await caps.aversion(client.probe)  # the refusal names the CLI's version
     check_profile(submission.profile, caps)
-    return await client.asubmit(recorded_argv(submission))
+    return await client.asubmit(submission.argv)

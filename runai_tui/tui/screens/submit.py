@@ -21,6 +21,7 @@ from runai_tui.errors import RunaiError, UsageError
 from runai_tui.profiles import ProfileError
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
+from runai_tui.submission_record import RecordTooLarge
 from runai_tui.text import literal
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.insight import InsightPanel
@@ -39,6 +40,9 @@ FIELDS: list[tuple[str, str, str]] = [
     ("image", "Image", "container image"),
     ("env", "Extra env", "K=V K2=V2 (shell quoting allowed)"),
 ]
+
+# The preview cuts a word longer than this (the submission record) with `…(+N chars)`.
+PREVIEW_FOLD = 160
 
 
 def parse_env(text: str) -> tuple[list[str], str]:
@@ -267,6 +271,8 @@ class SubmitScreen(AppScreen[str]):
                     errors.setdefault(field, problem.message)
                 else:
                     general.append(str(problem))
+        except RecordTooLarge as error:  # the record of the whole form: no one field's fault
+            general.append(error.message)
         except UsageError as error:  # the resubmit form's job name
             errors.setdefault("job_name", error.message)
         for field, _, _ in FIELDS:
@@ -283,7 +289,9 @@ class SubmitScreen(AppScreen[str]):
             insight.show(None)
         else:
             self.prepared = prepared
-            command.update(literal(display_argv(prepared.argv), max_chars=100_000))
+            # Folded for the screen, with a marker; ctrl+y copies the whole command.
+            shown = display_argv(prepared.argv, fold=PREVIEW_FOLD)
+            command.update(literal(shown, max_chars=100_000))
             insight.show(prepared.profile)
         self.refresh_bindings()
         return not self.errors
