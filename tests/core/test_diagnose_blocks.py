@@ -18,7 +18,7 @@ from runai_tui.knowledge.diagnose import (
     diagnose_files,
     read_log_file,
 )
-from runai_tui.knowledge.diagnose.prefilter import hyperscan_installed
+from runai_tui.knowledge.diagnose.prefilter import NEWLINES_SAMPLE, hyperscan_installed, newlines
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 NOW = 1795000020.0 + 3600
@@ -309,3 +309,32 @@ def test_an_error_storm_counts_every_line_and_keeps_the_first_findings(tmp_path:
                     ("nccl-timeout", 7), ("cuda-oom", 8)]  # fmt: skip
     assert pod.lines == 6001 and pod.transport is not None
     assert (pod.transport.transport, pod.transport.line) == ("IB", 6001)
+
+
+# -- newlines: a block's lines counted through memchr, or byte by byte -------------------------
+
+
+@pytest.mark.parametrize("width", [4, 31, 33, 200])
+def test_newlines_agrees_with_count_on_every_span(width: int) -> None:
+    """`newlines` counts most of a block through `bytes.replace`, a small span or short lines
+    by `bytes.count`: the same figure for spans at the edges, inside and over the whole block."""
+    line = b"x" * (width - 1) + b"\n"
+    block = line * (3 * NEWLINES_SAMPLE // width) + b"tail without newline"
+    size = len(block)
+    for lo, hi in [(0, size), (0, size - 20), (1, size), (width, size - 1), (size // 9, size),
+                   (5, NEWLINES_SAMPLE + 5), (size // 2, size // 2), (0, 0)]:  # fmt: skip
+        assert newlines(block, lo, hi) == block.count(b"\n", lo, hi), (lo, hi)
+
+
+@pytest.mark.parametrize("size", [100_000, 1 << 20, 8 << 20])
+def test_line_numbers_hold_in_big_blocks_of_long_and_short_lines(tmp_path: Path, size: int) -> None:
+    """Blocks big enough for the memchr count, of long lines and of short ones (the byte count),
+    number every finding and the transport as a line-at-a-time reading does."""
+    body = []
+    for i in range(40_000):
+        body.append(b"ok" if (i // 5000) % 2 else b"step %d " % i + b"y" * 150)
+        if i % 3001 == 0:
+            body.append(OOM if i % 2 else TIMEOUT)
+    body.append(channel(b"IB"))
+    path = write(tmp_path, "mixed-widths.log", b"\n".join(body) + b"\n")
+    assert summary(in_blocks(path, size)) == summary(line_by_line(path))

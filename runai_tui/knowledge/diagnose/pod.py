@@ -25,7 +25,7 @@ from runai_tui.knowledge.diagnose.nccl_net import (
     final_transport,
     init_devices,
 )
-from runai_tui.knowledge.diagnose.prefilter import pick_prefilter
+from runai_tui.knowledge.diagnose.prefilter import newlines, pick_prefilter
 from runai_tui.knowledge.diagnose.records import (
     B_RECORD,
     RECORD_MARK,
@@ -197,6 +197,7 @@ class PodDiagnoser:
                     counts[code] += times
             else:
                 slow.add(raw)
+        block_lines = newlines(block, lo, hi)
         number, counted = self.lines + 1, lo  # `number` is the line starting at `counted`
         for start, raw in zip(starts, lines, strict=True) if slow else ():
             if raw not in slow:
@@ -209,7 +210,7 @@ class PodDiagnoser:
             number += block.count(b"\n", counted, start)
             counted = start
             self._line(number, decode(raw), codes)
-        self.lines = number - 1 + block.count(b"\n", counted, hi)
+        self.lines += block_lines
 
     def _raw_codes(self, raw: bytes) -> tuple[tuple[str, ...], bool]:
         """A candidate line's codes, and whether `_line` has more to do with it than count them
