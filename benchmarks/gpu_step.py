@@ -37,12 +37,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from trainer.config import parse_config  # noqa: E402
+from trainer.flops import FlopCount, chip_peak, count_train_flops  # noqa: E402
 from trainer.loss import BatchedRetinaNetLoss, box_loss_type  # noqa: E402
 from trainer.model import build_model, enable_channels_last  # noqa: E402
 
 CLASSES = 91  # COCO's head, as the reference trains it
-# Dense bf16 tensor-core peaks, TFLOP/s (vendor datasheets, SXM parts); --peak-tflops overrides.
-PEAKS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "L4": 121.0}
 # What an 8192^3 bf16 matrix product measured on this workplace's H200s (769-798 TFLOP/s): the
 # practical peak the goal of a quarter of the chip is read against. On a GPU the script measures
 # its own (`matmul_tflops`).
@@ -192,17 +191,13 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def count_flops(args: argparse.Namespace, device: torch.device, batch: tuple) -> float:
-    """FLOPs of one forward and backward pass of our model (torch.utils.flop_counter)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
+def count_flops(
+    args: argparse.Namespace, device: torch.device, height: int, width: int
+) -> FlopCount:
+    """Our model's forward and backward FLOPs per training image: the trainer's own count
+    (trainer/flops.py), so the MFU here and the one in the trainer's records are the same sum."""
     model = make_model("ours", args, device)
-    images, targets = batch
-    counter = FlopCounterMode(display=False)
-    with counter:
-        losses = model(images, targets)
-        sum(v.float() for v in losses.values()).backward()
-    return float(counter.get_total_flops())
+    return count_train_flops(model, height, width, box_loss_type("retinanet_resnet50_fpn_v2"))
 
 
 def profile_table(
@@ -326,7 +321,10 @@ def main() -> int:
         help="also time the compiled configuration at this batch (0: not)",
     )  # fmt: skip
     parser.add_argument("--top", type=int, default=15, help="kernels in the profiler table")
-    parser.add_argument("--peak-tflops", type=float, default=None, help="the chip's bf16 peak")
+    parser.add_argument(
+        "--peak-tflops", type=float, default=None,
+        help="the chip's dense bf16 peak (default: trainer/flops.py's datasheet table)",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the script")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
@@ -337,7 +335,8 @@ def main() -> int:
         print("gpu_step: no CUDA device is visible; use --device cpu --quick to check the script")
         return 2
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in name), None)
+    chip = chip_peak(args.peak_tflops, device)  # the trainer's datasheet table, or the flag
+    peak = chip.tflops if chip else None
     height, width = args.min_size, min(args.max_size, args.min_size * 4 // 3)
     batch = synthetic_batch(args.batch, height, width, device)
     print(
@@ -379,8 +378,9 @@ def main() -> int:
             print(f"  {config[0]}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    flops = count_flops(args, device, batch)
-    per_image = flops / args.batch  # the model's FLOPs grow with the batch, image by image
+    count = count_flops(args, device, height, width)
+    per_image = count.per_image  # the model's FLOPs grow with the batch, image by image
+    flops = per_image * args.batch
     best = max((r for r in results if r["side"] == "ours"), key=lambda r: r["img_per_s"])
     ref_best = max(
         (r for r in results if r["side"] == "reference"), key=lambda r: r["img_per_s"],
@@ -388,7 +388,11 @@ def main() -> int:
     )  # fmt: skip
     achieved = per_image * best["img_per_s"] / 1e12
     practical = matmul_tflops(device) if device.type == "cuda" else MEASURED_BF16_MATMUL
-    print(f"model FLOPs per step (fwd+bwd, ours, batch {args.batch}): {flops / 1e12:.2f} TFLOP")
+    print(
+        f"model FLOPs per step (fwd+bwd, ours, batch {args.batch}): {flops / 1e12:.2f} TFLOP "
+        f"({per_image / 1e9:.1f} GFLOP per image at the padded {count.height}x{count.width})"
+        + (f"; peak {peak:g} TFLOP/s ({chip.source})" if chip else "")
+    )
     print(
         f"best ours: {best['name']}, {achieved:.1f} TFLOP/s"
         + (f" = {achieved / peak:.1%} of {peak:.0f} TFLOP/s bf16 peak" if peak else "")
@@ -430,6 +434,8 @@ def main() -> int:
             "device": name, "torch": torch.__version__, "batch": args.batch,
             "size": [height, width], "configs": results, "flops_per_step": flops,
             "best": best["name"], "tflops": achieved, "peak_tflops": peak,
+            "peak_source": chip.source if chip else None, "flops_per_image": per_image,
+            "counted_shape": [count.height, count.width],
             "matmul_tflops": practical,
             "speedup_vs_reference": best["img_per_s"] / ref_best["img_per_s"] if ref_best else None,
             "loss_alone": losses, "top_kernels": table,
