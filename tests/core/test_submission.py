@@ -178,3 +178,21 @@ def test_what_cannot_be_rebuilt_is_said_in_one_line() -> None:
     broken = JobDetail(Job("b"), raw={"spec": {"annotations": {submission_record.ANNOTATION: "{"}}})
     with pytest.raises(RuntimeFailure, match="its submission record .* is unreadable"):
         submitted(broken)
+
+
+def test_a_version_1_record_still_rebuilds() -> None:
+    """Jobs submitted before the record named `--name` and left secrets out carry version 1: the
+    whole resolved profile, `description` included."""
+    from runai_tui.knowledge.submitted import submitted
+    from runai_tui.models import Job, JobDetail
+
+    base = ProfileStore().load("retinanet-tcp")
+    data = {k: v for k, v in base.data.items() if k != "extends"}
+    data["workers"] = 3
+    old = json.dumps({"v": 1, "profile": "retinanet-tcp", "sets": ["workers=3"], "data": data})
+    found = submitted(
+        JobDetail(Job("old"), raw={"annotations": {submission_record.ANNOTATION: old}})
+    )
+    assert found.sets == ("workers=3",) and found.profile.workers == 3
+    again = submission.prepare(found.profile, name="old-2", prior_sets=found.sets)
+    assert again.argv == submission.prepare(base, ["workers=3"], name="old-2").argv
