@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn_v2
 from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 from torchvision.models.detection.image_list import ImageList
@@ -17,6 +18,14 @@ from torchvision.ops.misc import FrozenBatchNorm2d
 
 from trainer.config import TrainConfig
 from trainer.errors import ConfigError
+
+# Under bf16 autocast on a CPU, a pyramid level whose map has at most this many positions (2x2)
+# runs in fp32: P6, P7 and the head's convolutions on those levels. On an AVX-512-BF16 Xeon,
+# oneDNN's bf16 convolutions at the 1x1 maps of a 64 px run made P6's output NaN on the third
+# step, every time (benchmarks/cpu_bf16_tiny_maps.py is the repro; trainer/README.md, "bf16 on a
+# CPU"). These levels hold a few anchors, so fp32 there costs nothing measurable; 2x2 is margin
+# over the 1x1 seen failing.
+TINY_MAP_POSITIONS = 4
 
 NORM_LAYERS = (
     nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
@@ -65,6 +74,55 @@ class DeviceTransform(GeneralizedRCNNTransform):
         return image, target
 
 
+def cpu_bf16_autocast(tensor: Tensor) -> bool:
+    """Whether `tensor` is on a CPU inside bf16 autocast (never true on a GPU)."""
+    return (
+        tensor.device.type == "cpu"
+        and torch.is_autocast_enabled("cpu")
+        and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    )
+
+
+def is_tiny_map(height: int, width: int) -> bool:
+    return height * width <= TINY_MAP_POSITIONS
+
+
+def _conv_out_side(conv: nn.Conv2d, side: int, dim: int) -> int:
+    padding = conv.padding[dim] if isinstance(conv.padding, tuple) else 0
+    span = conv.dilation[dim] * (conv.kernel_size[dim] - 1) + 1
+    return (side + 2 * int(padding) - span) // conv.stride[dim] + 1
+
+
+def conv_fp32_at_tiny_maps(conv: nn.Conv2d, x: Tensor) -> Tensor:
+    """`conv(x)`, in fp32 (autocast off, input cast) when under CPU bf16 autocast its output map
+    is tiny; as autocast would run it otherwise."""
+    height = _conv_out_side(conv, x.shape[-2], 0)
+    width = _conv_out_side(conv, x.shape[-1], 1)
+    if not (cpu_bf16_autocast(x) and is_tiny_map(height, width)):
+        return conv(x)
+    with torch.autocast("cpu", enabled=False):
+        out: Tensor = conv(x.float())
+    return out
+
+
+class TinyMapP6P7(LastLevelP6P7):
+    """torchvision's P6/P7 block, the same convolutions (and state dict keys), whose convolutions
+    run in fp32 under CPU bf16 autocast where their output maps are tiny (TINY_MAP_POSITIONS)."""
+
+    def __init__(self, like: LastLevelP6P7) -> None:
+        nn.Module.__init__(self)
+        self.p6, self.p7, self.use_P5 = like.p6, like.p7, like.use_P5
+
+    def forward(
+        self, p: list[Tensor], c: list[Tensor], names: list[str]
+    ) -> tuple[list[Tensor], list[str]]:
+        p6 = conv_fp32_at_tiny_maps(self.p6, p[-1] if self.use_P5 else c[-1])
+        p7 = conv_fp32_at_tiny_maps(self.p7, F.relu(p6))
+        p.extend([p6, p7])
+        names.extend(["p6", "p7"])
+        return p, names
+
+
 class TrainerRetinaNet(RetinaNet):
     """torchvision's RetinaNet, with a forward pass that never makes the host wait for the
     device while training, so on a GPU the host queues the next step while this one runs.
@@ -72,13 +130,17 @@ class TrainerRetinaNet(RetinaNet):
     Against torchvision's forward: the transform is `DeviceTransform`; the check for degenerate
     boxes (one wait per image) is done on the host when a sample is read (the dataset); and the
     anchors are float32 under autocast (torchvision makes them in the feature maps' dtype, and
-    a bf16 anchor at x=1000 is off by up to 4 pixels)."""
+    a bf16 anchor at x=1000 is off by up to 4 pixels); and under CPU bf16 autocast the pyramid
+    levels whose maps are tiny run in fp32 (TINY_MAP_POSITIONS says why)."""
 
     transform: GeneralizedRCNNTransform
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.transform = DeviceTransform(self.transform)
+        fpn = getattr(self.backbone, "fpn", None)
+        if fpn is not None and type(fpn.extra_blocks) is LastLevelP6P7:
+            fpn.extra_blocks = TinyMapP6P7(fpn.extra_blocks)
 
     def forward(
         self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None
@@ -86,7 +148,7 @@ class TrainerRetinaNet(RetinaNet):
         original_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
         image_list, targets = self.transform(images, targets)
         features = list(self.backbone(image_list.tensors).values())
-        head_outputs = self.head(features)
+        head_outputs = self._head(features)
         anchors = self.anchor_generator(image_list, _float32_like(features))
         if self.training:
             if targets is None:
@@ -94,6 +156,21 @@ class TrainerRetinaNet(RetinaNet):
             losses: dict[str, Tensor] = self.compute_loss(targets, head_outputs, anchors)
             return losses
         return self._detect(image_list, features, head_outputs, anchors, original_sizes)
+
+    def _head(self, features: list[Tensor]) -> dict[str, Tensor]:
+        """The head over every level; under CPU bf16 autocast the levels with tiny maps (the
+        last ones: maps shrink level by level) in fp32. The head treats each level on its own,
+        so two calls joined along the anchors equal one."""
+        tiny = [is_tiny_map(f.shape[-2], f.shape[-1]) for f in features]
+        if not (features and cpu_bf16_autocast(features[0]) and any(tiny)):
+            return self.head(features)
+        first = tiny.index(True)
+        with torch.autocast("cpu", enabled=False):
+            small: dict[str, Tensor] = self.head([f.float() for f in features[first:]])
+        if first == 0:
+            return small
+        large: dict[str, Tensor] = self.head(features[:first])
+        return {key: torch.cat([large[key].float(), small[key]], dim=1) for key in large}
 
     def _detect(
         self,
@@ -164,7 +241,7 @@ def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
     _freeze_backbone_layers(model, trainable)
     if cfg.weights:
         load_model_weights(model, cfg.weights, cfg.model)
-    if cfg.channels_last:
+    if cfg.channels_last == "on":  # "auto" is resolved by the run (trainer/fast_path.py)
         enable_channels_last(model)
     return model
 

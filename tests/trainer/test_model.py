@@ -132,3 +132,54 @@ def test_our_retinanet_trains_and_detects_as_torchvisions_own() -> None:
         assert len(a["boxes"]) > 0
         for key in ("boxes", "scores", "labels"):
             assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("name", ["retinanet_resnet18_fpn", "retinanet_resnet50_fpn_v2"])
+def test_tiny_pyramid_levels_run_in_fp32_under_cpu_bf16_autocast(name: str) -> None:
+    """At 64 px the P5, P6 and P7 maps are 2x2, 1x1 and 1x1: under CPU bf16 autocast P6, P7 and
+    the head's convolutions on those levels run in fp32, the larger levels in bf16; in fp32
+    nothing changes, and the loss under bf16 stays close to fp32's."""
+    torch.manual_seed(0)
+    model = build_model(config("--model", name), num_classes=4)
+    outputs: dict[tuple[str, int], torch.dtype] = {}
+
+    def record(module_name: str):
+        def hook(_module: torch.nn.Module, _args: object, out: torch.Tensor) -> None:
+            outputs[(module_name, out.shape[-1])] = out.dtype
+
+        return hook
+
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.Conv2d) and "body" not in module_name:
+            module.register_forward_hook(record(module_name))
+    images = [torch.rand(3, 64, 64), torch.rand(3, 64, 64)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = model(images, one_target() * 2)
+    head_convs = {n for n, _ in outputs if n.startswith("head.")}
+    assert len(head_convs) == 10  # 4 convs and the predictor, in each of the two heads
+    for module_name in head_convs:
+        assert outputs[(module_name, 8)] == outputs[(module_name, 4)] == torch.bfloat16
+        assert outputs[(module_name, 2)] == outputs[(module_name, 1)] == torch.float32
+    assert outputs[("backbone.fpn.extra_blocks.p6", 1)] == torch.float32
+    assert outputs[("backbone.fpn.extra_blocks.p7", 1)] == torch.float32
+    assert outputs[("backbone.fpn.layer_blocks.0.0", 8)] == torch.bfloat16
+    outputs.clear()
+    fp32 = model(images, one_target() * 2)
+    assert set(outputs.values()) == {torch.float32}
+    for term, value in fp32.items():
+        assert torch.isfinite(bf16[term]) and float(bf16[term]) == pytest.approx(
+            float(value), rel=0.05
+        )
+
+
+def test_no_level_runs_in_fp32_where_no_map_is_tiny() -> None:
+    """At 320 px the smallest map (P7) is 3x3: nothing runs in fp32 under bf16 autocast."""
+    model = build_model(config("--model", "retinanet_resnet18_fpn", "--min-size", "320",
+                               "--max-size", "320"), num_classes=4)  # fmt: skip
+    seen: set[torch.dtype] = set()
+    for module in model.head.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            module.register_forward_hook(lambda _m, _a, out: seen.add(out.dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model([torch.rand(3, 320, 320)], one_target())
+    assert seen == {torch.bfloat16}
