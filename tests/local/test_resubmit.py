@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from runai_tui import submission_record
+from runai_tui.runai.argv import display_argv
 from tests.local.conftest import describe, wait_phase
 from tests.local.resubmit_loop import jobs, user_profile
 from tests.local.test_through_runai_tui import tui
@@ -15,9 +16,15 @@ from tests.local.test_through_runai_tui import tui
 def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
     user_profile("quick", "job_name: quick\nimage: busybox:1\nworkers: 1\n"
                  "command: [sh, -c, 'echo fine']\n")  # fmt: skip
+    dry = tui("submit", "--profile", "quick", "--dry-run", "--json")
     assert tui("submit", "--profile", "quick").returncode == 0
     try:
         wait_phase("quick", "Completed")
+        # runai-local received exactly the dry run's argv, the record included (the dry run
+        # says `runai`; the local cluster records its own name).
+        sent = describe("quick")["spec"]["submitArgv"]
+        assert sent[0] == "runai-local"
+        assert json.dumps(sent[1:]) == json.dumps(json.loads(dry.stdout)["argv"][1:])
         # The record travels with the job: next to it on the local cluster (spec.json).
         record = submission_record.decode(
             describe("quick")["spec"]["annotations"][submission_record.ANNOTATION]
@@ -62,9 +69,16 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
         assert "  --set workers=2  yours" in out
         assert any(line.startswith("≠ --workers") and line.endswith("2") for line in out)
         assert out[-1].startswith("runai training pytorch submit quick-2 ")
-        assert submission_record.ANNOTATION not in res.stdout  # the record is not a difference
+        # The record is no difference; the command shows it, as the submit sends it.
+        assert submission_record.ANNOTATION not in "\n".join(out[:-1])
         res = tui("resubmit", "quick", "--set", "workers=2", "--dry-run", "--json")
         plan = json.loads(res.stdout)
+        assert out[-1] == display_argv(plan["argv"])
+        assert submission_record.decode(
+            next(w for w in plan["argv"] if w.startswith(submission_record.ANNOTATION)).partition(
+                "="
+            )[2]
+        ).sets == ("workers=2",)
         assert (plan["job"], plan["name"], plan["submitted"]) == ("quick", "quick-2", None)
         assert plan["overrides"] == [{"set": "workers=2", "from": "--set", "code": "", "why": ""}]
         assert {"key": "--workers", "before": "1", "after": "2"} in plan["diff"]
