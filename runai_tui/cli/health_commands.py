@@ -124,8 +124,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
-    failed = [i for p in report.pods for i in p.items if preflight.status(i) == preflight.FAIL]
-    attach_for_job(failed, detail, local=client.backend.is_local)
+    attach_for_job(report.faults(), detail, local=client.backend.is_local)  # once per fault
     if args.json:
         print_json(report.to_dict())
     else:

@@ -7,11 +7,17 @@ preflight the `pod` (and marks a check that passed `ok`). A finding may carry a 
 profile overrides that fix it (knowledge/remedies.py computes and validates them). Each of them turns findings into its
 own JSON and text (checks.py, diagnose/render.py, preflight.py): those formats are pinned by
 tests and do not change with this shape.
+
+One finding per fault: the same code with the same fix on several pods is one finding that
+names them (`pods`), with the first one's evidence (`one_per_fault`; diagnose, preflight, the
+TUI's health panel and its HEALTH column all show what it returns), so a 16-pod job with one
+fault shows one block, and its remedy is computed once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
@@ -48,8 +54,45 @@ class Finding:
     evidence: str = ""  # diagnose: that line's text, cut to EVIDENCE_MAX
     ok: bool = False  # preflight: the check passed (severity info)
     remedy: Remedy | None = None  # the overrides that fix it, once validated against a profile
+    pods: tuple[str, ...] = ()  # one_per_fault: every pod with this fault, `pod` first
+
+    @property
+    def all_pods(self) -> list[str]:
+        """Every pod the finding is about: `pods` when grouped, else `pod` (none: a job's)."""
+        return list(self.pods) if self.pods else [self.pod] if self.pod else []
 
 
 def worst_first(findings: list[Finding]) -> list[Finding]:
     """`findings` sorted errors first, then warnings, then infos (stable within each)."""
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
+
+
+PODS_NAMED = 3  # a grouped finding names this many pods, then "and N more"
+
+
+def pods_named(finding: Finding, shown: int = PODS_NAMED) -> str:
+    """The finding's pods for a reader: `a, b, c and 2 more`."""
+    pods = finding.all_pods
+    named = ", ".join(pods[:shown])
+    return f"{named} and {len(pods) - shown} more" if len(pods) > shown else named
+
+
+def one_per_fault(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings with the same code, severity and fix on several pods as one finding: the first
+    one (its pod, line and evidence) with `pods` naming them all, in the place of the first.
+    A fault seen on one pod only is left as it is (each of its lines a finding), and so is a
+    finding about no pod (the job's)."""
+    listed = list(findings)
+    faults: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in listed:
+        if f.pod:
+            faults.setdefault((f.code, f.severity, f.fix), []).append(f)
+    out: list[Finding] = []
+    for f in listed:
+        group = faults.get((f.code, f.severity, f.fix), []) if f.pod else []
+        pods = list(dict.fromkeys(p for g in group for p in g.all_pods))
+        if len(pods) < 2:
+            out.append(f)
+        elif f is group[0]:
+            out.append(replace(f, pods=tuple(pods)))
+    return out

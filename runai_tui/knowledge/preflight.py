@@ -3,7 +3,9 @@
 Core (no Textual). `SCRIPT` is the one POSIX sh probe: it changes nothing, prints one
 `@@pf KEY VALUE` line per fact and ends with `@@pf end ok`. The client runs it through `exec`
 (no TTY, time-bounded); `checklist` turns the facts into items that pass, fail or are skipped,
-each with the reason and the fix. The CLI (`runai-tui preflight`) and the TUI show the same items.
+each with the reason and the fix. The CLI (`runai-tui preflight`) and the TUI show the same items,
+and the failed ones once per fault (`Preflight.faults`): the fix and remedy of a check that fails
+the same way on every pod are given once, naming the pods.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
-from runai_tui.knowledge.findings import ERROR, INFO, Finding
+from runai_tui.knowledge.findings import ERROR, INFO, Finding, one_per_fault, pods_named
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import JobDetail, Phase
@@ -133,9 +135,21 @@ class PodChecklist:
         return {"pod": self.pod, "items": [item_dict(i) for i in self.items]}
 
 
+def fault_dict(fault: Finding) -> dict[str, Any]:
+    """A fault (a check failed on one pod or more) as `preflight --json` gives it."""
+    return {
+        "check": fault.code,
+        "pods": fault.all_pods,
+        "reason": fault.message,  # the first pod's
+        "fix": fault.fix,
+        "remedy": fault.remedy.to_dict() if fault.remedy is not None else None,
+    }
+
+
 @dataclass
 class Preflight:
     pods: list[PodChecklist] = field(default_factory=list)
+    _faults: list[Finding] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def failed(self) -> bool:
@@ -145,8 +159,19 @@ class Preflight:
     def exit_code(self) -> int:
         return 1 if self.failed else 0
 
+    def faults(self) -> list[Finding]:
+        """The failed checks one per fault (findings.one_per_fault): what remedies attach to
+        and what the fixes are shown for. Kept, so a remedy attached is the one shown."""
+        if self._faults is None:
+            failed = (i for p in self.pods for i in p.items if status(i) == FAIL)
+            self._faults = one_per_fault(failed)
+        return self._faults
+
     def to_dict(self) -> dict[str, Any]:
-        return {"pods": [p.to_dict() for p in self.pods]}
+        return {
+            "pods": [p.to_dict() for p in self.pods],
+            "faults": [fault_dict(f) for f in self.faults()],
+        }
 
 
 def checklist(pod: str, output: str) -> PodChecklist:
@@ -369,17 +394,22 @@ async def preflight_job(
 
 
 def render_text(report: Preflight) -> str:
-    """The CLI's checklist; values from the pod go through `literal` (inert on a terminal)."""
+    """The CLI's checklist, then each fault once with the pods it is on, its fix and remedy;
+    values from the pod go through `literal` (inert on a terminal)."""
     out: list[str] = []
     marks = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
     for pod in report.pods:
         out.append(literal(pod.pod))
         for item in pod.items:
             out.append(f"  {marks[status(item)]:<4}  {item.code:<13} {literal(item.message)}")
-            if status(item) == FAIL and item.fix:
-                out.append(f"        {'':<13} fix: {item.fix}")
-            if item.remedy is not None:
-                out.append(f"        {'':<13} {remedy_line(item.remedy)}")
+        out.append("")
+    for fault in report.faults():
+        out.append(f"FAIL  {fault.code:<13} {literal(pods_named(fault))}")
+        if fault.fix:
+            out.append(f"      {'':<13} fix: {fault.fix}")
+        if fault.remedy is not None:
+            out.append(f"      {'':<13} {remedy_line(fault.remedy)}")
+    if report.faults():
         out.append("")
     failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")

@@ -266,17 +266,19 @@ _RANK = re.compile(r"^rank (\d+):")
 
 
 def _exclude_node(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
-    pod = finding.pod
+    pods = finding.all_pods  # a fault on several pods: the nodes of them all
     m = _RANK.match(finding.evidence)
     if finding.code == "straggler" and m is not None:
         per_pod = max(1, profile.master_gpus or profile.gpus or 1)
-        pod = context.rank_pods.get(int(m.group(1)) // per_pod, "")
-    node = context.nodes.get(pod, "")
-    if not node or context.single_node or node in profile.exclude_node:
+        pods = [context.rank_pods.get(int(m.group(1)) // per_pod, "")]
+    on = {p: context.nodes[p] for p in pods if context.nodes.get(p)}
+    nodes = [n for n in dict.fromkeys(on.values()) if n not in profile.exclude_node]
+    if not nodes or context.single_node:
         return None
+    ran = "; ".join(f"{', '.join(p for p in on if on[p] == n)} ran on {n}" for n in nodes)
     return Remedy(
-        (f"exclude_node={flow_list([*profile.exclude_node, node])}",),
-        f"{pod} ran on {node}: the new job's pods keep off it",
+        (f"exclude_node={flow_list([*profile.exclude_node, *nodes])}",),
+        f"{ran}: the new job's pods keep off {'it' if len(nodes) == 1 else 'them'}",
     )
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runai_tui.knowledge.diagnose import TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
+from runai_tui.knowledge.findings import pods_named
 from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.text import literal
@@ -44,6 +45,8 @@ def diagnosis_renderable(diagnosis: Diagnosis) -> Group:
             mark.stylize(SEVERITY_STYLE.get(f.severity, "dim"))
             where = f"{literal(f.pod)}:{f.line}" if f.line else literal(f.pod)
             detail = Text(f"{where}  {literal(f.message)}")
+            if f.pods:  # the same fault on several pods: one finding naming them
+                detail.append(f"\npods: {literal(pods_named(f))}", style="bold")
             if f.evidence:
                 detail.append(f"\n{literal(f.evidence)}", style="dim")
             detail.append(f"\nfix: {f.fix}", style="cyan")
@@ -61,14 +64,20 @@ def checklist_renderable(report: Preflight) -> Group:
         table = Table(title=literal(pod.pod), title_justify="left", expand=True, show_edge=False)
         table.add_column("CHECK", no_wrap=True)
         table.add_column("STATUS", no_wrap=True)
-        table.add_column("REASON / FIX", ratio=1)
+        table.add_column("REASON", ratio=1)
         for item in pod.items:
             state = status(item)
-            detail = Text(literal(item.message))
-            if state == FAIL and item.fix:
-                detail.append(f"\nfix: {item.fix}", style="cyan")
-            table.add_row(item.code, Text(state, style=STATUS_STYLE.get(state, "dim")), detail)
+            shown = Text(state, style=STATUS_STYLE.get(state, "dim"))
+            table.add_row(item.code, shown, Text(literal(item.message)))
         parts += [table, Text("")]
+    for fault in report.faults():  # each fix once, naming the pods it is for
+        line = Text(f"✗ {fault.code}", style="bold red")
+        line.append(f"  {literal(pods_named(fault))}")
+        if fault.fix:
+            line.append(f"\nfix: {fault.fix}", style="cyan")
+        if fault.remedy is not None:
+            line.append(f"\n{remedy_line(fault.remedy)}", style="green")
+        parts += [line, Text("")]
     failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
     style = "bold red" if failed else "green"
     parts.append(Text(f"{failed} failed check(s) in {len(report.pods)} pod(s)", style=style))

@@ -156,13 +156,24 @@ def test_cli_reads_saved_logs_as_json_with_exit_codes(capsys: pytest.CaptureFixt
     doc = json.loads(capsys.readouterr().out)
     assert [p["pod"] for p in doc["pods"]] == ["memlock", "data-starved"]
     first = doc["findings"][0]
-    assert set(first) == {"code", "severity", "pod", "line", "evidence", "message", "fix", "remedy"}
+    assert set(first) == {
+        "code",
+        "severity",
+        "pod",
+        "pods",
+        "line",
+        "evidence",
+        "message",
+        "fix",
+        "remedy",
+    }
     assert (first["code"], first["severity"], first["pod"], first["line"]) == (
         "memlock",
         "error",
         "memlock",
         4,
     )
+    assert first["pods"] == ["memlock"]
     assert doc["findings"][-1]["code"] == "data-starved"  # errors first, then warnings
     assert main(["diagnose", "--log", str(LOGS / "data-starved.log")]) == 0  # a warning only
     assert "WARNING data-starved  data-starved:3" in capsys.readouterr().out

@@ -55,7 +55,13 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         # The panel paints the diagnosis on its next refresh: wait for the picture too.
         lines = (REMEDY_MARK, "remedy: --set large_shm=true")
         await wait_for(pilot, lambda: all(s in screen_text(app) for s in lines), "the remedies")
-        assert "2 with a remedy: f shows, R resubmits" in str(panel.border_subtitle)  # 2 pods
+        # Both pods hit the same fault: one finding naming them, its remedy computed once.
+        assert "1 with a remedy: f shows, R resubmits" in str(panel.border_subtitle)
+        assert [(f.code, f.pods) for f in panel.diagnosis.findings] == [
+            ("shm", ("loader-master-0", "loader-worker-0"))
+        ]
+        assert "pods: loader-master-0, loader-worker-0" in screen_text(app)
+        assert screen_text(app).count("remedy: --set large_shm=true") == 1
 
         await pilot.press("f")
         assert isinstance(app.screen, FixesScreen)

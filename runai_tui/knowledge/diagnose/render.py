@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
 from runai_tui.knowledge.diagnose.report import Diagnosis
-from runai_tui.knowledge.findings import ERROR
+from runai_tui.knowledge.findings import ERROR, pods_named
 from runai_tui.text import literal
 
 
@@ -32,6 +32,8 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
         shown[key] = shown.get(key, 0) + 1
         where = f"{literal(f.pod)}:{f.line}" if f.line else literal(f.pod)
         out.append(f"{f.severity.upper()} {f.code}  {where}")
+        if f.pods:  # the same fault on several pods: named once, the first one's evidence
+            out.append(f"  pods:     {literal(pods_named(f))}")
         out.append(f"  evidence: {literal(f.evidence)}")
         out.append(f"  what:     {literal(f.message)}")
         out.append(f"  fix:      {f.fix}")

@@ -9,7 +9,7 @@ from typing import Any
 from runai_tui.knowledge.diagnose import detectors, waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
-from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding
+from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding, one_per_fault
 from runai_tui.models import JobDetail
 
 # Every detector, run in this order on every diagnosis (a new derived code: add its function).
@@ -58,6 +58,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "code": f.code,
         "severity": f.severity,
         "pod": f.pod,
+        "pods": f.all_pods,  # every pod with this fault (one_per_fault), `pod` first
         "line": f.line,
         "evidence": f.evidence,
         "message": f.message,
@@ -75,8 +76,8 @@ def combine(
     detail: JobDetail | None = None,
 ) -> Diagnosis:
     """Per-pod results into one report: the pods' line findings, `extra` (a log that could not
-    be read), then every detector's findings; most severe first, then by pod and line.
-    `ib_wanted` None: IB is wanted when every pod that says says so."""
+    be read), then every detector's findings; most severe first, then by pod and line, one per
+    fault (the same code and fix on several pods: one finding naming them). `ib_wanted` None: IB is wanted when every pod that says says so."""
     pods = list(diagnosers)
     if ib_wanted is None:
         said = [p.ib_wanted for p in pods if p.ib_wanted is not None]
@@ -96,7 +97,7 @@ def combine(
         findings = [f for f in findings if f.code != "process-failed"]
     order = {p.pod: i for i, p in enumerate(report.pods)}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
-    report.findings = findings
+    report.findings = one_per_fault(findings)
     return report
 
 
