@@ -208,6 +208,7 @@ def train_one_epoch(
             _log_samples(ctx, cfg, progress, targets)
         step_losses = _forward_backward(ctx, cfg, model, scaler, images, targets, dtype)
         reduced, ready = _launch_reduce(ctx, step_losses, targets, stop, meter)
+        refuse_non_finite(ctx, cfg, model, scaler, reduced, ready, progress)
         lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
         progress.global_step += 1
         progress.step_in_epoch += 1
@@ -349,18 +350,77 @@ def _read_step(
         meter.hits += hits
         meter.opens += opens
     mean_losses = reduced[:n_terms] / ctx.world_size
-    total_loss = float(mean_losses.sum())
-    if not math.isfinite(total_loss):
-        terms_text = ", ".join(
-            f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True)
-        )
-        raise TrainerError(
-            f"non-finite loss {total_loss} at step {launched.step} "
-            f"(epoch {launched.epoch}: {terms_text}); lower --lr, use --clip-grad, "
-            "or try --amp bf16 instead of fp16"
-        )
+    total_loss = float(mean_losses.sum())  # finite: refuse_non_finite checked it before the step
     _count_step(ctx, window, launched, total_loss, mean_losses.tolist(), skipped_total)
     return stop_votes > 0
+
+
+PRECISION = {"none": "fp32", "bf16": "bf16", "fp16": "fp16"}
+
+
+def non_finite_hint(amp: str, device_type: str) -> str:
+    """What to try when a step's loss or gradients are not finite, for the precision in use."""
+    if amp == "fp16":
+        return "try --amp bf16 (fp16's narrow range overflows), lower --lr or use --clip-grad"
+    if amp == "bf16" and device_type == "cpu":
+        return (
+            "try --amp none (fp32), and report this CPU with the output of "
+            "benchmarks/cpu_bf16_tiny_maps.py (a CPU's bf16 kernels can be at fault: "
+            "trainer/README.md, bf16 on a CPU)"
+        )
+    if amp == "bf16":
+        return "try --amp none (fp32) to rule the precision out, lower --lr or use --clip-grad"
+    return "lower --lr (or raise --warmup-steps), use --clip-grad, or check the data"
+
+
+def refuse_non_finite(
+    ctx: DistContext,
+    cfg: TrainConfig,
+    model: nn.Module,
+    scaler: torch.amp.GradScaler | None,
+    reduced: torch.Tensor,
+    ready: torch.cuda.Event | None,
+    progress: Progress,
+) -> None:
+    """Stop the run, before the optimizer applies the step, when its loss or its gradients are
+    not finite: such a step never reaches the weights. The loss terms are the all-reduced ones and
+    DDP all-reduces the gradients, so every rank stops at the same step. Under fp16 only the loss
+    is checked: the GradScaler skips a step with inf gradients itself and lowers its scale.
+
+    It costs one read to the host per step (the gradients' largest magnitude); on CUDA that read
+    waits for the backward pass, and the loss terms are on the host by then."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    finite_grads = True
+    if scaler is None and grads:
+        # The inf-norm: NaN and inf reach it, and no finite gradient overflows it.
+        finite_grads = bool(torch.isfinite(nn.utils.get_total_norm(grads, math.inf)))
+    if ready is not None:
+        ready.synchronize()
+    mean_losses = reduced[: len(LOSS_TERMS)] / ctx.world_size
+    total_loss = float(mean_losses.sum())
+    if finite_grads and math.isfinite(total_loss):
+        return
+    where = (
+        f"at step {progress.global_step + 1} (epoch {progress.epoch}, "
+        f"{PRECISION[cfg.amp]} on {ctx.device.type}"
+    )
+    hint = non_finite_hint(cfg.amp, ctx.device.type)
+    if not math.isfinite(total_loss):
+        terms = ", ".join(f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True))
+        raise TrainerError(
+            f"non-finite loss {total_loss} {where}: {terms}); the step was not applied to the "
+            f"weights; {hint}"
+        )
+    bad = [
+        name.removeprefix("module.")  # DDP's wrapper
+        for name, p in model.named_parameters()
+        if p.grad is not None and not bool(torch.isfinite(p.grad).all())
+    ]
+    raise TrainerError(
+        f"non-finite gradient {where}, loss {total_loss:.6g}): {len(bad)} of {len(grads)} "
+        f"parameters, first {bad[0]}, nearest the loss {bad[-1]}; the step was not applied to "
+        f"the weights; {hint}"
+    )
 
 
 def _optimizer_step(

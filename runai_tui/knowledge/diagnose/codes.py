@@ -185,14 +185,15 @@ CODES: dict[str, Code] = {
         Code(
             "nan-loss",
             ERROR,
-            "the loss became NaN or infinite: training diverged",
+            "the loss or the gradients became NaN or infinite: training diverged, or a "
+            "precision's kernels failed (the trainer's line names the precision and the step)",
             "lower --lr (or raise --warmup-steps), use --clip-grad, or --amp bf16 instead "
             "of fp16; resume from the last good checkpoint",
-            "trainer: error: [rank 0] non-finite loss nan at step 1342 (epoch 2: "
-            "classification=nan, bbox_regression=0.41); lower --lr, use --clip-grad, or try "
-            "--amp bf16 instead of fp16",
-            _re(r"non-finite loss -?(?:nan|inf)"),
-            ("non-finite loss",),
+            "trainer: error: [rank 0] non-finite loss nan at step 1342 (epoch 2, fp16 on cuda: "
+            "classification=nan, bbox_regression=0.41); the step was not applied to the weights; "
+            "try --amp bf16 (fp16's narrow range overflows), lower --lr or use --clip-grad",
+            _re(r"non-finite (?:loss -?(?:nan|inf)|gradient at step)"),
+            ("non-finite loss", "non-finite gradient"),
         ),
         Code(
             "trainer-error",
