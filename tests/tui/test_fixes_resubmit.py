@@ -81,6 +81,9 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         assert "--set large_shm=true  remedy of shm" in remedies
         assert form.argv is not None and "--large-shm" in form.argv
         assert form.argv[4] == "loader-2"
+        # The form shows, and submits, the command `resubmit --dry-run` prints: the plan's.
+        assert fixes.plan is not None and form.argv == fixes.plan.prepared.argv
+        previewed = form.argv
 
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not form and app.screen is not describe)
@@ -106,5 +109,6 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         await pilot.press("escape")
     spec = local_client.describe("loader-2").raw["spec"]
     assert "--large-shm" in spec["submitArgv"]
+    assert spec["submitArgv"][1:] == previewed[1:]  # runai-local got what the form showed
     record = submission_record.decode(spec["annotations"][submission_record.ANNOTATION])
     assert record.profile == "loader" and "large_shm=true" in record.sets
