@@ -26,7 +26,9 @@ WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 
 def add_ranks_arguments(rk: argparse.ArgumentParser) -> None:
     rk.add_argument("job")
-    rk.add_argument("--json", action="store_true", help='{"job", "pod", "ranks": [...]}')
+    rk.add_argument(
+        "--json", action="store_true", help='{"job", "pod", "now", "ranks": [...], "total": {...}}'
+    )
 
 
 def add_metrics_arguments(mt: argparse.ArgumentParser) -> None:
@@ -63,7 +65,13 @@ def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
 def cmd_ranks(args: argparse.Namespace) -> int:
     # lazy: off the dry-run start-up path; only this command loads it
     from runai_tui.knowledge.job_records import read_progress
-    from runai_tui.knowledge.progress import figure_text, record_age
+    from runai_tui.knowledge.progress import (
+        figure_text,
+        job_totals,
+        mfu_text,
+        record_age,
+        tflops_text,
+    )
     from runai_tui.runai import runner
 
     pod, progress = runner.run_sync(read_progress(client_for(args), args.job))
@@ -74,6 +82,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
             "the trainer writes them every --log-every steps once training starts",
         )
     now = time.time()
+    job = job_totals(progress.ranks)
     if args.json:
         print_json(
             {
@@ -81,6 +90,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
                 "pod": pod,
                 "now": round(now, 3),
                 "ranks": [f.to_dict() for f in progress.ranks],
+                "total": job.to_dict(),  # the job's img/s and TFLOP/s (summed), MFU (mean)
             }
         )
         return 0
@@ -92,12 +102,19 @@ def cmd_ranks(args: argparse.Namespace) -> int:
             figure_text(f.data_time, ".3f"),
             figure_text(f.step_time, ".3f"),
             figure_text(f.forward_time, ".3f"),
+            tflops_text(f.tflops),
+            mfu_text(f.mfu),
             record_age(f.time, now),
         ]
         for f in progress.ranks
     ]
+    rows.append(
+        ["job", "", figure_text(job.img_s, ".2f"), "", "", "", tflops_text(job.tflops),
+         mfu_text(job.mfu), ""]
+    )  # fmt: skip
     print(f"job {literal(args.job)}, records from pod {literal(pod or '-')}")
-    print(table(rows, ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "AGE"]))
+    header = ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "TFLOP/S", "MFU"]
+    print(table(rows, [*header, "AGE"]))
     return 0
 
 

@@ -18,15 +18,16 @@ STEP_TIME_HISTORY = 200
 # Train records kept for the curves (loss and every rank's images/s against step).
 CURVE_HISTORY = 2000
 # What a train record's "ranks" object lists, one value per global rank (trainer/engine.py).
-RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time")
+RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time", "tflops", "mfu")
 
 
 @dataclass(frozen=True)
 class RankFigures:
     """One rank's figures in one train record: seconds per step, seconds of data wait per
     step, images/s of this rank alone, seconds per step in the model's own forward pass (no
-    wait for other ranks in it; None from a trainer that did not write it); `step` and `time`
-    (unix seconds) are the record's."""
+    wait for other ranks in it; None from a trainer that did not write it), the model's
+    achieved TFLOP/s on this rank and its share of the chip's bf16 peak (None where the trainer
+    did not count them, or knows no peak); `step` and `time` (unix seconds) are the record's."""
 
     rank: int
     step: int | None
@@ -35,6 +36,8 @@ class RankFigures:
     img_s: float | None
     time: float | None
     forward_time: float | None = None
+    tflops: float | None = None
+    mfu: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,8 @@ class RankFigures:
             "data_time": self.data_time,
             "img_s": self.img_s,
             "forward_time": self.forward_time,
+            "tflops": self.tflops,
+            "mfu": self.mfu,
             "time": self.time,
         }
 
@@ -78,9 +83,52 @@ def rank_figures(record: dict[str, Any]) -> list[RankFigures]:
             _float(values[2][rank], None),
             stamp,
             _float(values[3][rank], None),
+            _float(values[4][rank], None),
+            _float(values[5][rank], None),
         )
         for rank in range(size)
     ]
+
+
+@dataclass(frozen=True)
+class JobTotals:
+    """The job's images/s and model TFLOP/s (every rank's summed) and MFU (the ranks' mean); None
+    where a rank lacks the figure (a trainer that does not count FLOPs, a chip with no known
+    peak)."""
+
+    img_s: float | None
+    tflops: float | None
+    mfu: float | None
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"img_s": self.img_s, "tflops": self.tflops, "mfu": self.mfu}
+
+
+def job_totals(ranks: list[RankFigures]) -> JobTotals:
+    def every(values: list[float | None]) -> list[float] | None:
+        known = [v for v in values if v is not None]
+        return known if known and len(known) == len(values) else None
+
+    img_s, tflops, mfu = (
+        every([getattr(f, name) for f in ranks]) for name in ("img_s", "tflops", "mfu")
+    )
+    return JobTotals(
+        sum(img_s) if img_s else None,
+        sum(tflops) if tflops else None,
+        sum(mfu) / len(mfu) if mfu else None,
+    )
+
+
+def tflops_text(value: float | None) -> str:
+    """TFLOP/s as people read them: 194, 12.3, 0.000801; "-" when unknown."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 1 else f"{value:.3g}"
+
+
+def mfu_text(value: float | None) -> str:
+    """An MFU as a percentage: 19.6%; "-" when unknown."""
+    return "-" if value is None else f"{value:.1%}"
 
 
 @dataclass
@@ -164,6 +212,10 @@ class TrainingProgress:
             parts.append(f"lr {self.lr:.1e}")
         if self.images_per_sec is not None:
             parts.append(f"{self.images_per_sec:.1f} img/s")
+        job = job_totals(self.ranks)
+        if job.tflops is not None:
+            mfu = f" (MFU {mfu_text(job.mfu)})" if job.mfu is not None else ""
+            parts.append(f"{tflops_text(job.tflops)} TFLOP/s{mfu}")
         if self.eval:
             shown = ", ".join(f"{k} {_fmt(v)}" for k, v in list(self.eval.items())[:3])
             parts.append(f"eval: {shown}")

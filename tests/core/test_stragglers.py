@@ -3,7 +3,8 @@
 The logs are real 2-process DDP runs of the trainer (gloo, CPU), made as
 tests/trainer/test_rank_figures.py makes them: `straggler.log` with rank 1's DataLoader worker
 held stopped most of the time, `straggler-compute.log` with rank 1's process running a third of
-the time, `ranks-even.log` left alone.
+the time, `ranks-even.log` left alone (those three from a trainer that did not count FLOPs), and
+`ranks-flops.log` left alone with `--peak-tflops 1`: its records carry every rank's TFLOP/s and MFU.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.knowledge import diagnose
 from runai_tui.knowledge.job_end import ended, judge, wait_for
 from runai_tui.knowledge.job_records import PodRecords, metric_columns, metric_rows
-from runai_tui.knowledge.progress import TrainingProgress, rank_figures
+from runai_tui.knowledge.progress import (
+    TrainingProgress,
+    job_totals,
+    mfu_text,
+    rank_figures,
+    tflops_text,
+)
 from runai_tui.knowledge.stragglers import find_stragglers, stragglers_in_lines
 from runai_tui.models import Job, JobDetail, Phase
 
@@ -113,6 +120,48 @@ def test_rank_figures_are_parsed_and_bad_shapes_ignored() -> None:
         (1.0, None, 2.0),
         (None, None, 3.0),
     ]
+
+
+def progress_of(name: str) -> TrainingProgress:
+    progress = TrainingProgress()
+    for line in (LOGS / name).read_text().splitlines():
+        progress.feed(line)
+    return progress
+
+
+def test_every_ranks_tflops_and_mfu_and_the_jobs_from_a_real_run() -> None:
+    progress = progress_of("ranks-flops.log")
+    last = train_records_of("ranks-flops.log")[-1][1]
+    assert [f.tflops for f in progress.ranks] == last["ranks"]["tflops"]
+    assert [f.mfu for f in progress.ranks] == last["ranks"]["mfu"]
+    assert all(f.tflops is not None and f.tflops > 0 for f in progress.ranks)
+    assert last["tflops"] == last["ranks"]["tflops"][0]  # the record's own is rank 0's
+    # --peak-tflops 1: the MFU is the TFLOP/s itself, rank by rank.
+    assert all(f.mfu == f.tflops for f in progress.ranks)
+    job = job_totals(progress.ranks)
+    assert job.tflops == pytest.approx(sum(last["ranks"]["tflops"]))
+    assert job.mfu == pytest.approx(sum(last["ranks"]["mfu"]) / 2)
+    assert job.img_s == pytest.approx(sum(last["ranks"]["img_s"]))
+    assert f"{tflops_text(job.tflops)} TFLOP/s (MFU {mfu_text(job.mfu)})" in progress.summary()
+    rows = metric_rows([PodRecords("m-0", [r for _, r in records_of("ranks-flops.log")])])
+    at_last = [r for r in rows if r["kind"] == "train" and r["step"] == last["step"]]
+    assert [r["rank_tflops"] for r in at_last] == last["ranks"]["tflops"]
+    assert {"rank_tflops", "rank_mfu"} <= set(metric_columns(rows))
+
+
+def test_records_of_a_trainer_that_counts_no_flops_show_none() -> None:
+    progress = progress_of("ranks-even.log")
+    assert progress.ranks and all(f.tflops is None and f.mfu is None for f in progress.ranks)
+    job = job_totals(progress.ranks)
+    assert (job.tflops, job.mfu) == (None, None) and job.img_s is not None
+    assert "TFLOP/s" not in progress.summary()
+    assert (tflops_text(None), mfu_text(None)) == ("-", "-")
+    assert (tflops_text(194.4), tflops_text(12.34), tflops_text(0.000801)) == (
+        "194",
+        "12.3",
+        "0.000801",
+    )
+    assert mfu_text(0.1962) == "19.6%"
 
 
 def test_metric_rows_have_a_row_per_record_and_rank() -> None:

@@ -135,8 +135,14 @@ def check_ranks_metrics_and_wait_after_the_end(name: str, records: list[dict]) -
     for r in ranks["ranks"]:
         assert r["step"] == 20 and r["img_s"] > 0 and 0 <= r["data_time"] < r["step_time"]
         assert r["step_time"] == last_train["ranks"]["step_time"][r["rank"]]
+        # The model's TFLOP/s on each rank; no MFU: a CPU has no datasheet peak.
+        assert r["tflops"] == last_train["ranks"]["tflops"][r["rank"]] and r["tflops"] > 0
+        assert r["mfu"] is None and "mfu" not in last_train
+    assert ranks["total"]["tflops"] == sum(r["tflops"] for r in ranks["ranks"])
+    assert ranks["total"]["mfu"] is None
     text = tui("ranks", name).stdout
-    assert "RANK  STEP  IMG/S" in text and len(text.splitlines()) == 4
+    assert "RANK  STEP  IMG/S" in text and "TFLOP/S  MFU" in text and len(text.splitlines()) == 5
+    assert text.splitlines()[-1].startswith("job ")  # the job's sums, below its ranks
     csv_rows = tui("metrics", name, "--csv").stdout.splitlines()
     assert csv_rows[0].startswith("pod,rank,kind,step,epoch,time,")
     train_rows = [r for r in csv_rows[1:] if ",train," in r]

@@ -6,26 +6,32 @@ rank 1's loader was held back), so the rank figures are real ones.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from runai_tui.knowledge.progress import TrainingProgress
+from rich.console import Console
+from textual.widgets import Static
+
+from runai_tui.knowledge.progress import TrainingProgress, job_totals, mfu_text, tflops_text
 from runai_tui.models import Phase
 from runai_tui.tui.job_end_word import ring_sequence
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.progress import TrainingPanel
-from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
+from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel, ranks_table
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job
 from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 REAL_RUN = Path(__file__).resolve().parents[1] / "core" / "diagnose_logs" / "straggler.log"
+# A real 2-process run of a trainer that counts its model's FLOPs (--peak-tflops 1 on the CPU).
+FLOPS_RUN = REAL_RUN.with_name("ranks-flops.log")
 SIZE = (110, 40)
 
 
-def make_app(phase: Phase = Phase.RUNNING) -> tuple[RecordingApp, FakeClient]:
+def make_app(phase: Phase = Phase.RUNNING, log: Path = REAL_RUN) -> tuple[RecordingApp, FakeClient]:
     client = FakeClient(
         jobs=[make_job("ddp-run", phase, age_s=300, pods=2)],
-        logs={"ddp-run-master-0": REAL_RUN.read_text().splitlines()},
+        logs={"ddp-run-master-0": log.read_text().splitlines()},
     )
     app = RecordingApp(client, refresh_interval=0, runner=RecordingRunner(), clock=lambda: NOW)
     return app, client
@@ -75,6 +81,26 @@ async def test_ranks_panel_rows_come_from_the_real_run() -> None:
         assert curves.log_scale and curves.border_subtitle == "y: log"
         await pilot.press("y")
         assert not curves.log_scale
+
+
+async def test_the_describe_screen_shows_every_ranks_tflops_and_mfu_and_the_jobs() -> None:
+    app, _ = make_app(log=FLOPS_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await ranks_shown(pilot)
+        panel = pilot.app.screen.query_one(TrainingPanel)
+        last = [json.loads(x) for x in FLOPS_RUN.read_text().splitlines() if '"train"' in x][-1]
+        assert [f.tflops for f in panel.progress.ranks] == last["ranks"]["tflops"]
+        console = Console(record=True, width=SIZE[0])
+        console.print(ranks_table(panel.progress, NOW.timestamp()))
+        rows = console.export_text().splitlines()
+        assert "TFLOP/S" in rows[0] and "MFU" in rows[0]
+        job = job_totals(panel.progress.ranks)
+        for rank, tflops in enumerate(last["ranks"]["tflops"]):
+            assert f" {tflops_text(tflops)} " in rows[2 + rank]
+            assert f" {mfu_text(last['ranks']['mfu'][rank])} " in rows[2 + rank]
+        assert rows[4].split()[0] == "job" and tflops_text(job.tflops) in rows[4]
+        summary = str(panel.query_one("#training-summary", Static).render())
+        assert f"{tflops_text(job.tflops)} TFLOP/s (MFU {mfu_text(job.mfu)})" in summary
 
 
 async def test_the_health_panel_names_the_straggler_rank() -> None:

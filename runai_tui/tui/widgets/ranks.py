@@ -1,6 +1,6 @@
-"""RanksPanel: one row per rank (step, images/s, data wait, step time, forward time, age of the
-last record) from the master's records; CurvesPanel: loss and every rank's images/s against
-step, with a log scale to toggle."""
+"""RanksPanel: one row per rank (step, images/s, data wait, step time, forward time, the model's
+TFLOP/s and MFU, age of the last record) and the job's row, from the master's records;
+CurvesPanel: loss and every rank's images/s against step, with a log scale to toggle."""
 
 from __future__ import annotations
 
@@ -9,14 +9,23 @@ from rich.text import Text
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from runai_tui.knowledge.progress import TrainingProgress, figure_text, record_age
+from runai_tui.knowledge.progress import (
+    TrainingProgress,
+    figure_text,
+    job_totals,
+    mfu_text,
+    record_age,
+    tflops_text,
+)
+
+COLUMNS = ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "FORWARD", "TFLOP/S", "MFU", "AGE")
 
 
 def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
     if not progress.ranks:
         return Text("no per-rank figures yet (the trainer writes them every --log-every steps)")
     table = Table(show_edge=False)
-    for column in ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "FORWARD", "AGE"):
+    for column in COLUMNS:
         table.add_column(column, justify="left" if column == "RANK" else "right")
     for f in progress.ranks:
         share = f.data_time / f.step_time if f.data_time is not None and f.step_time else 0.0
@@ -29,8 +38,15 @@ def ranks_table(progress: TrainingProgress, now: float) -> Table | Text:
             ),
             f"{figure_text(f.step_time, '.3f')} s",
             f"{figure_text(f.forward_time, '.3f')} s",
+            tflops_text(f.tflops),
+            mfu_text(f.mfu),
             record_age(f.time, now),
         )
+    job = job_totals(progress.ranks)
+    table.add_row(
+        "job", "", figure_text(job.img_s, ".2f"), "", "", "", tflops_text(job.tflops),
+        mfu_text(job.mfu), "", style="bold",
+    )  # fmt: skip
     return table
 
 
