@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.errors import ConfigError
+from trainer.fast_path import SWITCH_CHOICES
 
 # --ddp-comm-hook: a hook name, PowerSGD with an optional rank (trainer/comm.py reads it).
 HOOK_SPEC = re.compile(r"^(none|bf16|fp16|powersgd(:[1-9][0-9]*)?)$")
@@ -278,15 +279,30 @@ class TrainConfig:
     )
     sync_bn: bool = field(default=False, metadata=_opt("SyncBatchNorm across ranks"))
     clip_grad: float = field(default=0.0, metadata=_opt("max gradient norm (0: off)"))
-    channels_last: bool = field(
-        default=False, metadata=_opt("channels-last weights and backbone input")
-    )
-    compile: bool = field(
-        default=False,
+    channels_last: str = field(
+        default="auto",
+        metadata=_opt(
+            "channels-last weights and backbone input: auto (on with CUDA, off on a CPU where "
+            "it measured slower), on or off; --channels-last alone is on, --no-channels-last off",
+            choices=SWITCH_CHOICES, switch=True,
+        ),
+    )  # fmt: skip
+    compile: str = field(
+        default="auto",
         metadata=_opt(
             "torch.compile the backbone, FPN and head in place (anchors, loss and "
-            "post-processing stay eager); batches pad to multiples of 32, so a run meets a "
-            "bounded set of shapes"
+            "post-processing stay eager; batches pad to multiples of 32, so a run meets a "
+            "bounded set of shapes): auto (when the run's planned images repay the compile "
+            "time, trainer/fast_path.py), on or off; --compile alone is on, --no-compile off",
+            choices=SWITCH_CHOICES, switch=True,
+        ),
+    )  # fmt: skip
+    compile_cache_dir: str | None = field(
+        default=None,
+        metadata=_opt(
+            "torch.compile's on-disk caches (FX graphs, autotuning, Triton kernels), so a "
+            "second job of the same shape, a resubmit or a restart starts in seconds (default: "
+            ".compile-cache beside OUTPUT_DIR, on the same volume)"
         ),
     )
     seed: int = field(default=0, metadata=_opt("seed for sample order, augmentation and init"))
@@ -427,6 +443,14 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=f.default, **meta
             )
+            continue
+        if meta.pop("switch", False):
+            # auto/on/off, and the boolean spellings it had before: --flag (on), --no-flag (off).
+            group.add_argument(flag, nargs="?", const="on", default=f.default, **meta)
+            group.add_argument(
+                "--no-" + flag[2:], dest=f.name, action="store_const", const="off",
+                help=argparse.SUPPRESS,
+            )  # fmt: skip
             continue
         base = kind.replace(" | None", "")
         scalar = {"int": int, "float": float, "str": str}[base]

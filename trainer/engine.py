@@ -156,12 +156,80 @@ class Window:
     steps: int = 0
     images: int = 0  # all ranks
     local_images: int = 0  # this rank's
-    data_time: float = 0.0
     input_bytes: float = 0.0
     forward_time: float = 0.0
     allreduce_bytes: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     losses: dict[str, float] = field(default_factory=dict)
+    # The host timeline: seconds in each part of the loop (HOST_PARTS), and the clock's last mark.
+    host: dict[str, float] = field(default_factory=dict)
+    mark: float = field(default_factory=time.perf_counter)
+
+    @property
+    def data_time(self) -> float:
+        """Seconds waiting for the loader."""
+        return self.host.get("data", 0.0)
+
+    def lap(self, part: str) -> None:
+        """The time since the last mark goes to `part` (two clock reads: cheap every step)."""
+        now = time.perf_counter()
+        self.host[part] = self.host.get(part, 0.0) + now - self.mark
+        self.mark = now
+
+    def next(self) -> Window:
+        """The window after this one, its first lap the record just written."""
+        following = Window()
+        following.host["record"] = following.mark - self.mark
+        return following
+
+
+# The parts of a step on the host's clock, in loop order, as each train record's host_timeline
+# gives them: the loader wait (data_time), the host-to-device copies, forward and backward (on
+# CUDA: the queueing of their kernels), the loss all-reduce and the optimizer step, the read of
+# the figures one step late, the metrics record and the checkpoint.
+HOST_PARTS = ("data", "copy", "forward_backward", "optimizer", "read", "record", "checkpoint")
+
+
+class BatchCopier:
+    """A batch's host-to-device copies and its uint8-to-float conversion. On CUDA they run on a
+    side stream: from the loader's pinned memory, this batch's copy overlaps the previous step's
+    kernels still queued on the main stream, which waits for it before its next kernel. On the
+    CPU the conversion only."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+
+    def copy(
+        self, images: list[torch.Tensor], targets: list[dict[str, Any]]
+    ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+        if self.stream is None:
+            return self._copy(images, targets)
+        main = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self.stream):
+            inputs, device_targets = self._copy(images, targets)
+        main.wait_stream(self.stream)
+        for tensor in [*inputs, *(t for d in device_targets for t in d.values())]:
+            tensor.record_stream(main)  # made on the side stream, used on the main one
+        return inputs, device_targets
+
+    def _copy(
+        self, images: list[torch.Tensor], targets: list[dict[str, Any]]
+    ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+        inputs = to_model_input(images, self.device)
+        device_targets = [
+            {
+                "boxes": t["boxes"].to(self.device, non_blocking=True),
+                "labels": t["labels"].to(self.device, non_blocking=True),
+            }
+            for t in targets
+        ]
+        return inputs, device_targets
+
+
+def optimizer_options(device_type: str) -> dict[str, Any]:
+    """The multi-tensor paths of SGD and AdamW: fused kernels on CUDA, foreach elsewhere."""
+    return {"fused": True} if device_type == "cuda" else {"foreach": True}
 
 
 def amp_dtype(cfg: TrainConfig) -> torch.dtype | None:
@@ -200,16 +268,20 @@ def train_one_epoch(
     clock = forward_clock(model)
     clock.take()  # what evaluation or an earlier epoch left is not this window's
     unread: LaunchedStep | None = None  # the step before, whose figures the host has not read
-    fetch_start = time.perf_counter()
+    copier = BatchCopier(ctx.device)
     for images, targets in loader:
-        window.data_time += time.perf_counter() - fetch_start
+        window.lap("data")
         test_hooks.stall(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
-        step_losses = _forward_backward(ctx, cfg, model, scaler, images, targets, dtype)
+        inputs, device_targets = copier.copy(images, targets)
+        window.lap("copy")
+        step_losses = _forward_backward(ctx, cfg, model, scaler, inputs, device_targets, dtype)
+        window.lap("forward_backward")
         reduced, ready = _launch_reduce(ctx, step_losses, targets, stop, meter)
         refuse_non_finite(ctx, cfg, model, scaler, reduced, ready, progress)
         lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
+        window.lap("optimizer")
         progress.global_step += 1
         progress.step_in_epoch += 1
         launched = LaunchedStep(
@@ -220,16 +292,17 @@ def train_one_epoch(
         saves = bool(cfg.checkpoint_every) and progress.global_step % cfg.checkpoint_every == 0
         ends = progress.global_step >= total_steps
         stopped, unread = _read_due(ctx, unread, launched, logs or saves or ends, meter, window)
+        window.lap("read")
         if logs:
             _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm, model)
-            window = Window()
+            window = window.next()
         if saves:
             save("periodic")
+            window.lap("checkpoint")
         if stopped:
             return "stopped"
         if ends:
             return "max_steps"
-        fetch_start = time.perf_counter()
     if unread is not None and _read_step(ctx, unread, meter, window):
         return "stopped"
     return "epoch_end"
@@ -240,21 +313,13 @@ def _forward_backward(
     cfg: TrainConfig,
     model: nn.Module,
     scaler: torch.amp.GradScaler | None,
-    images: list[Any],
-    targets: list[Any],
+    inputs: list[torch.Tensor],
+    device_targets: list[dict[str, torch.Tensor]],
     dtype: torch.dtype | None,
 ) -> torch.Tensor:
-    """Forward and backward over the batch's --grad-accum micro-batches; returns the step's loss
-    terms, each the mean over the micro-batches."""
+    """Forward and backward over the batch's --grad-accum micro-batches (on the device already:
+    BatchCopier); returns the step's loss terms, each the mean over the micro-batches."""
     micro = cfg.micro_batch_size
-    inputs = to_model_input(images, ctx.device)
-    device_targets = [
-        {
-            "boxes": t["boxes"].to(ctx.device, non_blocking=True),
-            "labels": t["labels"].to(ctx.device, non_blocking=True),
-        }
-        for t in targets
-    ]
     step_losses = torch.zeros(len(LOSS_TERMS), device=ctx.device)
     for k in range(cfg.grad_accum):
         last = k == cfg.grad_accum - 1
@@ -524,6 +589,13 @@ def _log(
         record[f"loss_{name}"] = round(window.losses[name] / window.steps, 6)
     record["skipped_images"] = int(window.losses["skipped_images"])
     record["peak_memory_mb"] = round(peak_memory_mb(ctx.device), 1)
+    # Where rank 0's host spent each step, seconds per step by part (HOST_PARTS); the rest of
+    # step_time is Python between the marks.
+    record["host_timeline"] = {
+        part: round(window.host[part] / window.steps, 6)
+        for part in HOST_PARTS
+        if part in window.host
+    }
     if math.isfinite(tflops):  # this rank's (rank 0's); the job's is the sum over "ranks"
         record["tflops"] = round(tflops, 6)
     if math.isfinite(mfu):

@@ -8,8 +8,10 @@ state they hand each other is `Run`.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import platform
+import shutil
 import socket
 import time
 from collections.abc import Callable
@@ -24,21 +26,34 @@ import torchvision
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import checkpoint, test_hooks
+from trainer import checkpoint, fast_path, test_hooks
 from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import TrainData, build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
-from trainer.distributed import DistContext, all_gather_objects, broadcast_buffers, gather_objects
-from trainer.engine import Progress, StopRequest, WarmupCosine, amp_dtype, train_one_epoch
+from trainer.distributed import (
+    DistContext,
+    all_gather_objects,
+    broadcast_buffers,
+    broadcast_object,
+    gather_objects,
+)
+from trainer.engine import (
+    Progress,
+    StopRequest,
+    WarmupCosine,
+    amp_dtype,
+    optimizer_options,
+    train_one_epoch,
+)
 from trainer.errors import ConfigError
 from trainer.evaluate import evaluate
 from trainer.flops import FlopMeter, chip_peak, count_train_flops, flop_meter, install_flop_meter
 from trainer.loss import box_loss_type, install_batched_loss
 from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
-from trainer.model import build_model, parameter_groups
+from trainer.model import build_model, enable_channels_last, parameter_groups
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
 
@@ -57,15 +72,18 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     steps = count_steps(cfg, data)
 
     # Model. The checkpoint to resume from is found before the precision is chosen: a resumed
-    # run keeps its own.
+    # run keeps its own. Whether to compile is decided before the model is built, channels-last
+    # after the precision (on a CPU it follows it).
+    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
+    compiled = choose_compile(cfg, ctx, steps, found, log)
     model = build_model(cfg, data.num_classes).to(ctx.device)
     measure_flops(cfg, ctx, model, log)  # on a copy of the eager model: before compile and DDP
     if cfg.loss == "batched":
         # Says on the first batch what it kept. --compile compiles its per-class pass.
-        backend = test_hooks.compile_backend() if cfg.compile else None
+        backend = test_hooks.compile_backend() if cfg.compile == "on" else None
         install_batched_loss(model, cfg.model, log, backend)
-    found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     precision = choose_precision(cfg, ctx, model, found, log)
+    layout = choose_channels_last(cfg, ctx, model, log)
     net = wrap_model(cfg, ctx, model, log)
 
     # Optimiser, schedule and gradient scaler.
@@ -74,7 +92,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
     run = Run(cfg, ctx, log, data, steps.total, net, opt, open_metrics(cfg, ctx, log))
     resume(run, found)
-    record_start(run, found, precision)
+    record_start(run, found, {"amp": precision, "channels_last": layout, "compile": compiled})
 
     # The loop. An epoch ends early only at --max-steps or on a stop request.
     run.stop.install()
@@ -215,11 +233,99 @@ def choose_precision(
     return {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
 
 
+def choose_compile(
+    cfg: TrainConfig,
+    ctx: DistContext,
+    steps: Steps,
+    found: Checkpoint | None,
+    log: Callable[[str], None],
+) -> dict[str, str]:
+    """Resolve --compile (auto: trainer/fast_path.py) into cfg, rank 0's choice on every rank,
+    and point torch.compile's caches at --compile-cache-dir; returns what was asked, what was
+    chosen and why, for run.json."""
+    cache = compile_cache_dir(cfg)
+    done = found[1].get("progress", {}).get("global_step", 0) if found else 0
+    images = max(steps.total - done, 0) * cfg.batch_size
+    height, width = _train_size(cfg)
+    missing = _compiler_missing(ctx.device.type) if cfg.compile == "auto" else ""
+    if missing:
+        choice = fast_path.PathChoice(False, f"auto: {missing}")
+    else:
+        warm = ctx.is_main and _cache_is_warm(cache)
+        choice = fast_path.compile_choice(cfg.compile, ctx.device.type, images, height, width, warm)
+    choice = broadcast_object(ctx, choice)
+    asked, cfg.compile = cfg.compile, choice.value
+    log(f"compile {choice.value} ({choice.why})")
+    if choice.on:
+        use_compile_cache(cache, log)
+    return {"asked": asked, "chosen": choice.value, "why": choice.why}
+
+
+def choose_channels_last(
+    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
+) -> dict[str, str]:
+    """Resolve --channels-last (auto: trainer/fast_path.py) for the precision chosen, convert the
+    model when it turns on here (build_model did for an explicit on), and say why."""
+    choice = fast_path.channels_last_choice(cfg.channels_last, ctx.device.type, cfg.amp)
+    asked, cfg.channels_last = cfg.channels_last, choice.value
+    if choice.on and asked == "auto":
+        enable_channels_last(model)
+    log(f"channels-last {choice.value} ({choice.why})")
+    return {"asked": asked, "chosen": choice.value, "why": choice.why}
+
+
+def compile_cache_dir(cfg: TrainConfig) -> str:
+    """--compile-cache-dir, or .compile-cache beside the output dir: on a job's shared volume,
+    where the next job of the same shape, a resubmit or a restart finds it."""
+    if cfg.compile_cache_dir:
+        return os.path.abspath(cfg.compile_cache_dir)
+    return os.path.join(os.path.dirname(os.path.abspath(cfg.output_dir)), ".compile-cache")
+
+
+# The public environment variables torch.compile reads its caches' places and switches from.
+COMPILE_CACHE_ENV = {
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",  # FX graphs, autotuning, generated code
+    "TRITON_CACHE_DIR": "triton",  # compiled GPU kernels
+}
+COMPILE_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+
+
+def use_compile_cache(cache: str, log: Callable[[str], None]) -> None:
+    """Point torch.compile's on-disk caches into `cache`; a variable the job sets itself wins."""
+    kept = [name for name in COMPILE_CACHE_ENV if name in os.environ]
+    for name, sub in COMPILE_CACHE_ENV.items():
+        os.environ.setdefault(name, os.path.join(cache, sub))
+    for name, value in COMPILE_CACHE_SWITCHES.items():
+        os.environ.setdefault(name, value)
+    where = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    log(f"compile cache: {where}" + (f" ({', '.join(kept)} from the environment)" if kept else ""))
+
+
+def _cache_is_warm(cache: str) -> bool:
+    """Whether the cache torch.compile will use holds anything yet."""
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(cache, "inductor")
+    try:
+        with os.scandir(where) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
+
+
+def _compiler_missing(device_type: str) -> str:
+    """Why inductor cannot compile here ("" when it can): Triton on CUDA, a C++ compiler on CPU."""
+    if test_hooks.compile_backend() != "inductor":
+        return ""
+    if device_type == "cuda":
+        return "" if importlib.util.find_spec("triton") else "Triton is not installed"
+    compiler = os.environ.get("CXX", "g++")
+    return "" if shutil.which(compiler) else f"no C++ compiler ({compiler}) on PATH"
+
+
 def wrap_model(
     cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
 ) -> Net:
     """Compile (--compile), tune cuDNN, convert to SyncBatchNorm (--sync-bn), wrap in DDP."""
-    if cfg.compile:
+    if cfg.compile == "on":
         _compile(cfg, model, log)
     if ctx.device.type == "cuda":
         # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
@@ -296,12 +402,12 @@ def build_optimizer(
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
     param_groups = parameter_groups(net.model_without_ddp, weight_decay, norm_weight_decay)
-    fused: dict[str, Any] = {"fused": True} if ctx.device.type == "cuda" else {}
+    paths = optimizer_options(ctx.device.type)  # fused on CUDA, foreach on a CPU
     optimizer: torch.optim.Optimizer
     if cfg.optimizer == "sgd":
-        optimizer = torch.optim.SGD(param_groups, lr=lr, momentum=cfg.momentum, **fused)
+        optimizer = torch.optim.SGD(param_groups, lr=lr, momentum=cfg.momentum, **paths)
     else:
-        optimizer = torch.optim.AdamW(param_groups, lr=lr, **fused)
+        optimizer = torch.optim.AdamW(param_groups, lr=lr, **paths)
     schedule = WarmupCosine(
         cfg.warmup_steps, cfg.warmup_factor, steps.total, cfg.lr_schedule == "cosine"
     )
@@ -375,9 +481,10 @@ def resume(run: Run, found: Checkpoint | None) -> None:
     )
 
 
-def record_start(run: Run, found: Checkpoint | None, precision: dict[str, str]) -> None:
+def record_start(run: Run, found: Checkpoint | None, path: dict[str, dict[str, str]]) -> None:
     """Drop metrics past the resumed step and write run.json: every rank's host and device,
-    versions, environment, data contract and precision."""
+    versions, environment, data contract, and the path taken (amp, channels_last, compile: each
+    asked, chosen and why)."""
     cfg, ctx = run.cfg, run.ctx
     run.metrics.truncate_after(run.progress.global_step)  # a fresh run starts an empty file
     ranks = all_gather_objects(
@@ -387,7 +494,7 @@ def record_start(run: Run, found: Checkpoint | None, precision: dict[str, str]) 
         info = _run_info(cfg, ctx, ranks, found[0] if found else None)
         meter = flop_meter(run.net.model_without_ddp)
         info["flops"] = meter.run_info() if meter else None
-        write_run_json(cfg.output_dir, {**info, "data": run.data.info, "amp": precision})
+        write_run_json(cfg.output_dir, {**info, "data": run.data.info, **path})
 
 
 def train_epochs(run: Run) -> str:

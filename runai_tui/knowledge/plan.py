@@ -33,6 +33,8 @@ from runai_tui.knowledge.trainer_facts import (
     TRAINER_DEFAULTS,  # noqa: F401
     TRAINER_TYPES,  # noqa: F401
     TrainerArgs,
+    channels_last_choice,
+    compile_choice,
     parse_trainer_args,
     trainer_args,
     trainer_args_problem,
@@ -202,6 +204,9 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     measured: Measured | None = None
     measure_note: str = ""
+    # The path the job takes, as its run.json will record it: amp, channels_last and compile,
+    # each {"chosen": ..., "why": ...} (precision_path below).
+    path: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -235,6 +240,7 @@ class Plan:
                 else ""
             )
             + f" ({self.model}, {self.num_classes} classes)",
+            *(f"{PATH_LABELS[key]}: {p['chosen']} ({p['why']})" for key, p in self.path.items()),
             f"gradient bytes: {self.gradient_bytes:,} ({self.gradient_bytes / 1e6:.1f} MB fp32)",
             *self._allreduce_lines(),
         ]
@@ -317,6 +323,34 @@ def _s(n: int) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+PATH_LABELS = {"amp": "precision", "channels_last": "channels-last", "compile": "compile"}
+
+
+def precision_path(
+    args: TrainerArgs, gpus: int, images_per_process: int
+) -> dict[str, dict[str, str]]:
+    """The precision, channels-last and compile a job takes, with the trainer's rules
+    (trainer/amp.py, trainer/fast_path.py): CUDA where the pods have GPUs, else the CPU. A cold
+    compile cache is assumed; a warm one (.compile-cache beside the output dir) lowers the bar."""
+    device = "cuda" if gpus else "cpu"
+    amp: str | None = args.amp
+    if args.amp != "auto":
+        amp_why = f"--amp {args.amp}"
+    elif device == "cuda":
+        amp, amp_why = "bf16", "--amp auto: bf16 where the GPU supports it, else fp16 with a scaler"
+    else:
+        amp, amp_why = None, "--amp auto on a CPU: the faster of fp32 and bf16, measured at start"
+    height, width = args.min_size, min(args.max_size, args.min_size * 4 // 3)
+    layout = channels_last_choice(args.channels_last, device, amp)
+    compiled = compile_choice(args.compile, device, images_per_process, height, width, False)
+    shown_amp = "fp32" if amp == "none" else (amp or "fp32 or bf16")
+    return {
+        "amp": {"chosen": shown_amp, "why": amp_why},
+        "channels_last": {"chosen": layout.value, "why": layout.why},
+        "compile": {"chosen": compiled.value, "why": compiled.why},
+    }
 
 
 class NotTrainerError(UsageError):
@@ -409,6 +443,9 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         cpu_cores=dict(profile.cpu),
         memory_bytes=_memory_bytes(profile),
         notes=notes,
+        path=precision_path(
+            args, max(profile.gpus or 0, profile.master_gpus or 0), steps * args.batch_size
+        ),
     )
 
 

@@ -45,6 +45,10 @@ class TrainerArgs(NamedTuple):
     lr_base_batch: int = 16
     sync_bn: bool = False
     amp: str = "auto"
+    channels_last: str = "auto"
+    compile: str = "auto"
+    min_size: int = 800
+    max_size: int = 1333
     ddp_comm_hook: str = "none"
     ddp_bucket_mb: int = 0
     given: frozenset[str] = frozenset()
@@ -76,6 +80,10 @@ HOOK_SPEC = re.compile(r"^(none|bf16|fp16|powersgd(:[1-9][0-9]*)?)$")
 HOOK_WIRE_SHARE: dict[str, float | None] = {"none": 1.0, "bf16": 0.5, "fp16": 0.5, "powersgd": None}
 # The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
 OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
+
+# Flags that take auto, on or off, and keep their boolean spellings: --flag (on), --no-flag (off).
+SWITCHES = frozenset({"channels_last", "compile"})
+SWITCH_CHOICES = ("auto", "on", "off")
 
 # Documented train-split sizes (images) of the datasets the trainer reads.
 DATASET_SIZES: dict[str, tuple[int, str]] = {
@@ -150,6 +158,14 @@ def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
             values[key[3:]] = False
             given.add(key[3:])
             continue
+        if key.startswith("no_") and key[3:] in SWITCHES and not sep:
+            values[key[3:]] = "off"
+            given.add(key[3:])
+            continue
+        if key in SWITCHES and not sep and (i >= len(words) or words[i].startswith("-")):
+            values[key] = "on"  # argparse's nargs="?": the flag alone
+            given.add(key)
+            continue
         kind = TRAINER_TYPES.get(key)
         if kind is None:
             continue
@@ -199,6 +215,11 @@ def trainer_args_problem(args: TrainerArgs) -> str:
         )
     if args.ddp_bucket_mb < 0:
         return f"--ddp-bucket-mb {args.ddp_bucket_mb}: must be 0 (PyTorch's default) or more"
+    for name in sorted(SWITCHES):
+        if args.values[name] not in SWITCH_CHOICES:
+            return f"--{name.replace('_', '-')} {args.values[name]!r}: expected auto, on or off"
+    if args.min_size < 32 or args.max_size < args.min_size:
+        return f"--min-size {args.min_size} / --max-size {args.max_size}: need 32 <= min <= max"
     layers = args.trainable_backbone_layers
     if layers is not None and not 0 <= layers <= 5:
         return f"--trainable-backbone-layers {layers}: must be 0..5"
@@ -214,3 +235,86 @@ def _convert(name: str, raw: str, kind: type) -> Any:
             f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
             f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
         ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The path a job takes: --channels-last auto and --compile auto (a copy of trainer/fast_path.py,
+# which the trainer decides with; tests/trainer/test_plan_tables.py keeps the two equal)
+
+GPU_EAGER_IMAGES_PER_SEC = 89.6
+GPU_COMPILED_IMAGES_PER_SEC = 109.0
+GPU_COLD_COMPILE_SECONDS = 110.0
+GPU_REFERENCE_PIXELS = 800 * 1066
+WARM_COMPILE_SHARE = 0.25
+CPU_FP32_CHANNELS_LAST = 1.10
+CPU_BF16_CHANNELS_LAST = 0.65
+CPU_EAGER_SECONDS_PER_IMAGE = 1.0
+CPU_COMPILED_SECONDS_PER_IMAGE = 0.8
+CPU_COLD_COMPILE_SECONDS = 60.0
+CPU_REFERENCE_PIXELS = 64 * 85
+
+
+class PathChoice(NamedTuple):
+    on: bool
+    why: str
+
+    @property
+    def value(self) -> str:
+        return "on" if self.on else "off"
+
+
+def channels_last_choice(asked: str, device_type: str, amp: str | None) -> PathChoice:
+    """--channels-last: `asked` is auto, on or off; `device_type` cuda or cpu; `amp` the
+    precision the run trains in (none, fp16, bf16), None where not known yet (--amp auto on a
+    CPU, measured at start)."""
+    if asked != "auto":
+        return PathChoice(asked == "on", f"--channels-last {asked}")
+    if device_type == "cuda":
+        return PathChoice(True, "auto: cuDNN's convolutions are faster in channels-last")
+    if amp is None:
+        return PathChoice(False, "auto on a CPU: on with bf16, off with fp32 (measured at start)")
+    if amp == "bf16":
+        return PathChoice(
+            True, f"auto: on a CPU in bf16, {CPU_BF16_CHANNELS_LAST:.2f}x the NCHW step time"
+        )
+    return PathChoice(
+        False,
+        f"auto: on a CPU in {'fp32' if amp == 'none' else amp}, channels-last took "
+        f"{CPU_FP32_CHANNELS_LAST:.2f}x the NCHW step time",
+    )
+
+
+def compile_seconds_saved(device_type: str, images: int, height: int, width: int) -> float:
+    """Seconds torch.compile saves over `images` images resized to height x width."""
+    if device_type == "cuda":
+        per_image = 1 / GPU_EAGER_IMAGES_PER_SEC - 1 / GPU_COMPILED_IMAGES_PER_SEC
+        reference = GPU_REFERENCE_PIXELS
+    else:
+        per_image = CPU_EAGER_SECONDS_PER_IMAGE - CPU_COMPILED_SECONDS_PER_IMAGE
+        reference = CPU_REFERENCE_PIXELS
+    return images * per_image * height * width / reference
+
+
+def compile_cost_seconds(device_type: str, warm_cache: bool) -> float:
+    """The compile time a run pays at start: cold, or the share a warm cache leaves."""
+    cold = GPU_COLD_COMPILE_SECONDS if device_type == "cuda" else CPU_COLD_COMPILE_SECONDS
+    return cold * WARM_COMPILE_SHARE if warm_cache else cold
+
+
+def compile_choice(
+    asked: str, device_type: str, images: int, height: int, width: int, warm_cache: bool
+) -> PathChoice:
+    """--compile: `images` is what each process will train on (remaining steps x batch size),
+    height x width the resized image; `warm_cache` whether the compile cache holds anything."""
+    if asked != "auto":
+        return PathChoice(asked == "on", f"--compile {asked}")
+    saved = compile_seconds_saved(device_type, images, height, width)
+    cost = compile_cost_seconds(device_type, warm_cache)
+    cache = "warm" if warm_cache else "cold"
+    figures = (
+        f"{images:,} images at {height}x{width} save about {saved:,.0f} s against about "
+        f"{cost:,.0f} s to compile with a {cache} cache"
+    )
+    if saved > cost:
+        return PathChoice(True, f"auto: {figures}")
+    return PathChoice(False, f"auto: too short to repay it: {figures}")

@@ -306,3 +306,42 @@ def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_le
     assert plan.measured is not None and plan.measured.other_step_time is not None
     assert math.isclose(plan.measured.other_step_time, 0.10 + plan.half_seconds["tcp_25gbps"])
     assert plan.warnings == []
+
+
+# -- the path a job takes --------------------------------------------------------------------
+
+
+def test_the_shipped_gpu_profiles_take_the_fast_path_with_no_flags() -> None:
+    for name in ("retinanet-tcp", "retinanet-rdma"):
+        profile = ProfileStore().load(name)
+        args = parse_trainer_args(trainer_args(profile) or [])
+        assert not {"amp", "channels_last", "compile"} & args.given  # the defaults decide
+        plan = make_plan(profile)
+        assert {k: p["chosen"] for k, p in plan.path.items()} == {
+            "amp": "bf16",
+            "channels_last": "on",
+            "compile": "on",
+        }
+        lines = plan.lines()
+        assert "channels-last: on (auto: cuDNN's convolutions are faster in channels-last)" in lines
+        compile_line = next(line for line in lines if line.startswith("compile: on (auto: "))
+        assert compile_line.endswith("to compile with a cold cache)")
+        assert plan.to_dict()["path"]["amp"]["why"].startswith("--amp auto: bf16")
+
+
+def test_a_short_cpu_job_stays_eager_and_says_why(tmp_path: Path) -> None:
+    profile = make(
+        tmp_path,
+        f"command: [{ENTRY}]\nargs: [--dataset, synthetic, --max-steps, '20', --min-size, '128']\n",
+    )
+    path = make_plan(profile).path
+    assert path["amp"]["chosen"] == "fp32 or bf16"  # measured at the job's start
+    assert path["channels_last"] == {
+        "chosen": "off",
+        "why": "auto on a CPU: on with bf16, off with fp32 (measured at start)",
+    }
+    assert path["compile"]["chosen"] == "off"
+    assert path["compile"]["why"].startswith("auto: too short to repay it: 40 images at 128x170")
+    forced = make(tmp_path, f"command: [{ENTRY}]\nargs: [--compile, --no-channels-last]\n")
+    assert make_plan(forced).path["compile"] == {"chosen": "on", "why": "--compile on"}
+    assert make_plan(forced).path["channels_last"]["why"] == "--channels-last off"

@@ -10,7 +10,7 @@ import pytest
 
 from trainer import __main__ as entry
 from trainer.config import build_parser, parse_config
-from trainer.engine import WarmupCosine
+from trainer.engine import HOST_PARTS, WarmupCosine
 
 
 def test_warmup_then_cosine():
@@ -53,7 +53,27 @@ def test_accumulation_clipping_channels_last_adamw(tmp_path, monkeypatch, capsys
     assert [r["step"] for r in train] == [1, 2]
     assert all(math.isfinite(r["loss"]) for r in train)
     assert "adamw lr 2.5e-05 (= 0.0001 x global batch 4 / 16)" in out
+    # The model's TFLOP/s: its counted FLOPs per image times its images/s, both micro-batches
+    # of each step counted (the batches pad to the counted 64x64); no MFU without a peak.
+    flops = json.loads((tmp_path / "run.json").read_text())["flops"]
+    assert flops["counted_shape"] == [64, 64] and flops["peak_tflops"] is None
+    for r in train:
+        assert "mfu" not in r and "mfu" not in r["ranks"]
+        expected = flops["per_image"] * r["ranks"]["img_s"][0] / 1e12
+        assert r["tflops"] == pytest.approx(expected, rel=0.02)
     assert_metrics_contract(out.splitlines(), total_steps=2, epochs=parse_config([]).epochs)
+    # The path taken, asked and why, in run.json and the log; the host's timeline in records.
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["channels_last"] == {"asked": "on", "chosen": "on", "why": "--channels-last on"}
+    assert run["amp"] == {"asked": "none", "chosen": "none", "why": "--amp none"}
+    assert (run["compile"]["asked"], run["compile"]["chosen"]) == ("auto", "off")
+    assert f"compile off ({run['compile']['why']})" in out
+    assert run["compile"]["why"].startswith("auto: too short to repay it: 8 images at 64x64 ")
+    for record in train:
+        timeline = record["host_timeline"]
+        assert {"data", "copy", "forward_backward", "optimizer", "read"} <= set(timeline)
+        assert set(timeline) <= set(HOST_PARTS) and min(timeline.values()) >= 0.0
+        assert timeline["data"] == record["data_time"]
 
 
 def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> None:

@@ -88,8 +88,9 @@ def test_a_training_step_never_makes_the_host_wait_for_the_gpu() -> None:
     for step in range(4):  # the first steps allocate, autotune and cache; the last is checked
         torch.cuda.set_sync_debug_mode("error" if step == 3 else "default")
         try:
+            inputs, device_targets = engine.BatchCopier(ctx.device).copy(images, targets)
             losses = engine._forward_backward(
-                ctx, cfg, model, None, images, targets, torch.bfloat16
+                ctx, cfg, model, None, inputs, device_targets, torch.bfloat16
             )
             results.append(engine._launch_reduce(ctx, losses, targets, stop, None))
             engine._optimizer_step(cfg, model, optimizer, scheduler, None)

@@ -74,3 +74,42 @@ def test_the_comm_hook_spelling_is_the_trainers() -> None:
 
     assert trainer_facts.HOOK_SPEC.pattern == config.HOOK_SPEC.pattern
     assert set(trainer_facts.HOOK_WIRE_SHARE) == {"none", "bf16", "fp16", "powersgd"}
+
+
+def test_the_plans_fast_path_rule_is_the_trainers() -> None:
+    """`plan` and the submit form say which path a job takes with a copy of trainer/fast_path.py
+    (the core imports no trainer): the same figures, and the same answers over a grid."""
+    from runai_tui.knowledge import trainer_facts
+    from trainer import config, fast_path
+
+    figures = {name: v for name, v in vars(fast_path).items() if name.isupper()}
+    assert len(figures) > 10
+    assert {name: getattr(trainer_facts, name) for name in figures} == figures
+    assert {
+        f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("switch")
+    } == trainer_facts.SWITCHES
+    assert trainer_facts.SWITCH_CHOICES == config.SWITCH_CHOICES
+    for asked in fast_path.SWITCH_CHOICES:
+        for device in ("cuda", "cpu"):
+            for amp in ("none", "fp16", "bf16", None):
+                ours = fast_path.channels_last_choice(asked, device, amp)
+                assert tuple(trainer_facts.channels_last_choice(asked, device, amp)) == ours
+            for images in (0, 1_000, 50_000, 60_000, 10**7):
+                for size in ((64, 64), (512, 682), (800, 1066)):
+                    for warm in (False, True):
+                        ours = fast_path.compile_choice(asked, device, images, *size, warm)
+                        theirs = trainer_facts.compile_choice(asked, device, images, *size, warm)
+                        assert tuple(theirs) == ours
+
+
+def test_the_plan_reads_the_switches_as_the_trainer_does() -> None:
+    for words in (
+        ["--channels-last", "--compile", "--min-size", "640"],
+        ["--no-channels-last", "--no-compile", "--max-size", "900"],
+        ["--channels-last", "auto", "--compile=on"],
+        ["--compile"],
+    ):
+        cfg = TrainConfig(**vars(build_parser().parse_args(words)))
+        read = plan.parse_trainer_args(words)
+        for name in ("channels_last", "compile", "min_size", "max_size"):
+            assert getattr(cfg, name) == getattr(read, name), (words, name)
