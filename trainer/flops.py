@@ -18,6 +18,9 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils.flop_counter import FlopCounterMode
+
+from trainer.loss import BatchedRetinaNetLoss
 
 # Dense (no structured sparsity) bf16 tensor-core peaks in TFLOP/s, by CUDA device name, from the
 # vendor datasheets: NVIDIA H100 Tensor Core GPU datasheet (SXM 989, PCIe 756, NVL 835), NVIDIA
@@ -89,14 +92,10 @@ def count_train_flops(
     update, and the global RNG (the transform draws its resize from it) is restored. Pass the
     eager module, before torch.compile and DDP wrap it. `batched_loss` ("l1" or "giou"): count
     with the trainer's batched loss of that box loss; None: the model's own."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     started = time.perf_counter()
     device = next(model.parameters()).device
     counted: Any = copy.deepcopy(model).train()  # a RetinaNet: its transform, head and loss
     if batched_loss is not None:
-        from trainer.loss import BatchedRetinaNetLoss
-
         counted.compute_loss = BatchedRetinaNetLoss(counted, batched_loss)
     padded: list[tuple[int, int]] = []
     hook = counted.transform.register_forward_hook(

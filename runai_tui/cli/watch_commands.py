@@ -72,7 +72,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
         record_age,
         tflops_text,
     )
-    from runai_tui.runai import runner
+    from runai_tui.runai import runner  # lazy, as above
 
     pod, progress = runner.run_sync(read_progress(client_for(args), args.job))
     if not progress.ranks:
