@@ -6,6 +6,8 @@ import ctypes
 import datetime
 import os
 import signal
+import socket
+import struct
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +87,71 @@ def init_distributed(
         device_id=device if use_cuda else None,
     )
     flight_recorder.start(dist.get_rank(), backend)
+    if backend == "gloo" and local_rank == 0:  # one line per pod: NCCL says its own (NCCL_DEBUG)
+        print(f"trainer: rank {dist.get_rank()}: {gloo_network()}", flush=True)
     return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend)
+
+
+LOOPBACK = "lo"
+
+
+def gloo_network(environ: dict[str, str] | None = None, host: str | None = None) -> str:
+    """`Using network gloo/TCP on IFACE (how)`: where Gloo's TCP transport is, found as
+    ProcessGroupGloo finds it (Gloo itself does not say): the interfaces GLOO_SOCKET_IFNAME
+    names; else the address this host's name resolves to, if a socket can bind it, and the
+    interface that holds it; else the loopback interface. `runai-tui diagnose` reads the line
+    (a pod's TRANSPORT column)."""
+    environ = dict(os.environ) if environ is None else environ
+    named = environ.get("GLOO_SOCKET_IFNAME", "").strip()
+    if named:
+        return f"Using network gloo/TCP on {named} (GLOO_SOCKET_IFNAME)"
+    host = socket.gethostname() if host is None else host
+    address = _bindable_address(host)
+    if address is None:
+        return f"Using network gloo/TCP on {LOOPBACK} ({host} resolves to no address to bind)"
+    iface = _interface_of(address)
+    shown = iface or address  # an IPv6 address, or one no interface lists: the address itself
+    return f"Using network gloo/TCP on {shown} ({address}, the address of {host})"
+
+
+def _bindable_address(host: str) -> str | None:
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    for family, kind, proto, _, address in found:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind(address)
+        except OSError:
+            continue
+        return str(address[0])
+    return None
+
+
+def _interface_of(address: str) -> str | None:
+    """The interface that holds IPv4 `address` (SIOCGIFADDR on each; Linux), else None."""
+    if address.startswith("127."):
+        return LOOPBACK  # all of 127/8 is the loopback's, though it lists 127.0.0.1 only
+    try:
+        import fcntl  # lazy: POSIX only
+
+        names = [name for _, name in socket.if_nameindex()]
+    except (ImportError, OSError):
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for name in names:
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                held = socket.inet_ntoa(fcntl.ioctl(probe.fileno(), SIOCGIFADDR, request)[20:24])
+            except OSError:
+                continue  # no IPv4 address
+            if held == address:
+                return name
+    return None
+
+
+SIOCGIFADDR = 0x8915  # linux/sockios.h: an interface's IPv4 address
 
 
 def die_with_launcher() -> None:

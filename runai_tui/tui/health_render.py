@@ -8,14 +8,18 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from runai_tui.knowledge.diagnose import TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
+from runai_tui.knowledge.diagnose import TRANSPORT_GLOO, TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
 from runai_tui.knowledge.findings import pods_named
 from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.text import literal
 from runai_tui.tui.health_view import REMEDY_MARK, SEVERITY_MARK, SEVERITY_STYLE
 
-TRANSPORT_STYLE = {TRANSPORT_IB: "bold black on green", TRANSPORT_SOCKET: "bold black on yellow"}
+TRANSPORT_STYLE = {
+    TRANSPORT_IB: "bold black on green",
+    TRANSPORT_SOCKET: "bold black on yellow",
+    TRANSPORT_GLOO: "bold black on cyan",  # CPU DDP: TCP is what it has, not a fallback
+}
 STATUS_STYLE = {PASS: "green", FAIL: "bold red"}
 
 

@@ -12,7 +12,14 @@ import pytest
 
 from runai_tui.cli import main
 from runai_tui.knowledge import diagnose
-from runai_tui.knowledge.diagnose import CODES, PodDiagnoser, combine, diagnose_files, render_text
+from runai_tui.knowledge.diagnose import (
+    CODES,
+    PodDiagnoser,
+    combine,
+    diagnose_files,
+    diagnose_lines,
+    render_text,
+)
 from runai_tui.knowledge.docs import DIAGNOSE_CODES, diagnose_codes_table
 
 LOGS = Path(__file__).parent / "diagnose_logs"
@@ -104,6 +111,22 @@ def test_transport_is_what_nccl_finally_uses() -> None:
         "mlx5_2:1/RoCE,mlx5_3:1/RoCE",
     )
     assert transport(prefix + "Using network IB", ib) == ("IB", "mlx5_2:1/RoCE,mlx5_3:1/RoCE")
+
+
+@pytest.mark.parametrize("hyperscan", [True, False])
+def test_a_gloo_pod_s_transport_is_what_the_trainer_says(hyperscan: bool) -> None:
+    # Gloo prints nothing about its network: the trainer's line says it (trainer/distributed.py),
+    # read by either prefilter, in a block of its own or among other lines.
+    said = "trainer: rank 1: Using network gloo/TCP on eth0 (10.0.0.7, the address of pod-w)"
+    lines = ["trainer: world size 2 (gloo), device cpu", said, '{"kind": "train", "loss": 1.0}']
+    health = PodDiagnoser("p", hyperscan=hyperscan).feed_all(lines).health()
+    assert (health.transport, health.device) == ("gloo/TCP", "eth0")
+    listed = "trainer: rank 0: Using network gloo/TCP on lo,eth0 (GLOO_SOCKET_IFNAME)"
+    assert transport(listed) == ("gloo/TCP", "lo,eth0")
+    # The logs do not say (a gloo job that failed before its process group): unknown.
+    assert transport("trainer: world size 2 (gloo), device cpu") == ("unknown", "")
+    text = render_text(diagnose_lines({"j-master-0": [listed], "j-worker-0": [said]}))
+    assert "j-master-0  gloo/TCP   lo,eth0\nj-worker-0  gloo/TCP   eth0\n" in text
 
 
 def test_tcp_fallback_needs_ib_asked_for_somewhere_in_the_job() -> None:

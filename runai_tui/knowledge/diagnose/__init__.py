@@ -4,7 +4,7 @@ Core (no Textual, no Rich). One concern per module:
 
 - codes.py      the code table (CODES): code, severity, message, fix, example, pattern
 - prefilter.py  the line prefilter: which lines of a block are candidates (Hyperscan or Python)
-- nccl_net.py   the transport NCCL uses, as its log says it
+- nccl_net.py   the transport NCCL uses, as its log says it (gloo's: as the trainer says it)
 - records.py    the trainer's records in a log
 - pod.py        PodDiagnoser: one pod's log in, findings, counts and transport out
 - joblogs.py    JobLogs (what a detector sees) and the Detector type
@@ -36,6 +36,7 @@ from runai_tui.knowledge.diagnose.codes import CODES, EVIDENCE_MAX, Code, cut, m
 from runai_tui.knowledge.diagnose.job import LogSource, diagnose_job, diagnose_waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import (
+    TRANSPORT_GLOO,
     TRANSPORT_IB,
     TRANSPORT_SOCKET,
     TRANSPORT_UNKNOWN,
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_LINE_READ",
     "RECORDS_KEPT",
     "SEVERITY_ORDER",
+    "TRANSPORT_GLOO",
     "TRANSPORT_IB",
     "TRANSPORT_SOCKET",
     "TRANSPORT_UNKNOWN",

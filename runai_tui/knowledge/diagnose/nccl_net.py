@@ -1,5 +1,7 @@
 """The network NCCL uses, as its log says it (NCCL_DEBUG=INFO): the transport a pod chose and
-its devices, and the NCCL_IB_* settings that ask for InfiniBand/RoCE."""
+its devices, and the NCCL_IB_* settings that ask for InfiniBand/RoCE. A gloo (CPU) job's pods
+say theirs through the trainer, which finds it as Gloo does (Gloo prints nothing):
+`trainer: rank 0: Using network gloo/TCP on lo (...)`."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 TRANSPORT_IB, TRANSPORT_SOCKET, TRANSPORT_UNKNOWN = "IB", "Socket", "unknown"
+TRANSPORT_GLOO = "gloo/TCP"  # Gloo's TCP transport (the trainer's line; trainer/distributed.py)
 
 # What NCCL prints about the network it uses (NCCL_DEBUG=INFO).
 NET_INIT = re.compile(r"\bNET/(IB|Socket) : Using (.*?)(?:;|$)")
@@ -16,6 +19,8 @@ NET_FINAL = re.compile(r"\bUsing network (\w+)|\bvia NET/(\w+)/\d")
 # and sockets as `[0]net1:10.0.0.2<0>` (the interface is the part before the address).
 IB_DEVICE = re.compile(r"([A-Za-z][\w.-]*:\d+/(?:IB|RoCE))\b")
 SOCKET_DEVICE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
+# The trainer's gloo line: the interface(s) after "on" (GLOO_SOCKET_IFNAME may list several).
+GLOO_DEVICE = re.compile(r"\bUsing network gloo/TCP on ([^\s(]+)")
 # NCCL_IB_HCA / NCCL_IB_DISABLE as NCCL echoes them, or as `K=V` (the trainer's settings line).
 IB_SETTING = re.compile(r"\bNCCL_IB_(HCA|DISABLE)(?: set (?:by environment )?to |=)([^\s.,;]+)")
 
@@ -37,12 +42,21 @@ def final_transport(line: str) -> str | None:
 
 
 def transport_of(network: str) -> str | None:
-    """`IB`, `IBext_v8` (the IB plugin) -> IB; `Socket` -> Socket; anything else -> None."""
+    """`IB`, `IBext_v8` (the IB plugin) -> IB; `Socket` -> Socket; `gloo` -> gloo/TCP;
+    anything else -> None."""
     if network.startswith("IB"):
         return TRANSPORT_IB
     if network.startswith("Socket"):
         return TRANSPORT_SOCKET
+    if network == "gloo":
+        return TRANSPORT_GLOO
     return None
+
+
+def final_device(line: str) -> str:
+    """The device a final-transport line names itself (the trainer's gloo line), else ""."""
+    found = GLOO_DEVICE.search(line)
+    return found.group(1) if found else ""
 
 
 def init_devices(transport: str, listed: str) -> str:

@@ -22,6 +22,7 @@ from runai_tui.knowledge.diagnose.nccl_net import (
     TRANSPORT_SOCKET,
     TRANSPORT_UNKNOWN,
     NetChoice,
+    final_device,
     final_transport,
     init_devices,
 )
@@ -304,7 +305,8 @@ class PodDiagnoser:
         if transport is not None:
             if self._final is None or self._final.transport != transport:
                 init = self.net_init.get(transport)
-                self._final = NetChoice(transport, init.device if init else "", number, line)
+                device = init.device if init else final_device(line)
+                self._final = NetChoice(transport, device, number, line)
             return
         match = NET_INIT.search(line)
         if not match:
