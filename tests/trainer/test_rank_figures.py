@@ -31,6 +31,7 @@ STEPS = 6
 RUN = [
     *[a for a in TINY if a != "--log-samples"], "--max-steps", str(STEPS), "--eval-every", "0",
     "--checkpoint-every", "0", "--workers", "1", "--prefetch-factor", "1",
+    "--peak-tflops", "1",  # a CPU has no datasheet peak: with one, records carry every rank's MFU
 ]  # fmt: skip
 
 pytestmark = pytest.mark.slow
@@ -130,9 +131,12 @@ def test_every_record_carries_every_ranks_figures(slow_loader_run: str) -> None:
     assert [r["step"] for r in train] == list(range(1, STEPS + 1))  # still one line a step
     for rec in train:
         ranks = rec["ranks"]
-        assert set(ranks) == {"step_time", "data_time", "img_s", "forward_time"}
+        assert set(ranks) == {"step_time", "data_time", "img_s", "forward_time", "tflops", "mfu"}
         assert all(len(v) == 2 for v in ranks.values())
         assert all(v > 0 for v in ranks["step_time"] + ranks["img_s"] + ranks["forward_time"])
+        # Each rank's own model TFLOP/s, from its own images/s; over a peak of 1 TFLOP/s.
+        assert all(v > 0 for v in ranks["tflops"]) and ranks["mfu"] == ranks["tflops"]
+        assert rec["tflops"] == ranks["tflops"][0] and rec["mfu"] == ranks["mfu"][0]
         for k in (0, 1):
             assert ranks["data_time"][k] + ranks["forward_time"][k] < ranks["step_time"][k]
     # The held loader shows on rank 1 only: it waits for data, rank 0 waits for rank 1.
