@@ -22,7 +22,7 @@ RUN_FILE = "run.json"
 
 # The record fields drawn in TensorBoard, by record kind (tag: `kind/field`).
 TENSORBOARD_FIELDS = {
-    "train": ("loss", "lr", "images_per_sec", "data_time", "step_time"),
+    "train": ("loss", "lr", "images_per_sec", "data_time", "step_time", "tflops", "mfu"),
     "eval": ("map", "map50", "oid_map"),
 }
 
