@@ -5,6 +5,8 @@ it must say exactly what a line-at-a-time reading says (the line numbers include
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -338,3 +340,30 @@ def test_line_numbers_hold_in_big_blocks_of_long_and_short_lines(tmp_path: Path,
     body.append(channel(b"IB"))
     path = write(tmp_path, "mixed-widths.log", b"\n".join(body) + b"\n")
     assert summary(in_blocks(path, size)) == summary(line_by_line(path))
+
+
+def test_diagnose_of_a_saved_log_starts_without_the_profiles_yaml_or_an_event_loop(
+    tmp_path: Path,
+) -> None:
+    """The `diagnose` figure counts its start-up: a saved log's findings carry no remedy, so
+    `diagnose --log` loads neither the remedies with their profiles and YAML, nor asyncio and the
+    Flight Recorder reader (a job's pass needs them)."""
+    path = write(tmp_path, "pod.log", TIMEOUT + b"\n" + OOM + b"\n")
+    unwanted = [
+        "yaml",
+        "runai_tui.profiles",
+        "runai_tui.knowledge.remedies",
+        "asyncio",
+        "runai_tui.knowledge.flight_recorder",
+    ]
+    probe = (
+        "import contextlib, io, sys\n"
+        "from runai_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    assert main(['diagnose', '--log', {str(path)!r}]) == 1\n"
+        "assert 'nccl-timeout' in out.getvalue()\n"
+        f"print(sorted(m for m in {unwanted!r} if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "[]"
