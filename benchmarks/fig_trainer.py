@@ -87,10 +87,14 @@ REFERENCE_ITERATION = re.compile(rb"Epoch: \[\d+\]\s+\[\s*(\d+)\s*/\s*\d+\]")
 
 
 def write_coco_fixture(
-    root: Path, train_images: int, val_images: int = 2, portrait_every: int = 3
+    root: Path,
+    train_images: int,
+    val_images: int = 2,
+    portrait_every: int = 3,
+    size: tuple[int, int] = (640, 480),
 ) -> None:
-    """A COCO 2017 layout of small photo-like JPEGs with 1-4 boxes each, 90 categories: 640x480,
-    and 480x640 every `portrait_every`-th image (0: none)."""
+    """A COCO 2017 layout of small photo-like JPEGs with 1-4 boxes each, 90 categories: `size`
+    (width, height; 640x480), turned portrait every `portrait_every`-th image (0: none)."""
     import numpy as np
     from PIL import Image
 
@@ -101,7 +105,7 @@ def write_coco_fixture(
         images, annotations = [], []
         for n in range(count):
             portrait = portrait_every and n % portrait_every == 0
-            width, height = (480, 640) if portrait else (640, 480)
+            width, height = size[::-1] if portrait else size
             pixels = rng.integers(0, 255, (height // 8, width // 8, 3), dtype=np.uint8)
             image = Image.fromarray(pixels).resize((width, height), Image.BILINEAR)
             name = f"{n + 1:012d}.jpg"
@@ -223,10 +227,11 @@ def trainer_env(threads: int) -> dict[str, str]:
     return env
 
 
-# Our settings on the CPU: label -> trainer options (bf16 rows only where the CPU has bf16).
+# Our settings on the CPU: label -> trainer options (bf16 rows only where the CPU has bf16). The
+# eager rows say --no-compile: --compile auto would compile a run this long at 800/1333.
 OURS_VARIANTS = {
-    "fp32": ["--amp", "none"],
-    "bf16": ["--amp", "bf16"],
+    "fp32": ["--amp", "none", "--no-compile"],
+    "bf16": ["--amp", "bf16", "--no-compile"],
     "fp32 compiled": ["--amp", "none", "--compile"],
     "bf16 compiled": ["--amp", "bf16", "--compile"],
 }
@@ -318,7 +323,8 @@ def measure(
                 if "--compile" in options and (label.startswith("fp32") or cpu_has_bf16())
             ]
             if compile_size != FULL_SIZE:  # the eager twins the compiled rows compare with
-                plan += [(f"{label.split()[0]} at {size[0]}/{size[1]}", size, options[:-1])
+                plan += [(f"{label.split()[0]} at {size[0]}/{size[1]}", size,
+                          [*options[:-1], "--no-compile"])
                          for label, size, options in compiled]  # fmt: skip
             plan += compiled
         progress("reference", runs["reference"])

@@ -131,7 +131,7 @@ def main() -> int:
     cuda = device_is_cuda(args.device)
     on = [
         "--workers", str(args.workers), "--pin-memory", "--fast-decode", "--channels-last",
-        "--prefetch-factor", "4",
+        "--prefetch-factor", "4", "--no-compile",
     ]  # fmt: skip
     if cuda or args.amp_on_cpu:
         on += ["--amp", "bf16"]
@@ -141,6 +141,7 @@ def main() -> int:
         "--no-pin-memory",
         "--no-fast-decode",
         "--no-channels-last",
+        "--no-compile",
         "--amp",
         "none",
     ]

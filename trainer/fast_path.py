@@ -38,11 +38,13 @@ WARM_COMPILE_SHARE = 0.25
 CPU_FP32_CHANNELS_LAST = 1.10
 CPU_BF16_CHANNELS_LAST = 0.65
 
-# The same on this project's 2-core AVX2 CPU, ResNet-18 at 64x85, fp32 (docs/performance.md).
-CPU_EAGER_SECONDS_PER_IMAGE = 1.0
-CPU_COMPILED_SECONDS_PER_IMAGE = 0.8
-CPU_COLD_COMPILE_SECONDS = 60.0
-CPU_REFERENCE_PIXELS = 64 * 85
+# The same on this project's 2-core AVX2 CPU, by CPU time: the v2 ResNet-50 at 800x1066, fp32,
+# batch 2, took 43.3 CPU-s a step eager and 35.2 compiled; compiling its one shape took about
+# 2.3 minutes (benchmarks/fig_trainer.py, docs/performance.md).
+CPU_EAGER_SECONDS_PER_IMAGE = 43.3 / 2
+CPU_COMPILED_SECONDS_PER_IMAGE = 35.2 / 2
+CPU_COLD_COMPILE_SECONDS = 138.0
+CPU_REFERENCE_PIXELS = 800 * 1066
 
 
 class PathChoice(NamedTuple):

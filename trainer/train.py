@@ -8,11 +8,14 @@ state they hand each other is `Run`.
 from __future__ import annotations
 
 import functools
+import getpass
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -292,6 +295,9 @@ COMPILE_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AU
 
 def use_compile_cache(cache: str, log: Callable[[str], None]) -> None:
     """Point torch.compile's on-disk caches into `cache`; a variable the job sets itself wins."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR") == _torch_default_cache_dir():
+        # Importing torchvision already wrote inductor's default into the variable: not the job's.
+        del os.environ["TORCHINDUCTOR_CACHE_DIR"]
     kept = [name for name in COMPILE_CACHE_ENV if name in os.environ]
     for name, sub in COMPILE_CACHE_ENV.items():
         os.environ.setdefault(name, os.path.join(cache, sub))
@@ -301,9 +307,23 @@ def use_compile_cache(cache: str, log: Callable[[str], None]) -> None:
     log(f"compile cache: {where}" + (f" ({', '.join(kept)} from the environment)" if kept else ""))
 
 
+def _torch_default_cache_dir() -> str:
+    """Where inductor caches when TORCHINDUCTOR_CACHE_DIR is unset: torchinductor_<user> in the
+    temp dir (its documented default)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}"
+    return os.path.join(
+        tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)
+    )
+
+
 def _cache_is_warm(cache: str) -> bool:
     """Whether the cache torch.compile will use holds anything yet."""
-    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(cache, "inductor")
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+    if where in ("", _torch_default_cache_dir()):
+        where = os.path.join(cache, "inductor")
     try:
         with os.scandir(where) as entries:
             return any(True for _ in entries)

@@ -82,6 +82,10 @@ def test_the_compile_cache_lives_beside_the_output_dir(tmp_path, monkeypatch) ->
         f"compile cache: {tmp_path / 'c' / 'inductor'} (TRITON_CACHE_DIR from the environment)"
     ]
     assert not train._cache_is_warm(str(tmp_path / "c"))
+    # Importing torchvision writes inductor's default into the variable: that is not the job's.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", train._torch_default_cache_dir())
+    train.use_compile_cache(str(tmp_path / "d"), lines.append)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "d" / "inductor")
 
 
 # A real inductor compile of a small function, in a fresh process (the variables are read there
