@@ -86,3 +86,6 @@ async def test_gloo_transport_and_one_finding_for_a_fault_on_both_pods(
                 assert screen_text(app).count("✗ socket-ifname") == 1
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, DescribeScreen), "jobs")
+        # The HEALTH column: the one fault's code, no "+N" for its second pod.
+        assert str(table.get_cell("ifbad", "health")) == "✗ socket-ifname"
+        assert str(table.get_cell("gl", "health")) == "ok"
