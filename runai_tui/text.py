@@ -4,6 +4,7 @@ interpreted. Core (no Textual): the CLI and the TUI both use it."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 # C0 controls, DEL and C1 controls. TAB is expanded separately; everything else becomes visible.
@@ -38,12 +39,11 @@ def literal(line: str, max_chars: int = MAX_DISPLAY_CHARS) -> str:
 _DIGITS = re.compile(r"(\d+)")
 
 
-def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+@functools.lru_cache(maxsize=1 << 16)  # a table re-sorts the same names on every refresh
+def natural_key(name: str) -> tuple[str | int, ...]:
     """A sort key that orders names as people read them: `t2` before `t10`, `a-9` before
-    `a-10`. Runs of digits compare as numbers, the rest as case-folded text; a number sorts
-    before text at the same place, so the key never compares an int with a str."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part.casefold())
-        for part in _DIGITS.split(name)
-        if part
-    )
+    `a-10`, case aside. The name split at its runs of digits alternates text and number
+    (text first, maybe empty), so two keys compare text with text and number with number."""
+    parts: list[str | int] = list(_DIGITS.split(name.casefold()))
+    parts[1::2] = [int(digits) for digits in parts[1::2]]
+    return tuple(parts)
