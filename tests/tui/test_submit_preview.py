@@ -64,3 +64,25 @@ async def test_preview_copy_and_submit_are_the_dry_runs_command(
         await wait_for(pilot, lambda: any(c[0] == "submit" for c in client.calls), "submitted")
         [call] = [c for c in client.calls if c[0] == "submit"]
         assert call[1] == argv
+
+
+async def test_a_record_over_its_budget_blocks_the_submit(tmp_path: Path) -> None:
+    client = FakeClient()
+    store = ProfileStore([shipped_profiles_dir(), tmp_path / "user"])
+    app = RunaiTuiApp(
+        client, store=store, runner=RecordingRunner(), refresh_interval=0, clock=lambda: NOW
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: getattr(app.screen, "loaded", False), "jobs loaded")
+        submit = SubmitScreen("retinanet-tcp")
+        app.push_screen(submit)
+        await wait_for(pilot, lambda: submit.argv is not None, "the command")
+        submit.query_one("#in-env", Input).value = "BIG=" + "x" * 20_000
+        await wait_for(pilot, lambda: submit.argv is None, "the refusal")
+        problems = str(submit.query_one("#submit-problems").render())
+        assert problems.startswith("the submission record (runai-tui.io/submission) would be ")
+        assert "over its 16384-byte budget" in problems and "env (" in problems
+        assert not str(submit.query_one("#err-env").render()).strip()  # no one field's fault
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not [c for c in client.calls if c[0] == "submit"]
