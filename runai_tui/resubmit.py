@@ -136,22 +136,27 @@ def _conflicts(a: str, b: str) -> bool:
 
 
 def _check_secrets(job: str, found: Submitted, sets: Sequence[str]) -> None:
-    """Refuse (RuntimeFailure, one line) when a secret env value the record left out is neither
+    """Refuse (RuntimeFailure) when a secret's value the record left out (`env.NAME`) is neither
     in the profile of that name now nor given by a --set."""
     given = {_key(item) for item in sets}
-    lost = [
-        n
-        for n in found.unknown
-        if not given & {"env", "env_secrets", f"env.{n}", f"env_secrets.{n}"}
-    ]
+    lost = []
+    for path in found.unknown:
+        field_name, _, name = path.partition(".")
+        covers = {field_name, path}
+        if field_name == "env":  # a Secret reference replaces the literal value
+            covers |= {"env_secrets", f"env_secrets.{name}"}
+        if not given & covers:
+            lost.append(path)
     if lost:
-        names = ", ".join(lost)
         first = lost[0]
+        hint = f"give it: --set {first}=VALUE"
+        if first.startswith("env."):
+            secret = f"--set env_secrets.{first[4:]}=SECRET,key=KEY"
+            hint += f", or better from a Kubernetes Secret: {secret}"
         raise RuntimeFailure(
-            f"job {job}'s record leaves out the value of env {names} (a secret is never "
+            f"job {job}'s record leaves out the value of {', '.join(lost)} (a secret is never "
             f"recorded) and profile {found.profile.name} no longer sets it: nothing submitted",
-            f"give it: --set env.{first}=VALUE, or better from a Kubernetes Secret: "
-            f"--set env_secrets.{first}=SECRET,key=KEY",
+            hint,
         )
 
 
@@ -224,9 +229,8 @@ async def plan(
             else f"no remedy to apply: diagnose finds nothing wrong with {job}; nothing submitted"
         )
     if found.borrowed:
-        names = ", ".join(found.borrowed)
         result.notes.append(
-            f"env {names}: never recorded (a secret); the value is profile "
+            f"{', '.join(found.borrowed)}: never recorded (a secret); the value is profile "
             f"{found.profile.name}'s as it is now"
         )
     for lost, item in beaten:

@@ -14,9 +14,10 @@ submit argv where it has one.
 What it holds (version 2): the profile's name, the `--name` and every `--set` given, and the
 resolved profile's fields (without `extends` and `description`, which the command does not
 carry), which is what `resubmit` rebuilds from; `compare` reads the submit argv and leaves the
-record out. An env value lint's `secret-in-env` flags is never copied: its name stays, in place,
-with REDACTED as its value, and is listed under `redacted`; a rebuild takes the value from the
-profile of that name as it is now, else says it is missing. The record is bounded: BUDGET bytes
+record out. An `env` (or `master_env`) value lint's `secret-in-env` matcher flags is never
+copied: its name stays, in place, with REDACTED as its value, and `redacted` lists it
+(`env.NAME`); a rebuild takes the value from the profile of that name as it is now, else says it
+is missing. The record is bounded: BUDGET bytes
 (key and value, as Kubernetes counts them), a small share of the 256 KiB that all of an object's
 annotations may take (docs/contracts.md); a larger one is refused before anything runs.
 
@@ -50,6 +51,7 @@ K8S_ANNOTATIONS_LIMIT = 256 * 1024
 BUDGET = 16 * 1024
 REDACTED = "<redacted>"
 _DROPPED = ("extends", "description")  # not in the command: nothing to rebuild from them
+ENV_FIELDS = ("env", "master_env")  # where a secret's value is never recorded
 
 
 class RecordTooLarge(UsageError):
@@ -60,7 +62,7 @@ class RecordTooLarge(UsageError):
 class Record:
     """`profile`: the profile's name; `sets`: every `--set` applied, in order (a secret's value
     redacted); `data`: the resolved profile after them; `name`: the `--name` given; `redacted`:
-    the env names whose values `data` and `sets` leave out."""
+    the `env.NAME` / `master_env.NAME` whose values `data` and `sets` leave out."""
 
     profile: str
     sets: tuple[str, ...] = ()
@@ -78,14 +80,17 @@ class Record:
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
-def _redact_set(item: str, secrets: Sequence[str]) -> str:
-    """`env.HF_TOKEN=hf_…` as `env.HF_TOKEN=<redacted>`; a whole-env `env={…}` holding one too
-    as `env=<redacted>` (the recorded sets are the history; `data` is what is rebuilt)."""
-    key, sep, value = item.partition("=")
+def _redact_set(item: str, redacted: Sequence[str]) -> str:
+    """`env.HF_TOKEN=hf_…` as `env.HF_TOKEN=<redacted>`; a whole `env={…}` holding a redacted
+    name as `env=<redacted>` (the recorded sets are the history; `data` is what is rebuilt)."""
+    key, _, value = item.partition("=")
     key = key.strip()
-    if key.startswith("env.") and literal_secret(key[4:], value):
-        return f"{key}={REDACTED}"
-    if key == "env" and any(name in value for name in secrets):
+    field_name, dot, name = key.partition(".")
+    if field_name not in ENV_FIELDS:
+        return item
+    if (dot and literal_secret(name, value)) or (
+        not dot and any(p.partition(".")[2] in value for p in redacted if p.startswith(key + "."))
+    ):
         return f"{key}={REDACTED}"
     return item
 
@@ -93,14 +98,17 @@ def _redact_set(item: str, secrets: Sequence[str]) -> str:
 def make(profile: Profile, sets: Sequence[str] = (), name: str | None = None) -> Record:
     """The record of a submission of `profile` (overrides applied) under `name`."""
     data = {k: v for k, v in profile.data.items() if k not in _DROPPED}
-    env = data.get("env")
-    secrets: list[str] = []
-    if isinstance(env, dict):
-        secrets = [k for k, v in env.items() if literal_secret(str(k), str(v))]
-        if secrets:
-            data["env"] = {k: REDACTED if k in secrets else v for k, v in env.items()}
-    recorded = tuple(_redact_set(item, secrets) for item in sets)
-    return Record(profile.name, recorded, data, name, tuple(secrets))
+    redacted: list[str] = []
+    for field_name in ENV_FIELDS:
+        env = data.get(field_name)
+        if not isinstance(env, dict):
+            continue
+        secret = [k for k, v in env.items() if literal_secret(str(k), str(v))]
+        if secret:
+            data[field_name] = {k: REDACTED if k in secret else v for k, v in env.items()}
+            redacted += [f"{field_name}.{k}" for k in secret]
+    recorded = tuple(_redact_set(item, redacted) for item in sets)
+    return Record(profile.name, recorded, data, name, tuple(redacted))
 
 
 def annotation_value(record: Record) -> str:
@@ -140,7 +148,7 @@ def decode(text: str) -> Record:
     if name is not None and not isinstance(name, str):
         raise ValueError("the record's name is not text")
     if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
-        raise ValueError("the record's redacted names are not a list of env names")
+        raise ValueError("the record's redacted names are not a list of env.NAME paths")
     return Record(profile, tuple(sets), data, name, tuple(redacted))
 
 
@@ -168,19 +176,23 @@ def profile_of(
 ) -> tuple[Profile, tuple[str, ...]]:
     """The recorded profile, validated through the field table again (a record written by an
     older runai-tui may hold a field this one refuses: ProfileError names it, under `label`),
-    and the redacted env names it lacks. A redacted value comes from `secrets` (the profile of
-    that name as it is now); one `secrets` lacks is left out of the env, never sent as
-    REDACTED."""
+    and the redacted values it lacks (`env.NAME` paths). A redacted value comes from `secrets`
+    (by path: the profile of that name as it is now); one `secrets` lacks is left out, never
+    sent as REDACTED."""
 
     data = dict(record.data)
+    known = secrets or {}
     missing: list[str] = []
-    env = data.get("env")
-    if record.redacted and isinstance(env, dict):
-        known = secrets or {}
-        missing = [k for k in record.redacted if k in env and k not in known]
-        data["env"] = {
-            k: known[k] if k in record.redacted else v for k, v in env.items() if k not in missing
-        }
+    for path in record.redacted:
+        field_name, _, key = path.partition(".")
+        env = data.get(field_name)
+        if field_name not in ENV_FIELDS or not isinstance(env, dict) or key not in env:
+            continue
+        if path in known:
+            data[field_name] = {k: known[path] if k == key else v for k, v in env.items()}
+        else:
+            data[field_name] = {k: v for k, v in env.items() if k != key}
+            missing.append(path)
     validated, problems = validate_data(data, lambda path: (label, None))
     if problems:
         raise ProfileError(problems)

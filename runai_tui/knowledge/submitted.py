@@ -29,8 +29,8 @@ _RECORD = f"{submission_record.ANNOTATION}="
 class Submitted:
     """The profile a job was submitted with, the overrides it had (`sets`, recorded ones only),
     the profile's name, and where all this came from (`how`). The record never holds a secret's
-    value: `borrowed` names the env values taken from the profile of that name as it is now,
-    `unknown` those it no longer sets (left out of `profile`'s env)."""
+    value: `borrowed` names (`env.NAME`) the values taken from the profile of that name as it is
+    now, `unknown` those it no longer sets (left out of `profile`)."""
 
     profile: Profile
     sets: tuple[str, ...]
@@ -127,12 +127,18 @@ def data_from_argv(argv: list[str]) -> dict[str, Any]:
 
 
 def _current_env(record: submission_record.Record) -> dict[str, str]:
-    """The env of the record's profile as it is now (where the redacted values are taken from);
-    empty when that profile no longer loads."""
+    """The env values of the record's profile as it is now, by path (`env.NAME`,
+    `master_env.NAME`: where the redacted values are taken from); empty when that profile no
+    longer loads."""
     try:
-        return dict(ProfileStore().load(record.profile).env)
+        profile = ProfileStore().load(record.profile)
     except UsageError:  # ProfileError among them: a profile gone or broken holds no value
         return {}
+    return {
+        f"{field}.{name}": value
+        for field in submission_record.ENV_FIELDS
+        for name, value in getattr(profile, field).items()
+    }
 
 
 def submitted(detail: JobDetail) -> Submitted:

@@ -125,7 +125,7 @@ def test_a_secret_env_value_is_never_recorded(tmp_path: Path) -> None:
     [value] = [w for w in argv if w.startswith(MARK)]
     assert secret not in value
     record = record_of(argv)
-    assert record.redacted == ("HF_TOKEN",)
+    assert record.redacted == ("env.HF_TOKEN",)
     assert record.data["env"]["HF_TOKEN"] == submission_record.REDACTED
     assert record.sets == (f"env.HF_TOKEN={submission_record.REDACTED}",)
 
@@ -140,10 +140,12 @@ def test_a_secret_env_value_is_never_recorded(tmp_path: Path) -> None:
     # retinanet-tcp sets no HF_TOKEN: the value is nowhere, and the resubmit says so.
     refused = run("resubmit", "first", "--yes", env=fake.env())
     assert refused.returncode == 1
-    assert refused.stderr.splitlines()[0] == (
-        "error: job first's record leaves out the value of env HF_TOKEN (a secret is never "
-        "recorded) and profile retinanet-tcp no longer sets it: nothing submitted"
-    )
+    assert refused.stderr.splitlines() == [
+        "error: job first's record leaves out the value of env.HF_TOKEN (a secret is never "
+        "recorded) and profile retinanet-tcp no longer sets it: nothing submitted",
+        "hint: give it: --set env.HF_TOKEN=VALUE, or better from a Kubernetes Secret: "
+        "--set env_secrets.HF_TOKEN=SECRET,key=KEY",
+    ]
     assert not submits(fake)
     given = run("resubmit", "first", "--set", "env.HF_TOKEN=hf_new", "--yes", env=fake.env())
     assert given.returncode == 0, given.stderr

@@ -196,3 +196,21 @@ def test_a_version_1_record_still_rebuilds() -> None:
     assert found.sets == ("workers=3",) and found.profile.workers == 3
     again = submission.prepare(found.profile, name="old-2", prior_sets=found.sets)
     assert again.argv == submission.prepare(base, ["workers=3"], name="old-2").argv
+
+
+def test_the_masters_secret_is_left_out_too_and_put_back_by_path() -> None:
+    sets = ["master_env.DB_PASSWORD=pw-xyz", "env.NCCL_DEBUG=WARN", "env.HF_TOKEN=${HF}"]
+    prepared = submission.prepare(ProfileStore().load("retinanet-tcp"), sets)
+    record = prepared.record
+    assert record is not None and record.redacted == ("master_env.DB_PASSWORD",)
+    assert "pw-xyz" not in record.encode() and "pw-xyz" in " ".join(prepared.argv)
+    # A reference to a secret (`${HF}`) is no secret: copied as given, as lint lets it pass.
+    assert record.data["env"]["HF_TOKEN"] == "${HF}"
+    assert record.sets == ("master_env.DB_PASSWORD=<redacted>", *sets[1:])
+    again, unknown = submission_record.profile_of(
+        record, "t", {"master_env.DB_PASSWORD": "pw-new", "env.NCCL_DEBUG": "not a secret"}
+    )
+    assert unknown == () and again.master_env == {"DB_PASSWORD": "pw-new"}
+    assert again.env["NCCL_DEBUG"] == "WARN"  # only a redacted value is taken from elsewhere
+    lacking, unknown = submission_record.profile_of(record, "t")
+    assert unknown == ("master_env.DB_PASSWORD",) and "DB_PASSWORD" not in lacking.master_env
