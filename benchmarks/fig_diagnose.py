@@ -10,7 +10,7 @@ Two logs, each written lazily to a temp file and deleted afterwards:
 - `error-storm` (a second row): 6% of the lines are errors diagnose must classify and count
   (545k per GB: watchdog timeouts, CUDA OOMs, gloo resets), 40% channel lines, 48% records.
 Both commands read the file warm from the page cache, interleaved; medians. diagnose reads the
-log in one process (blocks of 8 MiB), like grep.
+log in one process (blocks of 2 MiB), like grep.
 Targets: the failed job within 5x of grep, the error storm within 10x, and peak RSS no larger at
 1 GB than at 1/8 of it (+16 MB)."""
 

@@ -8,7 +8,9 @@ from pathlib import Path
 from runai_tui.knowledge.diagnose.pod import DEFAULT_LIMITS, MAX_LINE_READ, Limits, PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
 
-BLOCK_BYTES = 8 << 20  # a saved log is read in blocks this big
+# A saved log is read in blocks this big: a block, and the copy its newline count makes, stay in
+# the cache between the passes over it (8 MiB blocks cost the failed-job figure about a tenth).
+BLOCK_BYTES = 2 << 20
 
 
 def read_log_lines(path: Path, max_line: int = MAX_LINE_READ) -> Iterator[str]:
