@@ -228,8 +228,9 @@ class BatchCopier:
 
 
 def optimizer_options(device_type: str) -> dict[str, Any]:
-    """The multi-tensor paths of SGD and AdamW: fused kernels on CUDA, foreach elsewhere."""
-    return {"fused": True} if device_type == "cuda" else {"foreach": True}
+    """SGD's and AdamW's fused kernels on CUDA (one launch for all parameters); on a CPU torch's
+    own default, the per-parameter loop: foreach measured no faster there (docs/performance.md)."""
+    return {"fused": True} if device_type == "cuda" else {}
 
 
 def amp_dtype(cfg: TrainConfig) -> torch.dtype | None:
@@ -481,10 +482,11 @@ def refuse_non_finite(
         for name, p in model.named_parameters()
         if p.grad is not None and not bool(torch.isfinite(p.grad).all())
     ]
+    # Model order: the last is the nearest the loss, where the backward pass met it first.
+    which = f"in {bad[0]}" if len(bad) == 1 else f"first {bad[0]}, nearest the loss {bad[-1]}"
     raise TrainerError(
         f"non-finite gradient {where}, loss {total_loss:.6g}): {len(bad)} of {len(grads)} "
-        f"parameters, first {bad[0]}, nearest the loss {bad[-1]}; the step was not applied to "
-        f"the weights; {hint}"
+        f"parameters, {which}; the step was not applied to the weights; {hint}"
     )
 
 

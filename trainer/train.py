@@ -422,7 +422,7 @@ def build_optimizer(
     lr = cfg.resolved_lr(global_batch)
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
     param_groups = parameter_groups(net.model_without_ddp, weight_decay, norm_weight_decay)
-    paths = optimizer_options(ctx.device.type)  # fused on CUDA, foreach on a CPU
+    paths = optimizer_options(ctx.device.type)  # fused on CUDA
     optimizer: torch.optim.Optimizer
     if cfg.optimizer == "sgd":
         optimizer = torch.optim.SGD(param_groups, lr=lr, momentum=cfg.momentum, **paths)
