@@ -254,6 +254,11 @@ def test_cli_against_fake_runai(tmp_path: Path) -> None:
             "ghost",
             "",
         ),
+        (  # the real CLI's cobra prefix: passed on without it, after our own `error:`
+            {"stderr": "Error: workload 'ghost' could not be found in project 'p'\n", "exit": 1},
+            "ghost",
+            "runai-tui list",
+        ),
         ({"stderr": "Error: token is expired\n", "exit": 1}, "log", "runai login"),
         ({"stderr": "Error: something odd happened\n", "exit": 3}, "something odd", ""),
     ],
@@ -269,6 +274,7 @@ def test_runtime_failures_exit_1_with_one_error_line(
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and words in errors[0].lower(), out.stderr
+        assert errors[0].lower().count("error:") == 1, errors[0]  # ours, not runai's again
         if hint:
             assert hint in out.stderr
 
