@@ -81,6 +81,16 @@ def test_preflight_and_diagnose_on_a_real_local_job(probe_job: str) -> None:
     assert res.returncode == 1, res.stdout + res.stderr
     assert "FAIL  socket-ifname NCCL_SOCKET_IFNAME=nosuchif0 names no interface" in res.stdout
     assert "fix: check the Multus network annotation" in res.stdout
+    # Both pods fail the same check the same way: one fault naming them, its fix given once.
+    res = tui("preflight", "probe-bad")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout.count("FAIL  socket-ifname NCCL_SOCKET_IFNAME=nosuchif0") == 2  # each pod's
+    assert "FAIL  socket-ifname probe-bad-master-0, probe-bad-worker-0\n" in res.stdout
+    assert res.stdout.count("fix: check the Multus network annotation") == 1
+    faults = json.loads(tui("preflight", "probe-bad", "--json").stdout)["faults"]
+    assert [f["pods"] for f in faults if f["check"] == "socket-ifname"] == [
+        ["probe-bad-master-0", "probe-bad-worker-0"]
+    ]  # (shm too, on a machine whose /dev/shm is under 1 GiB)
     res = tui("preflight", "probe", "--pod", "nope")
     assert res.returncode == 1 and "error: job 'probe' has no pod 'nope'" in res.stderr
 
