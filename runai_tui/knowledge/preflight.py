@@ -16,7 +16,7 @@ from typing import Any
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
-from runai_tui.knowledge.findings import ERROR, INFO, Finding, one_per_fault, pods_named
+from runai_tui.knowledge.findings import ERROR, INFO, Finding, Remedy, one_per_fault, pods_named
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import JobDetail, Phase
@@ -110,11 +110,13 @@ def status(item: Finding) -> str:
     return FAIL if item.severity == ERROR else SKIP
 
 
-def item_dict(item: Finding) -> dict[str, str]:
-    """A checklist item as `preflight --json` gives it."""
+def item_dict(item: Finding, remedy: Remedy | None = None) -> dict[str, str]:
+    """A checklist item as `preflight --json` gives it; `remedy`: its fault's, when the remedy
+    was attached to the fault (Preflight.faults) rather than to the item."""
     found = {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
-    if item.remedy is not None:  # the overrides that fix it (knowledge/remedies.py)
-        found["remedy"] = " ".join(item.remedy.sets)
+    remedy = remedy or item.remedy
+    if remedy is not None:  # the overrides that fix it (knowledge/remedies.py)
+        found["remedy"] = " ".join(remedy.sets)
     return found
 
 
@@ -131,8 +133,11 @@ class PodChecklist:
     def failed(self) -> bool:
         return any(status(i) == FAIL for i in self.items)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"pod": self.pod, "items": [item_dict(i) for i in self.items]}
+    def to_dict(self, remedies: dict[tuple[str, str, str], Remedy] | None = None) -> dict[str, Any]:
+        """`remedies`: (check, fix, pod) -> the remedy of that fault (Preflight.to_dict)."""
+        given = remedies or {}
+        items = [item_dict(i, given.get((i.code, i.fix, self.pod))) for i in self.items]
+        return {"pod": self.pod, "items": items}
 
 
 def fault_dict(fault: Finding) -> dict[str, Any]:
@@ -168,8 +173,12 @@ class Preflight:
         return self._faults
 
     def to_dict(self) -> dict[str, Any]:
+        # Each failed item shows its fault's remedy, computed once for all the fault's pods.
+        remedies = {
+            (f.code, f.fix, pod): f.remedy for f in self.faults() if f.remedy for pod in f.all_pods
+        }
         return {
-            "pods": [p.to_dict() for p in self.pods],
+            "pods": [p.to_dict(remedies) for p in self.pods],
             "faults": [fault_dict(f) for f in self.faults()],
         }
 

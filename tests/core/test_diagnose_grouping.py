@@ -93,3 +93,7 @@ def test_preflight_gives_a_fault_on_every_pod_once_with_its_fix_and_remedy() -> 
         ("socket-ifname", ["j-master-0", "j-worker-0"]),
     ]
     assert doc["faults"][0]["remedy"]["set"] == ["large_shm=true"]
+    # Each pod's failed item shows its fault's remedy, the same one.
+    for pod in doc["pods"]:
+        remedies = {i["check"]: i.get("remedy") for i in pod["items"] if i["status"] == "fail"}
+        assert remedies == {"shm": "large_shm=true", "socket-ifname": "env.NCCL_SOCKET_IFNAME=eth0"}
