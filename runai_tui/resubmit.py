@@ -207,6 +207,7 @@ async def plan(
     prepared = submission.prepare(
         found.profile,
         [o.item for o in chosen],
+        backend=client.backend,
         name=new,
         project=project,
         project_explicit=project_explicit,
@@ -215,7 +216,11 @@ async def plan(
     before, _ = submitted_argv(detail)
     if not before or before[:1] == ["--"]:  # no submit argv kept: the record's, rebuilt
         before = submission.prepare(
-            found.profile, name=job, project=project, project_explicit=project_explicit
+            found.profile,
+            backend=client.backend,
+            name=job,
+            project=project,
+            project_explicit=project_explicit,
         ).argv
     result = Plan(
         job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)

@@ -71,6 +71,11 @@ class FakeRunai:
         runai-tui asks first (help_calls()), in order."""
         return [record["argv"] for record in self.records()]
 
+    def executed(self) -> list[list[str]]:
+        """The whole argv of every call but the `--help` questions, the program first as it was
+        executed (the path given to exec)."""
+        return [[record["program"], *record["argv"]] for record in self.records()]
+
     def help_calls(self) -> list[list[str]]:
         """The argv of every `--help` call so far, in order."""
         return [record["argv"] for record in self._all_records() if record.get("help")]
@@ -99,7 +104,9 @@ def fake_runai(
     # (a subprocess CLI test need not pass FAKE_RUNAI_* through). -IS: stdlib only, fast start.
     exe.write_text(
         f"#!{sys.executable} -IS\n"
-        "import os, runpy\n"
+        "import os, runpy, sys\n"
+        # sys.argv[0]: the path the caller executed (runpy replaces it with the program's).
+        "os.environ['FAKE_RUNAI_PROGRAM'] = sys.argv[0]\n"
         f"os.environ['FAKE_RUNAI_SCENARIO'] = {str(scenario_path)!r}\n"
         f"os.environ['FAKE_RUNAI_LOG'] = {str(log_path)!r}\n"
         f"runpy.run_path({str(FAKE_PROGRAM)!r}, run_name='__main__')\n",

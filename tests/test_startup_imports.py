@@ -19,12 +19,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Not on the dry-run path: the process machinery, the client and backend, the TUI and torch.
+# Not on the dry-run path: the process machinery, the client, the TUI and torch. (The backend is:
+# the dry run shows the executable it runs, found with the environment, PATH and the config.)
 HEAVY = [
     "asyncio",
     "subprocess",
     "runai_tui.runai.client",
-    "runai_tui.runai.backend",
     "runai_tui.runai.parse",
     "textual",
     "rich",

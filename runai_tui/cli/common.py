@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from runai_tui.config import load_settings
 from runai_tui.errors import UsageError
+from runai_tui.runai.backend import Backend, select_backend
 from runai_tui.runai.generations import parse_override
 
 if TYPE_CHECKING:
@@ -32,14 +33,22 @@ def settings_for(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def backend_for(args: argparse.Namespace) -> Backend:
+    """The backend (selected once per command): what a dry run shows as the executable is what
+    the client then runs. Cheap: the environment, PATH and the config."""
+    backend: Backend | None = getattr(args, "backend_chosen", None)
+    if backend is None:
+        backend = args.backend_chosen = select_backend(settings_for(args).backend.value)
+    return backend
+
+
 def client_for(args: argparse.Namespace) -> RunaiClient:
     # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.backend import select_backend
     from runai_tui.runai.client import RunaiClient
 
     settings = settings_for(args)
     return RunaiClient(
-        select_backend(settings.backend.value),
+        backend_for(args),
         project=settings.project.value,
         timeout=args.timeout,
         **runai_cli_for(settings),

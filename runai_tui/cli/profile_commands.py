@@ -10,7 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runai_tui.cli.common import Parser, client_for, print_json, settings_for, table
+from runai_tui.cli.common import (
+    Parser,
+    backend_for,
+    client_for,
+    print_json,
+    settings_for,
+    table,
+)
 from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import blocking, exit_code, finding_dict, finding_line, lint
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
@@ -97,6 +104,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     prepared = submission.prepare(
         ProfileStore().load(args.profile),
         args.sets,
+        backend=backend_for(args),
         name=args.name,
         project=settings.project.value,
         project_explicit=settings.project.from_flag,

@@ -593,7 +593,17 @@ def _resolve(argv: list[str]) -> tuple[list[str], Node, list[str]]:
     return path, node, rest + argv[i:]
 
 
+def _program() -> list[str]:
+    """The words that started this process as its parent executed them, recorded as the start of
+    a submit's argv so that it reads as the command that ran: the script's path (`sys.argv[0]`
+    is the path given to exec), or the interpreter's `python -m runai_tui.local.cli`."""
+    if Path(sys.argv[0]).resolve() == Path(__file__).resolve():  # python -m
+        return list(sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1])
+    return [sys.argv[0]]
+
+
 def main(argv: list[str] | None = None) -> int:
+    program = _program() if argv is None else [PROG]
     args = sys.argv[1:] if argv is None else list(argv)
     flag_part = args[: args.index("--")] if "--" in args else args
     debug = "--debug" in flag_part or "-d" in flag_part
@@ -614,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         if parsed["help"]:
             _out(_help(path, node))
             return 0
-        return handler(parsed, [PROG, *args])
+        return handler(parsed, [*program, *args])
     except LocalError as exc:  # every explained failure (flags, spec, PVC, job, config, state)
         return _fail(str(exc), debug)
     except BrokenPipeError:

@@ -1,7 +1,10 @@
 """Which runai-compatible executable the client runs: the real `runai` or the local cluster.
 
 `auto` (the default) picks `runai` when it is found and the embedded local cluster otherwise.
-Nothing here runs a subprocess; the client does.
+Nothing here runs a subprocess; the client does, always the argv of `Backend.argv`, which is also
+what every preview of a command shows (the dry run, its --json, the TUI's preview and copy): the
+executable named as it is run, so a preview is the command that runs, word for word. Selecting a
+backend needs only the environment, PATH and the config, so the dry run can afford it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +47,11 @@ class Backend:
     def display_name(self) -> str:
         """Short program name for messages: `runai` or `runai-local`."""
         return "runai-local" if self.is_local else "runai"
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        """The argv this backend executes for runai's words `args` (`training pytorch submit …`):
+        its executable, as found, first. The client runs exactly this and the previews show it."""
+        return [*self.executable, *args]
 
 
 def find_runai() -> str | None:

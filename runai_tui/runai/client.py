@@ -145,7 +145,7 @@ class RunaiClient:
         return ["-p", self.project] if self.project else []
 
     def _argv(self, args: Sequence[str]) -> list[str]:
-        return [*self.backend.executable, *args]
+        return self.backend.argv(args)
 
     def _env(self) -> dict[str, str] | None:
         if not self._extra_env:
@@ -208,8 +208,13 @@ class RunaiClient:
         return [*args, "--pod", pod] if pod else args
 
     def submit_args(self, argv: Sequence[str]) -> list[str]:
-        """`argv` from command.build_submit_argv without its leading "runai", with the client's
-        project added when the argv names none (`with_project`)."""
+        """The words after the executable of a submit `argv`. This backend's own argv
+        (`Backend.argv`, as a prepared submission carries it) is taken as it is, so exactly the
+        previewed argv runs; build_submit_argv's, which starts with the word "runai", gets the
+        client's project when it names none (`with_project`)."""
+        executable = self.backend.executable
+        if list(argv[: len(executable)]) == executable:
+            return list(argv[len(executable) :])
         args = list(argv[1:]) if argv and os.path.basename(argv[0]) == "runai" else list(argv)
         return with_project(args, self.project)
 
@@ -405,7 +410,8 @@ class RunaiClient:
         return detail
 
     async def asubmit(self, argv: Sequence[str]) -> SubmitResult:
-        """Submit `argv` from command.build_submit_argv (it starts with "runai")."""
+        """Submit `argv`: a prepared submission's (run as it is) or build_submit_argv's
+        (`submit_args`)."""
         args = self.submit_args(argv)
         done = await self._run(args, timeout=self.submit_timeout)
         given = args[3] if len(args) > 3 and not args[3].startswith("-") else ""

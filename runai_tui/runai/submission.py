@@ -3,11 +3,12 @@ submit screen: overrides → job name → the argv with the project and the subm
 installed CLI's flags → submit.
 
 `prepare` is pure and raises the profile's own errors (exit 2); it builds, in `final_argv`, the one
-argv that every face shows, copies and sends: the profile's command with the project and the
-submission record (runai_tui/submission_record.py: the profile, the overrides and the resolved
-profile, as the `runai-tui.io/submission` annotation). The submit twins add what needs the
-cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the submit,
-as does CLI v1), and the submit itself, of exactly `argv`."""
+argv that every face shows, copies and sends: the backend's executable (`Backend.argv`, the
+function the client runs every command through) and the profile's command with the project and
+the submission record (runai_tui/submission_record.py: the profile, the overrides and the
+resolved profile, as the `runai-tui.io/submission` annotation). The submit twins add what needs
+the cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the
+submit, as does CLI v1), and the submit itself, of exactly `argv`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
+    from runai_tui.runai.backend import Backend
     from runai_tui.runai.capabilities import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
@@ -42,20 +44,23 @@ class Submission(NamedTuple):
 
 
 def final_argv(
+    backend: Backend,
     profile: Profile,
     record: submission_record.Record,
     name: str | None = None,
     project: str | None = None,
     project_explicit: bool = False,
 ) -> list[str]:
-    """The submit argv, the submission record included as one more `--annotation` after the
-    profile's own: the one builder behind the dry run, the TUI's preview and copy, and the
-    submit. RecordTooLarge (exit 2) when the record passes its budget."""
+    """The argv that `backend` executes to submit, its executable first and the submission
+    record included as one more `--annotation` after the profile's own: the one builder behind
+    the dry run, the TUI's preview and copy, and the submit. RecordTooLarge (exit 2) when the
+    record passes its budget."""
     value = submission_record.annotation_value(record)
     recorded = dataclasses.replace(
         profile, annotations={**profile.annotations, submission_record.ANNOTATION: value}
     )
-    return with_project(build_submit_argv(recorded, name), project, override=project_explicit)
+    words = build_submit_argv(recorded, name)[1:]  # the backend names the program
+    return backend.argv(with_project(words, project, override=project_explicit))
 
 
 def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str, str, str]]:
@@ -97,17 +102,18 @@ def prepare(
     profile: Profile,
     sets: Sequence[str] = (),
     *,
+    backend: Backend,
     name: str | None = None,
     project: str | None = None,
     project_explicit: bool = False,
     cli: Capabilities | None = None,
     prior_sets: Sequence[str] = (),
 ) -> Submission:
-    """Apply `--set` overrides, check the job name, build the argv with the project (an explicit
-    `-p` beats the profile's own) and the submission record and, when the CLI's capabilities are
-    known, check its flags. `prior_sets`: the overrides `profile` already has (a resubmit's
-    first submission), recorded before `sets`. Raises ProfileError or UsageError (RecordTooLarge
-    among them); nothing here touches the cluster."""
+    """Apply `--set` overrides, check the job name, build the argv that `backend` executes, with
+    the project (an explicit `-p` beats the profile's own) and the submission record and, when
+    the CLI's capabilities are known, check its flags. `prior_sets`: the overrides `profile`
+    already has (a resubmit's first submission), recorded before `sets`. Raises ProfileError or
+    UsageError (RecordTooLarge among them); nothing here touches the cluster."""
 
     if sets:
         profile = apply_overrides(profile, list(sets))
@@ -117,7 +123,7 @@ def prepare(
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
     every = (*prior_sets, *sets)
     record = submission_record.make(profile, every, name)
-    argv = final_argv(profile, record, name, project, project_explicit)
+    argv = final_argv(backend, profile, record, name, project, project_explicit)
     return Submission(profile, argv, every, name, project, project_explicit, record)
 
 
@@ -139,6 +145,12 @@ async def asubmit(
     client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
 ) -> SubmitResult:
     """`submit` for the TUI: the same checks, the async client."""
+    executable = client.backend.executable
+    if submission.argv[: len(executable)] != executable:  # what was shown is not what would run
+        raise ValueError(
+            f"the submission was prepared for {submission.argv[0]}, not for {executable[0]}:"
+            " prepare it with the client's backend"
+        )
     caps = await client.acapabilities("submit")
     while caps.warnings:
         warn(caps.warnings.pop(0))

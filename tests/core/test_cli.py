@@ -36,12 +36,16 @@ def user_profile(name: str, text: str) -> Path:
     return path
 
 
-def test_dry_run_prints_the_seed_command_on_one_line() -> None:
-    out = run("submit", "--profile", "retinanet-tcp", "--dry-run")
+def test_dry_run_prints_the_seed_command_on_one_line(tmp_path: Path) -> None:
+    from tests.fakes import fake_runai
+
+    fake = fake_runai(tmp_path)
+    out = run("submit", "--profile", "retinanet-tcp", "--dry-run", env=fake.env())
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("runai training pytorch submit retinanet-tcp --image ")
+    # runai as the backend executes it (its path), then the seed's words.
+    assert lines[0].startswith(f"{fake.path} training pytorch submit retinanet-tcp --image ")
     assert lines[0].endswith(" --command -- /data/scripts/vision/shell/train-retinanet-ddp.sh")
 
 
@@ -132,7 +136,7 @@ def test_profiles_list_show_validate_new() -> None:
     assert path.parent == Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
     assert run("profiles", "validate", str(path)).returncode == 0
     dry = run("submit", "--profile", "mine", "--dry-run").stdout
-    assert dry.startswith("runai training pytorch submit mine ")
+    assert dry.split(" ", 1)[1].startswith("training pytorch submit mine ")
 
 
 def test_delete_without_a_terminal_requires_yes() -> None:
@@ -206,10 +210,13 @@ def test_cli_against_fake_runai(tmp_path: Path) -> None:
         "Submitted job retinanet-tcp" in out.stdout
         and "runai-tui logs retinanet-tcp -f" in out.stdout
     )
-    dry = json.loads(run("submit", "--profile", "retinanet-tcp", "--dry-run", "--json").stdout)
-    # Exactly the dry run's argv, minus "runai", the submission record (one annotation) included.
+    dry = json.loads(
+        run("submit", "--profile", "retinanet-tcp", "--dry-run", "--json", env=env).stdout
+    )
+    # Exactly the dry run's argv, the executable and the submission record (one annotation)
+    # included.
+    assert fake.executed()[-1] == dry["argv"]
     sent = fake.calls()[-1]
-    assert sent == dry["argv"][1:]
     mark = f"{submission_record.ANNOTATION}="
     [at] = [i for i, w in enumerate(sent) if w == "--annotation" and sent[i + 1].startswith(mark)]
     assert submission_record.decode(sent[at + 1].removeprefix(mark)).profile == "retinanet-tcp"

@@ -1,7 +1,8 @@
-"""What the dry run shows is what the submit sends, byte for byte, the submission record included:
-`submit --dry-run` (text and --json) and `resubmit --dry-run --json` against the argv a recording
-stand-in `runai` (tests/fake_runai) receives, for every shipped profile, with `--set` and
-`--name`. The record never copies a secret env value, and one over its budget is refused before
+"""What the dry run shows is what the submit executes, byte for byte, the executable and the
+submission record included: `submit --dry-run` (text and --json) and `resubmit --dry-run --json`
+against the whole argv a recording stand-in `runai` (tests/fake_runai) is executed with, for
+every shipped profile, with `--set` and `--name`; and on the local cluster, against the argv
+runai-local records. The record never copies a secret env value, and one over its budget is refused before
 anything runs."""
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def submits(fake: FakeRunai) -> list[list[str]]:
-    return [c for c in fake.calls() if c[:3] == ["training", "pytorch", "submit"]]
+    """The whole argv of every submit, the executed program first."""
+    return [c for c in fake.executed() if c[1:4] == ["training", "pytorch", "submit"]]
 
 
 def record_of(argv: list[str]) -> submission_record.Record:
@@ -69,8 +71,8 @@ def test_the_submit_sends_the_dry_runs_argv_byte_for_byte(
 ) -> None:
     args = ["submit", "--profile", profile, *VARIANTS[variant]]
     fake = fake_runai(tmp_path, [rule("pytorch", "submit", stdout="Creating pytorch training\n")])
-    dry_json = run(*args, "--dry-run", "--json")
-    dry_text = run(*args, "--dry-run")
+    dry_json = run(*args, "--dry-run", "--json", env=fake.env())
+    dry_text = run(*args, "--dry-run", env=fake.env())
     assert dry_json.returncode == 0 and dry_text.returncode == 0, dry_json.stderr + dry_text.stderr
     argv = json.loads(dry_json.stdout)["argv"]
     # The text is the same argv, shell-quoted on one line, nothing folded.
@@ -79,7 +81,8 @@ def test_the_submit_sends_the_dry_runs_argv_byte_for_byte(
     done = run(*args, env=fake.env())
     assert done.returncode == 0, done.stderr
     [sent] = submits(fake)
-    assert json.dumps(sent).encode() == json.dumps(argv[1:]).encode()
+    assert json.dumps(sent).encode() == json.dumps(argv).encode()
+    assert argv[0] == str(fake.path)  # the executable the backend runs, not a stand-in name
     record = record_of(sent)
     assert record.profile == profile
     if variant == "set-and-name":
@@ -91,7 +94,7 @@ def test_the_submit_sends_the_dry_runs_argv_byte_for_byte(
 def test_resubmit_sends_its_dry_runs_argv_byte_for_byte(tmp_path: Path, profile: str) -> None:
     first = json.loads(
         run("submit", "--profile", profile, "--set", "workers=3", "--dry-run", "--json").stdout
-    )["argv"]
+    )["argv"]  # on whichever backend: only its record is used
     fake = fake_runai(
         tmp_path,
         [
@@ -110,7 +113,8 @@ def test_resubmit_sends_its_dry_runs_argv_byte_for_byte(tmp_path: Path, profile:
     done = run("resubmit", "first", *extra, "--yes", env=fake.env())
     assert done.returncode == 0, done.stderr
     [sent] = submits(fake)
-    assert json.dumps(sent).encode() == json.dumps(argv[1:]).encode()
+    assert json.dumps(sent).encode() == json.dumps(argv).encode()
+    assert argv[0] == str(fake.path)
     record = record_of(sent)
     assert record.profile == profile and record.name == "second"
     assert record.sets == ("workers=3", "env.NCCL_DEBUG=WARN")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from runai_tui import submission_record
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
 from runai_tui.runai import submission
+from runai_tui.runai.backend import Backend, select_backend
 from runai_tui.runai.capabilities import Capabilities
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.generations import parse_override
@@ -26,6 +28,11 @@ from tests.fakes import FakeRunai, rule
 
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"
 SUBMITTED = rule("pytorch", "submit", stdout="Creating pytorch training try-2...\n")
+RUNAI = Backend("runai", ["runai"])  # runai by name, where the test runs nothing
+
+
+def prepare(*args: Any, **kwargs: Any) -> submission.Submission:
+    return submission.prepare(*args, **{"backend": RUNAI, **kwargs})
 
 
 def submits(fake: FakeRunai) -> list[list[str]]:
@@ -34,11 +41,17 @@ def submits(fake: FakeRunai) -> list[list[str]]:
 
 def test_prepare_is_what_the_cli_dry_run_prints() -> None:
     base = ProfileStore().load("retinanet-tcp")
+    backend = select_backend(None)  # as the command below selects it: the same environment
     prepared = submission.prepare(
-        base, ["workers=3", "env.EXTRA=1"], name="try-2", project="team-b", project_explicit=True
+        base,
+        ["workers=3", "env.EXTRA=1"],
+        backend=backend,
+        name="try-2",
+        project="team-b",
+        project_explicit=True,
     )
     assert prepared.profile.workers == 3 and prepared.profile.env["EXTRA"] == "1"
-    assert prepared.argv[:5] == ["runai", "training", "pytorch", "submit", "try-2"]
+    assert prepared.argv[:5] == [*backend.executable, "training", "pytorch", "submit", "try-2"]
     assert prepared.argv[prepared.argv.index("-p") + 1] == "team-b"
 
     dry = subprocess.run(
@@ -53,16 +66,16 @@ def test_prepare_is_what_the_cli_dry_run_prints() -> None:
 def test_prepare_rejects_before_anything_runs() -> None:
     base = ProfileStore().load("retinanet-tcp")
     with pytest.raises(ProfileError, match="workers"):
-        submission.prepare(base, ["workers=two"])
+        prepare(base, ["workers=two"])
     with pytest.raises(UsageError):
-        submission.prepare(base, name="Not_A_Label")
+        prepare(base, name="Not_A_Label")
     # A field the installed runai lacks, once its generation is known (the form checks as
     # you type); unknown, the field passes until submit asks.
-    late = submission.prepare(base, ["preemptibility=preemptible"])
+    late = prepare(base, ["preemptibility=preemptible"])
     assert late.profile.preemptibility == "preemptible"
     early = Capabilities(["/x/runai"], parse_override("2.20.1"), "env RUNAI_TUI_RUNAI_CLI")
     with pytest.raises(ProfileError, match="--preemptibility is not in the installed runai: "):
-        submission.prepare(base, ["preemptibility=preemptible"], cli=early)
+        prepare(base, ["preemptibility=preemptible"], cli=early)
 
 
 def record_in(argv: list[str]) -> tuple[int, str]:
@@ -81,9 +94,10 @@ def test_submit_checks_the_installed_cli_then_submits(
     make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient]
 ) -> None:
     base = ProfileStore().load("retinanet-tcp")
-    prepared = submission.prepare(base, ["preemptibility=preemptible"], name="try-2")
-
     old = make_fake([SUBMITTED], cli="2.18")
+    prepared = submission.prepare(
+        base, ["preemptibility=preemptible"], backend=client_for(old).backend, name="try-2"
+    )
     with pytest.raises(ProfileError, match="preemptibility"):
         submission.submit(client_for(old), prepared)
     assert not submits(old)
@@ -96,8 +110,9 @@ def test_submit_checks_the_installed_cli_then_submits(
     assert result.name == "try-2"
     [sent] = submits(unknown)
     assert len(warnings) == 1 and "every flag is tried" in warnings[0]
-    # What runs is the dry run's argv, the submission record included (one annotation).
-    assert sent == prepared.argv[1:]
+    # What runs is the dry run's argv, the executable and the submission record included.
+    assert [c for c in unknown.executed() if "submit" in c] == [prepared.argv]
+    assert prepared.argv[0] == str(unknown.path)
     record = submission_record.decode(record_in(sent)[1])
     assert record.profile == "retinanet-tcp" and record.sets == ("preemptibility=preemptible",)
     assert record.data["preemptibility"] == "preemptible" and "extends" not in record.data
@@ -106,7 +121,7 @@ def test_submit_checks_the_installed_cli_then_submits(
 
 def test_new_settings_are_checked_and_the_master_copies_too() -> None:
     base = ProfileStore().load("retinanet-tcp")
-    prepared = submission.prepare(
+    prepared = prepare(
         base,
         [
             "tolerations=[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
@@ -127,11 +142,11 @@ def test_new_settings_are_checked_and_the_master_copies_too() -> None:
     assert "NCCL_SOCKET_IFNAME=net1" in argv[argv.index("--master-environment-variable") :]
     for bad in ("termination_grace_period=soon", "supplemental_groups=[a]", "priority=urgent"):
         with pytest.raises(ProfileError):
-            submission.prepare(base, [bad])
+            prepare(base, [bad])
     # 2.18-2.20 spell the master's environment --master-environment: refused before submit.
     early = Capabilities(["/x/runai"], parse_override("2.19"), "env RUNAI_TUI_RUNAI_CLI")
     with pytest.raises(ProfileError) as caught:
-        submission.prepare(base, ["master_gpus=1"], cli=early)
+        prepare(base, ["master_gpus=1"], cli=early)
     assert "--master-environment-variable (the master gets it as master settings are set)" in (
         str(caught.value)
     )
@@ -139,15 +154,13 @@ def test_new_settings_are_checked_and_the_master_copies_too() -> None:
 
 def test_a_recorded_submission_rebuilds_the_same_argv() -> None:
     base = ProfileStore().load("retinanet-local")
-    first = submission.prepare(base, ["workers=2"], name="run")
+    first = prepare(base, ["workers=2"], name="run")
     record = submission_record.decode(record_in(first.argv)[1])
     rebuilt, unknown = submission_record.profile_of(record, "job run")
     assert unknown == ()
-    again = submission.prepare(rebuilt, ["large_shm=true"], name="run-2", prior_sets=record.sets)
+    again = prepare(rebuilt, ["large_shm=true"], name="run-2", prior_sets=record.sets)
     assert again.sets == ("workers=2", "large_shm=true")
-    assert (
-        again.argv == submission.prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
-    )
+    assert again.argv == prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
 
 
 @pytest.mark.parametrize("name", ["retinanet-tcp", "retinanet-rdma", "retinanet-local"])
@@ -155,12 +168,12 @@ def test_a_submit_argv_reads_back_into_the_profile_that_built_it(name: str) -> N
     from runai_tui.knowledge.submitted import data_from_argv
 
     profile = ProfileStore().load(name)
-    profile = submission.prepare(profile, ["exclude_node=[node-7]", "cpu.request=2"]).profile
-    argv = submission.prepare(profile, name="x").argv
+    profile = prepare(profile, ["exclude_node=[node-7]", "cpu.request=2"]).profile
+    argv = prepare(profile, name="x").argv
     again, _ = submission_record.profile_of(
         submission_record.Record(name, (), data_from_argv(argv)), "t"
     )
-    assert without_record(submission.prepare(again, name="x").argv) == without_record(argv)
+    assert without_record(prepare(again, name="x").argv) == without_record(argv)
 
 
 def test_what_cannot_be_rebuilt_is_said_in_one_line() -> None:
@@ -194,13 +207,13 @@ def test_a_version_1_record_still_rebuilds() -> None:
         JobDetail(Job("old"), raw={"annotations": {submission_record.ANNOTATION: old}})
     )
     assert found.sets == ("workers=3",) and found.profile.workers == 3
-    again = submission.prepare(found.profile, name="old-2", prior_sets=found.sets)
-    assert again.argv == submission.prepare(base, ["workers=3"], name="old-2").argv
+    again = prepare(found.profile, name="old-2", prior_sets=found.sets)
+    assert again.argv == prepare(base, ["workers=3"], name="old-2").argv
 
 
 def test_the_masters_secret_is_left_out_too_and_put_back_by_path() -> None:
     sets = ["master_env.DB_PASSWORD=pw-xyz", "env.NCCL_DEBUG=WARN", "env.HF_TOKEN=${HF}"]
-    prepared = submission.prepare(ProfileStore().load("retinanet-tcp"), sets)
+    prepared = prepare(ProfileStore().load("retinanet-tcp"), sets)
     record = prepared.record
     assert record is not None and record.redacted == ("master_env.DB_PASSWORD",)
     assert "pw-xyz" not in record.encode() and "pw-xyz" in " ".join(prepared.argv)

@@ -3,7 +3,9 @@
 Environment:
   FAKE_RUNAI_SCENARIO  path of a JSON scenario (below); required
   FAKE_RUNAI_LOG       path of a JSON-lines file; each call appends
-                       {"argv": [...args after the program name...], "pid": N, "child_pid": N|null}
+                       {"argv": [...args after the program name...], "pid": N, "child_pid": N|null,
+                        "program": the path the caller executed (FAKE_RUNAI_PROGRAM, set by the
+                        wrapper tests/fakes.py writes; else sys.argv[0])}
 
 Scenario: {"rules": [RULE, ...], "default": RESPONSE (optional)}
   RULE = RESPONSE + {"match": [TOKEN, ...]}: the first rule whose tokens all occur in argv, in
@@ -220,7 +222,13 @@ def main() -> int:
     log = os.environ.get("FAKE_RUNAI_LOG")
     if log:
         record = json.dumps(
-            {"argv": argv, "pid": os.getpid(), "child_pid": child_pid, "help": asks_help}
+            {
+                "argv": argv,
+                "program": os.environ.get("FAKE_RUNAI_PROGRAM", sys.argv[0]),
+                "pid": os.getpid(),
+                "child_pid": child_pid,
+                "help": asks_help,
+            }
         )
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(record + "\n")

@@ -5,6 +5,7 @@ line. The loops from a real fault to a fixed job are in test_resubmit_*.py."""
 from __future__ import annotations
 
 import json
+import os
 
 from runai_tui import submission_record
 from runai_tui.runai.argv import display_argv
@@ -20,11 +21,12 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
     assert tui("submit", "--profile", "quick").returncode == 0
     try:
         wait_phase("quick", "Completed")
-        # runai-local received exactly the dry run's argv, the record included (the dry run
-        # says `runai`; the local cluster records its own name).
+        # runai-local was executed with exactly the dry run's argv, its own path first and the
+        # record included (it records the program as it was executed).
         sent = describe("quick")["spec"]["submitArgv"]
-        assert sent[0] == "runai-local"
-        assert json.dumps(sent[1:]) == json.dumps(json.loads(dry.stdout)["argv"][1:])
+        argv = json.loads(dry.stdout)["argv"]
+        assert os.path.basename(argv[0]) == "runai-local"
+        assert json.dumps(sent) == json.dumps(argv)
         # The record travels with the job: next to it on the local cluster (spec.json).
         record = submission_record.decode(
             describe("quick")["spec"]["annotations"][submission_record.ANNOTATION]
@@ -68,7 +70,10 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
         assert out[0].startswith("resubmit quick as quick-2, from the recorded submission")
         assert "  --set workers=2  yours" in out
         assert any(line.startswith("≠ --workers") and line.endswith("2") for line in out)
-        assert out[-1].startswith("runai training pytorch submit quick-2 ")
+        # The command as runai-local is executed: its path, then runai's words.
+        program, rest = out[-1].split(" ", 1)
+        assert program.endswith("/runai-local")
+        assert rest.startswith("training pytorch submit quick-2 ")
         # The record is no difference; the command shows it, as the submit sends it.
         assert submission_record.ANNOTATION not in "\n".join(out[:-1])
         res = tui("resubmit", "quick", "--set", "workers=2", "--dry-run", "--json")

@@ -39,7 +39,9 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
     )
     store = ProfileStore([shipped, tmp_path / "user"])
     # Submitted as runai-tui submits: the record travels with the job.
-    submission.submit(local_client, submission.prepare(store.load("loader")))
+    submission.submit(
+        local_client, submission.prepare(store.load("loader"), backend=local_client.backend)
+    )
     app = RunaiTuiApp(local_client, store=store, refresh_interval=0.5, save_dir=tmp_path)
     async with app.run_test(size=(140, 50)) as pilot:
         table = app.screen.table
@@ -109,6 +111,6 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         await pilot.press("escape")
     spec = local_client.describe("loader-2").raw["spec"]
     assert "--large-shm" in spec["submitArgv"]
-    assert spec["submitArgv"][1:] == previewed[1:]  # runai-local got what the form showed
+    assert spec["submitArgv"] == previewed  # runai-local was executed as the form showed
     record = submission_record.decode(spec["annotations"][submission_record.ANNOTATION])
     assert record.profile == "loader" and "large_shm=true" in record.sets

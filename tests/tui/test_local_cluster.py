@@ -55,7 +55,10 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
         submit = app.screen
         assert isinstance(submit, SubmitScreen)
         await wait_for(pilot, lambda: submit.argv is not None, "form loaded")
-        assert "runai training pytorch submit demo" in screen_text(app)
+        # The command as the local cluster is executed: runai-local's own argv.
+        executable = local_client.backend.executable
+        assert submit.argv[: len(executable) + 3] == [*executable, "training", "pytorch", "submit"]
+        assert "pytorch submit demo" in screen_text(app)
 
         name_box = submit.query_one("#in-job_name")
         name_box.value = "Bad_Name"
@@ -81,7 +84,7 @@ async def test_submit_from_profile_with_validation_then_new_job_selected(
         submit.query_one("#in-env").value = "EXTRA=1"
         await wait_for(pilot, lambda: submit.errors == {}, "errors cleared")
         await wait_for(pilot, lambda: "EXTRA=1" in (submit.argv or []), "command rebuilt")
-        assert submit.argv[:5] == ["runai", "training", "pytorch", "submit", "demo-tui"]
+        assert submit.argv[len(executable) :][:4] == ["training", "pytorch", "submit", "demo-tui"]
         assert "EXTRA=1" in submit.argv and "submit demo-tui" in screen_text(app)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), "back on jobs")

@@ -1,6 +1,6 @@
 """The submit screen shows, copies (ctrl+y) and submits the command `runai-tui submit --dry-run
---json` prints for the same profile and overrides, the submission record included; the preview
-folds the record with a visible marker, the copy never does."""
+--json` prints for the same profile and overrides, the backend's executable and the submission
+record included; the preview folds the record with a visible marker, the copy never does."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from textual.widgets import Input
 
 from runai_tui.profiles import ProfileStore, shipped_profiles_dir
 from runai_tui.runai.argv import display_argv, quote_word
+from runai_tui.runai.backend import select_backend
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import PREVIEW_FOLD, SubmitScreen
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner
@@ -40,7 +41,8 @@ async def test_preview_copy_and_submit_are_the_dry_runs_command(
 ) -> None:
     # The app's project is the client's (team-a), as `-p team-a` gives the CLI.
     argv = dry_run_argv("-p", "team-a", "submit", "--profile", profile, "--set", "env.EXTRA=a b")
-    client = FakeClient()
+    # The backend the dry run selected (the same environment): its executable starts the argv.
+    client = FakeClient(backend=select_backend(None))
     store = ProfileStore([shipped_profiles_dir(), tmp_path / "user"])
     app = RunaiTuiApp(
         client, store=store, runner=RecordingRunner(), refresh_interval=0, clock=lambda: NOW

@@ -257,6 +257,7 @@ class SubmitScreen(AppScreen[str]):
             prepared = submission.prepare(
                 base,
                 sets,
+                backend=self.tui.client.backend,  # its executable, as the submit runs it
                 name=name,
                 project=self.tui.client.project,
                 project_explicit=self.tui.project_explicit,
