@@ -21,6 +21,10 @@ chip's datasheet bf16 peak.
 
     python benchmarks/gpu_figures.py [--reference-dir DIR] [--out FILE]
     python benchmarks/gpu_figures.py --quick --device cpu   # checks the script end to end
+
+--quick checks the script, not the figures: 8 images, ResNet-18 at 64/96 in fp32, batch 2 and 4,
+and our compiled runs through the test hook's "eager" backend (trainer/test_hooks.py), since an
+inductor compile takes many minutes on a CPU; gpu_step.py then runs its eager rows.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from benchmarks.fig_trainer import (  # noqa: E402
     trainer_env,
     write_coco_fixture,
 )
+from trainer.test_hooks import COMPILE_ENV  # noqa: E402
 
 SPEED_GOAL = 3.0  # shipped defaults over the reference, whole processes, at no more memory
 MFU_GOAL = 0.25  # whole trainer at batch 16, of the datasheet bf16 peak
@@ -73,7 +78,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     if args.quick:
-        args.images, args.batch, args.big_batch, args.workers, args.log_every = 16, 2, 4, 0, 2
+        args.images, args.batch, args.big_batch, args.workers, args.log_every = 8, 2, 4, 0, 2
     return args
 
 
@@ -83,7 +88,8 @@ def ours(
     """One whole `python -m trainer` process: its records' windows, memory, FLOP rate, start."""
     out = root / name.replace(" ", "-")
     steps = args.images // batch
-    size = ["--min-size", "64", "--max-size", "96"] if args.quick else []
+    # --quick: fp32 stated, so no precision measurement at start (a script check on a CPU)
+    size = ["--min-size", "64", "--max-size", "96", "--amp", "none"] if args.quick else []
     model = ["--model", "retinanet_resnet18_fpn"] if args.quick else []
     peak = ["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else []
     argv = [
@@ -98,10 +104,12 @@ def ours(
     first: float | None = None
     records: list[dict[str, Any]] = []
     lines: list[str] = []
+    env = trainer_env(int(os.environ.get("OMP_NUM_THREADS", "8")))
+    if args.quick:  # checks the script: compile's wiring without minutes of code generation
+        env[COMPILE_ENV] = "eager"
     proc = subprocess.Popen(
-        argv, cwd=REPO, env=trainer_env(int(os.environ.get("OMP_NUM_THREADS", "8"))),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         lines = [*lines[-60:], line]

@@ -8,14 +8,11 @@ state they hand each other is `Run`.
 from __future__ import annotations
 
 import functools
-import getpass
 import importlib.util
 import os
 import platform
-import re
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from trainer import checkpoint, fast_path, test_hooks
 from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
+from trainer.compile_cache import cache_is_warm, compile_cache_dir, use_compile_cache
 from trainer.config import TrainConfig
 from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import TrainData, build_train_data, check_same_corpus
@@ -254,7 +252,7 @@ def choose_compile(
     if missing:
         choice = fast_path.PathChoice(False, f"auto: {missing}")
     else:
-        warm = ctx.is_main and _cache_is_warm(cache)
+        warm = ctx.is_main and cache_is_warm(cache)
         choice = fast_path.compile_choice(cfg.compile, ctx.device.type, images, height, width, warm)
     choice = broadcast_object(ctx, choice)
     asked, cfg.compile = cfg.compile, choice.value
@@ -275,60 +273,6 @@ def choose_channels_last(
         enable_channels_last(model)
     log(f"channels-last {choice.value} ({choice.why})")
     return {"asked": asked, "chosen": choice.value, "why": choice.why}
-
-
-def compile_cache_dir(cfg: TrainConfig) -> str:
-    """--compile-cache-dir, or .compile-cache beside the output dir: on a job's shared volume,
-    where the next job of the same shape, a resubmit or a restart finds it."""
-    if cfg.compile_cache_dir:
-        return os.path.abspath(cfg.compile_cache_dir)
-    return os.path.join(os.path.dirname(os.path.abspath(cfg.output_dir)), ".compile-cache")
-
-
-# The public environment variables torch.compile reads its caches' places and switches from.
-COMPILE_CACHE_ENV = {
-    "TORCHINDUCTOR_CACHE_DIR": "inductor",  # FX graphs, autotuning, generated code
-    "TRITON_CACHE_DIR": "triton",  # compiled GPU kernels
-}
-COMPILE_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
-
-
-def use_compile_cache(cache: str, log: Callable[[str], None]) -> None:
-    """Point torch.compile's on-disk caches into `cache`; a variable the job sets itself wins."""
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR") == _torch_default_cache_dir():
-        # Importing torchvision already wrote inductor's default into the variable: not the job's.
-        del os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    kept = [name for name in COMPILE_CACHE_ENV if name in os.environ]
-    for name, sub in COMPILE_CACHE_ENV.items():
-        os.environ.setdefault(name, os.path.join(cache, sub))
-    for name, value in COMPILE_CACHE_SWITCHES.items():
-        os.environ.setdefault(name, value)
-    where = os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    log(f"compile cache: {where}" + (f" ({', '.join(kept)} from the environment)" if kept else ""))
-
-
-def _torch_default_cache_dir() -> str:
-    """Where inductor caches when TORCHINDUCTOR_CACHE_DIR is unset: torchinductor_<user> in the
-    temp dir (its documented default)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid_{os.getuid()}"
-    return os.path.join(
-        tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)
-    )
-
-
-def _cache_is_warm(cache: str) -> bool:
-    """Whether the cache torch.compile will use holds anything yet."""
-    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
-    if where in ("", _torch_default_cache_dir()):
-        where = os.path.join(cache, "inductor")
-    try:
-        with os.scandir(where) as entries:
-            return any(True for _ in entries)
-    except OSError:
-        return False
 
 
 def _compiler_missing(device_type: str) -> str:

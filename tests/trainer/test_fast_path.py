@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import fast_path, train
+from trainer import compile_cache, fast_path
 from trainer.config import parse_config
 from trainer.data.transforms import to_model_input
 from trainer.engine import HOST_PARTS, BatchCopier, Window, optimizer_options
@@ -67,24 +67,24 @@ def test_the_flags_keep_their_boolean_spellings(words: list[str], expected: tupl
 
 def test_the_compile_cache_lives_beside_the_output_dir(tmp_path, monkeypatch) -> None:
     cfg = parse_config(["--output-dir", str(tmp_path / "runs" / "job-a")])
-    assert train.compile_cache_dir(cfg) == str(tmp_path / "runs" / ".compile-cache")
+    assert compile_cache.compile_cache_dir(cfg) == str(tmp_path / "runs" / ".compile-cache")
     cfg.compile_cache_dir = str(tmp_path / "elsewhere")
-    assert train.compile_cache_dir(cfg) == str(tmp_path / "elsewhere")
-    for name in (*train.COMPILE_CACHE_ENV, *train.COMPILE_CACHE_SWITCHES):
+    assert compile_cache.compile_cache_dir(cfg) == str(tmp_path / "elsewhere")
+    for name in (*compile_cache.COMPILE_CACHE_ENV, *compile_cache.COMPILE_CACHE_SWITCHES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TRITON_CACHE_DIR", "/mine")  # what the job sets itself wins
     lines: list[str] = []
-    train.use_compile_cache(str(tmp_path / "c"), lines.append)
+    compile_cache.use_compile_cache(str(tmp_path / "c"), lines.append)
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "c" / "inductor")
     assert os.environ["TRITON_CACHE_DIR"] == "/mine"
     assert os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] == "1"
     assert lines == [
         f"compile cache: {tmp_path / 'c' / 'inductor'} (TRITON_CACHE_DIR from the environment)"
     ]
-    assert not train._cache_is_warm(str(tmp_path / "c"))
+    assert not compile_cache.cache_is_warm(str(tmp_path / "c"))
     # Importing torchvision writes inductor's default into the variable: that is not the job's.
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", train._torch_default_cache_dir())
-    train.use_compile_cache(str(tmp_path / "d"), lines.append)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", compile_cache.torch_default_cache_dir())
+    compile_cache.use_compile_cache(str(tmp_path / "d"), lines.append)
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "d" / "inductor")
 
 
@@ -92,7 +92,7 @@ def test_the_compile_cache_lives_beside_the_output_dir(tmp_path, monkeypatch) ->
 # before anything compiles), as the trainer points the caches: twice, the second from the cache.
 COMPILE_ONCE = """
 import sys, time
-from trainer.train import use_compile_cache
+from trainer.compile_cache import use_compile_cache
 use_compile_cache(sys.argv[1], print)
 import torch
 start = time.perf_counter()
@@ -103,13 +103,15 @@ print(f"compiled in {time.perf_counter() - start:.1f} s")
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # two inductor compiles on a loaded 2-core machine: minutes
 def test_a_compiled_run_fills_the_cache_and_the_next_finds_it_warm(tmp_path) -> None:
     cache = tmp_path / ".compile-cache"
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in (*train.COMPILE_CACHE_ENV, *train.COMPILE_CACHE_SWITCHES)
+        if k not in (*compile_cache.COMPILE_CACHE_ENV, *compile_cache.COMPILE_CACHE_SWITCHES)
     }
+    env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no pool of compile workers to start
     outs = []
     for _ in range(2):
         proc = subprocess.run(
@@ -118,7 +120,7 @@ def test_a_compiled_run_fills_the_cache_and_the_next_finds_it_warm(tmp_path) -> 
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout)
-        assert train._cache_is_warm(str(cache))  # the trainer would count the warm compile
+        assert compile_cache.cache_is_warm(str(cache))  # the trainer would count the warm compile
     assert f"compile cache: {cache / 'inductor'}" in outs[0]
     assert any((cache / "inductor").rglob("*")), "inductor wrote nothing into the cache"
 
