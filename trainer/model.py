@@ -23,8 +23,8 @@ from trainer.errors import ConfigError
 # runs in fp32: P6, P7 and the head's convolutions on those levels. On an AVX-512-BF16 Xeon,
 # oneDNN's bf16 convolutions at the 1x1 maps of a 64 px run made P6's output NaN on the third
 # step, every time (benchmarks/cpu_bf16_tiny_maps.py is the repro; trainer/README.md, "bf16 on a
-# CPU"). These levels hold a few anchors, so fp32 there costs nothing measurable; 2x2 is margin
-# over the 1x1 seen failing.
+# CPU"). These levels hold few anchors and little of the work; 2x2 is margin over the 1x1 seen
+# failing.
 TINY_MAP_POSITIONS = 4
 
 NORM_LAYERS = (
