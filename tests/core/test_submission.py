@@ -119,6 +119,18 @@ def test_submit_checks_the_installed_cli_then_submits(
     assert record == prepared.record and record.name == "try-2"
 
 
+def test_a_submission_prepared_for_another_backend_is_not_sent(
+    make_fake: Callable[..., FakeRunai], client_for: Callable[..., RunaiClient]
+) -> None:
+    # Its preview named another executable: sending it through this client would run a command
+    # nobody was shown.
+    fake = make_fake([SUBMITTED])
+    prepared = prepare(ProfileStore().load("retinanet-tcp"), name="try-2")
+    with pytest.raises(ValueError, match="prepared for runai, not for .*/runai"):
+        submission.submit(client_for(fake), prepared)
+    assert fake.executed() == []
+
+
 def test_new_settings_are_checked_and_the_master_copies_too() -> None:
     base = ProfileStore().load("retinanet-tcp")
     prepared = prepare(

@@ -89,5 +89,10 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
         assert {"key": "--workers", "before": "1", "after": "2"} in plan["diff"]
         assert plan["argv"][4] == "quick-2"
         assert jobs() == before
+
+        # The resubmit executes runai-local with exactly the argv its dry run showed.
+        res = tui("resubmit", "quick", "--set", "workers=2", "--yes")
+        assert res.returncode == 0, res.stderr
+        assert json.dumps(describe("quick-2")["spec"]["submitArgv"]) == json.dumps(plan["argv"])
     finally:
-        tui("delete", "quick", "--yes")
+        tui("delete", "quick", "quick-2", "--yes")
