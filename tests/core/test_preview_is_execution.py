@@ -1,9 +1,9 @@
 """What the dry run shows is what the submit executes, byte for byte, the executable and the
 submission record included: `submit --dry-run` (text and --json) and `resubmit --dry-run --json`
 against the whole argv a recording stand-in `runai` (tests/fake_runai) is executed with, for
-every shipped profile, with `--set` and `--name`; and on the local cluster, against the argv
-runai-local records. The record never copies a secret env value, and one over its budget is refused before
-anything runs."""
+every shipped profile, with `--set` and `--name` (on the local cluster, against the argv
+runai-local records: tests/local/test_resubmit.py). The record never copies a secret env value,
+and one over its budget is refused before anything runs."""
 
 from __future__ import annotations
 
