@@ -275,10 +275,7 @@ def train_one_epoch(
         test_hooks.stall(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
-        inputs, device_targets = copier.copy(images, targets)
-        window.lap("copy")
-        step_losses = _forward_backward(ctx, cfg, model, scaler, inputs, device_targets, dtype)
-        window.lap("forward_backward")
+        step_losses = _compute(ctx, cfg, model, scaler, copier.copy(images, targets), dtype, window)
         reduced, ready = _launch_reduce(ctx, step_losses, targets, stop, meter)
         refuse_non_finite(ctx, cfg, model, scaler, reduced, ready, progress)
         lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
@@ -289,9 +286,7 @@ def train_one_epoch(
             reduced, ready, progress.global_step, progress.epoch, len(images), clock.take(),
             comm.take_bytes() if comm is not None else 0.0,
         )  # fmt: skip
-        logs = progress.global_step % cfg.log_every == 0
-        saves = bool(cfg.checkpoint_every) and progress.global_step % cfg.checkpoint_every == 0
-        ends = progress.global_step >= total_steps
+        logs, saves, ends = _due(cfg, progress.global_step, total_steps)
         stopped, unread = _read_due(ctx, unread, launched, logs or saves or ends, meter, window)
         window.lap("read")
         if logs:
@@ -307,6 +302,29 @@ def train_one_epoch(
     if unread is not None and _read_step(ctx, unread, meter, window):
         return "stopped"
     return "epoch_end"
+
+
+def _compute(
+    ctx: DistContext,
+    cfg: TrainConfig,
+    model: nn.Module,
+    scaler: torch.amp.GradScaler | None,
+    batch: tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]],
+    dtype: torch.dtype | None,
+    window: Window,
+) -> torch.Tensor:
+    """The step's forward and backward on a batch BatchCopier has sent; the copy's time and
+    theirs go to the host timeline."""
+    window.lap("copy")
+    step_losses = _forward_backward(ctx, cfg, model, scaler, *batch, dtype)
+    window.lap("forward_backward")
+    return step_losses
+
+
+def _due(cfg: TrainConfig, step: int, total_steps: int) -> tuple[bool, bool, bool]:
+    """Whether `step` writes a metrics record, saves a checkpoint, ends the run."""
+    saves = bool(cfg.checkpoint_every) and step % cfg.checkpoint_every == 0
+    return step % cfg.log_every == 0, saves, step >= total_steps
 
 
 def _forward_backward(
