@@ -195,12 +195,13 @@ def measure_flops(
 
     Counted at the padded shape of a 4:3 landscape image at --min-size (a typical photo in
     Open Images and COCO), on one image: the records scale it by each batch's real padded
-    area, so the shape counted matters little and one image keeps the count cheap. Every rank
-    counts its own unwrapped model (the same model everywhere: no collective needed)."""
+    area, so the shape counted matters little. Counted on the meta device (trainer/flops.py), so
+    it costs about a second and no device memory. Every rank counts its own unwrapped model (the
+    same model everywhere: no collective needed)."""
     height, width = _train_size(cfg)
     try:
         count = count_train_flops(
-            model, height, width, box_loss_type(cfg.model) if cfg.loss == "batched" else None
+            model, height, width, box_loss_type(cfg.model) if cfg.loss == "batched" else None, log
         )
     except Exception as exc:  # noqa: BLE001 -- a counter that fails costs the figure, not the run
         log(f"model FLOPs not counted ({type(exc).__name__}: {exc}); records carry no tflops")
