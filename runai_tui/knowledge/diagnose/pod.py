@@ -187,6 +187,9 @@ class PodDiagnoser:
         lines. Each distinct candidate text is classified once: a line whose codes all have
         their findings already is only counted (an error storm repeats its lines); the others
         are examined in order, numbered by counting newlines from the last numbered line."""
+        if not ends:  # most blocks of a healthy log
+            self.lines += newlines(block, lo, hi)
+            return
         starts = [block.rfind(b"\n", lo, end) + 1 or lo for end in ends]
         lines = [block[start:end] for start, end in zip(starts, ends, strict=True)]
         counts, full = self.counts, self._full

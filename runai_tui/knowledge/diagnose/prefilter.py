@@ -25,7 +25,7 @@ NEEDLES = prefilter_needles()
 B_NEEDLES = tuple(n.encode() for n in NEEDLES)
 CASED = (b"NCCL_IB_",)  # looked for in their case on every line
 CASED_ON_RECORDS = (b"NaN", b"Infinity")  # ...on trainer record lines (a non-finite loss)
-NEWLINES_SAMPLE = 1 << 16  # `newlines`: shorter spans are counted by `count`; its sample
+NEWLINES_SAMPLE = 1 << 14  # `newlines`: shorter spans are counted by `count`; its sample
 MEMCHR_LINE_MIN = 32  # `newlines`: shorter lines on average are counted by `count`
 
 
