@@ -131,7 +131,11 @@ def _key(item: str) -> str:
 
 
 def _conflicts(a: str, b: str) -> bool:
-    """Two overrides touch the same field (`env` and `env.X` do)."""
+    """Two overrides touch the same field (`env` and `env.X` do; a trainer flag lives in the
+    command or args, so `trainer.X` and `args` do)."""
+    words = {a.partition(".")[0], b.partition(".")[0]}
+    if "trainer" in words and words & {"args", "command"}:
+        return True
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
-from runai_tui.knowledge.trainer_facts import TRAINER_DEFAULTS, trainer_args
+from runai_tui.knowledge.trainer_facts import TrainerArgs, parse_trainer_args, trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
 
@@ -96,48 +96,25 @@ def flow_list(items: Iterable[str]) -> str:
     return "[" + ", ".join(words) + "]"
 
 
-# --- the trainer's flags in `args` ------------------------------------------------------------
+# --- the trainer's flags ----------------------------------------------------------------------
 
 
-def _trainer_value(profile: Profile, flag: str) -> str | None:
-    """The last value of `--flag` the trainer is given (None: not given)."""
-    words = trainer_args(profile) or []
-    found = None
-    for i, word in enumerate(words):
-        if word == flag and i + 1 < len(words):
-            found = words[i + 1]
-        elif word.startswith(flag + "="):
-            found = word.split("=", 1)[1]
-    return found
-
-
-def _with_trainer_flags(profile: Profile, values: dict[str, str]) -> str | None:
-    """`args=[...]` with each `--flag value` replaced (or added): None when the trainer's
-    arguments are not the profile's `args` (a command that holds them, or not the trainer)."""
-    if trainer_args(profile) is None:
+def _trainer_flags(profile: Profile) -> TrainerArgs | None:
+    """The trainer's flags as the profile passes them; None when its command does not run the
+    trainer or passes a value the trainer would refuse."""
+    words = trainer_args(profile)
+    if words is None:
         return None
-    command_words = set(profile.command)
-    if any(flag in command_words for flag in values):
-        return None  # the command, not args, passes it: an args override would not win
-    words = list(profile.args)
-    for flag, value in values.items():
-        replaced = False
-        for i, word in enumerate(words):
-            if word == flag and i + 1 < len(words):
-                words[i + 1], replaced = value, True
-            elif word.startswith(flag + "="):
-                words[i], replaced = f"{flag}={value}", True
-        if not replaced:
-            words += [flag, value]
-    return "args=" + flow_list(words)
+    try:
+        return parse_trainer_args(words)
+    except UsageError:
+        return None
 
 
-def _trainer_int(profile: Profile, flag: str) -> int | None:
-    raw = _trainer_value(profile, flag)
-    if raw is None:
-        default = TRAINER_DEFAULTS.get(flag.lstrip("-").replace("-", "_"))
-        return default if isinstance(default, int) and not isinstance(default, bool) else None
-    return int(raw) if raw.isdigit() else None
+def _trainer_sets(values: dict[str, object]) -> tuple[str, ...]:
+    """`trainer.NAME=VALUE` overrides: `--set` puts each flag in the profile's command or args
+    exactly once (profiles/overrides.py, knowledge/trainer_facts.set_trainer_flag)."""
+    return tuple(f"trainer.{name.replace('_', '-')}={value}" for name, value in values.items())
 
 
 # --- one function per kind of finding --------------------------------------------------------
@@ -146,14 +123,14 @@ Propose = Callable[[Finding, Profile, Context], Remedy | None]
 
 
 def _fewer_loader_workers(profile: Profile, why: str) -> Remedy | None:
-    workers = _trainer_int(profile, "--workers")
-    if not workers:
+    flags = _trainer_flags(profile)
+    if flags is None or not flags.workers:
         return None
-    fewer = workers // 2
-    sets = _with_trainer_flags(profile, {"--workers": str(fewer)})
-    if sets is None:
-        return None
-    return Remedy((sets,), f"{workers} → {fewer} DataLoader workers per process: {why}")
+    fewer = flags.workers // 2
+    return Remedy(
+        _trainer_sets({"workers": fewer}),
+        f"{flags.workers} → {fewer} DataLoader workers per process: {why}",
+    )
 
 
 def _shm(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
@@ -247,18 +224,15 @@ def _cuda_oom(finding: Finding, profile: Profile, context: Context) -> Remedy | 
             (f"env.PYTORCH_ALLOC_CONF={EXPANDABLE}",),
             "expandable segments: less fragmentation of the GPU memory",
         )
-    batch = _trainer_value(profile, "--batch-size")
-    if batch is None or not batch.isdigit() or int(batch) < 2:
-        return None  # the profile passes no per-GPU batch to the trainer, or it is 1 already
-    accum = _trainer_int(profile, "--grad-accum") or 1
-    half = int(batch) // 2
-    sets = _with_trainer_flags(profile, {"--batch-size": str(half), "--grad-accum": str(accum * 2)})
-    if sets is None:
-        return None
+    flags = _trainer_flags(profile)
+    if flags is None or flags.grad_accum < 1 or flags.batch_size % (flags.grad_accum * 2):
+        return None  # not the trainer, or its micro-batch does not halve
+    accum, micro = flags.grad_accum, flags.batch_size // flags.grad_accum
+    # --batch-size is what each process steps on; --grad-accum splits it into micro-batches
     return Remedy(
-        (sets,),
-        f"per-GPU batch {batch} → {half} with --grad-accum {accum} → {accum * 2}: the same "
-        f"global batch in half the activation memory",
+        _trainer_sets({"grad_accum": accum * 2}),
+        f"micro-batch {micro} → {micro // 2} images (--grad-accum {accum} → {accum * 2}): the "
+        f"same global batch in half the activation memory",
     )
 
 

@@ -130,12 +130,8 @@ def trainer_args(profile: Profile) -> list[str] | None:
     `... -m trainer ARGS` (python or torchrun).
     """
     words = [*profile.command, *profile.args]
-    for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == ENTRY_SCRIPT:
-            return words[i + 1 :]
-        if word == "-m" and i + 1 < len(words) and words[i + 1] == "trainer":
-            return words[i + 2 :]
-    return None
+    start = _trainer_start(words)
+    return None if start is None else words[start:]
 
 
 def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
@@ -235,6 +231,196 @@ def _convert(name: str, raw: str, kind: type) -> Any:
             f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
             f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
         ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Every flag of the trainer, and setting one in a profile's words (`--set trainer.NAME=VALUE`,
+# the remedies): trainer/config.py build_parser is the source, tests/trainer/test_plan_tables.py
+# compares this table with `python -m trainer --help`.
+
+
+class TrainerFlag(NamedTuple):
+    """`kind`: int, float, str, bool (`--flag` / `--no-flag`) or switch (auto, on or off, and
+    the boolean spellings); `choices`: the values a str flag accepts (empty: any)."""
+
+    kind: str
+    choices: tuple[str, ...] = ()
+
+
+TRAINER_FLAGS: dict[str, TrainerFlag] = {
+    "dataset": TrainerFlag("str", ("openimages", "coco", "synthetic")),
+    "data-root": TrainerFlag("str"),
+    "oid-train-annotations": TrainerFlag("str"),
+    "oid-val-annotations": TrainerFlag("str"),
+    "oid-classes-file": TrainerFlag("str"),
+    "train-images": TrainerFlag("str"),
+    "val-images": TrainerFlag("str"),
+    "coco-train-annotations": TrainerFlag("str"),
+    "coco-val-annotations": TrainerFlag("str"),
+    "classes": TrainerFlag("str"),
+    "group-of": TrainerFlag("str", ("positive", "drop")),
+    "strict": TrainerFlag("bool"),
+    "synthetic-train-images": TrainerFlag("int"),
+    "synthetic-val-images": TrainerFlag("int"),
+    "synthetic-classes": TrainerFlag("int"),
+    "synthetic-jpeg-size": TrainerFlag("int"),
+    "index-cache": TrainerFlag("str"),
+    "prepare-only": TrainerFlag("bool"),
+    "data-format": TrainerFlag("str", ("files", "shards")),
+    "manifest": TrainerFlag("str"),
+    "val-manifest": TrainerFlag("str"),
+    "shuffle-buffer": TrainerFlag("int"),
+    "cache-dir": TrainerFlag("str"),
+    "cache-max-bytes": TrainerFlag("str"),
+    "workers": TrainerFlag("int"),
+    "aspect-ratio-group-factor": TrainerFlag("int"),
+    "fast-decode": TrainerFlag("bool"),
+    "hflip": TrainerFlag("float"),
+    "model": TrainerFlag("str", tuple(MODEL_PARAMETERS)),
+    "weights": TrainerFlag("str"),
+    "weights-backbone": TrainerFlag("str"),
+    "trainable-backbone-layers": TrainerFlag("int"),
+    "score-thresh": TrainerFlag("float"),
+    "detections-per-image": TrainerFlag("int"),
+    "min-size": TrainerFlag("int"),
+    "max-size": TrainerFlag("int"),
+    "epochs": TrainerFlag("int"),
+    "max-steps": TrainerFlag("int"),
+    "batch-size": TrainerFlag("int"),
+    "grad-accum": TrainerFlag("int"),
+    "optimizer": TrainerFlag("str", tuple(OPTIMIZER_LR)),
+    "lr": TrainerFlag("float"),
+    "lr-base-batch": TrainerFlag("int"),
+    "momentum": TrainerFlag("float"),
+    "weight-decay": TrainerFlag("float"),
+    "norm-weight-decay": TrainerFlag("float"),
+    "lr-schedule": TrainerFlag("str", ("cosine", "constant")),
+    "warmup-steps": TrainerFlag("int"),
+    "warmup-factor": TrainerFlag("float"),
+    "amp": TrainerFlag("str", ("auto", "none", "fp16", "bf16")),
+    "loss": TrainerFlag("str", ("batched", "torchvision")),
+    "sync-bn": TrainerFlag("bool"),
+    "clip-grad": TrainerFlag("float"),
+    "channels-last": TrainerFlag("switch", SWITCH_CHOICES),
+    "compile": TrainerFlag("switch", SWITCH_CHOICES),
+    "compile-cache-dir": TrainerFlag("str"),
+    "seed": TrainerFlag("int"),
+    "output-dir": TrainerFlag("str"),
+    "checkpoint-every": TrainerFlag("int"),
+    "keep-checkpoints": TrainerFlag("int"),
+    "resume": TrainerFlag("str"),
+    "log-every": TrainerFlag("int"),
+    "eval-every": TrainerFlag("int"),
+    "eval-max-images": TrainerFlag("int"),
+    "eval-metric": TrainerFlag("str", ("coco", "oid")),
+    "oid-expand-predictions": TrainerFlag("bool"),
+    "log-samples": TrainerFlag("bool"),
+    "tensorboard": TrainerFlag("bool"),
+    "device": TrainerFlag("str", ("auto", "cuda", "cpu")),
+    "pin-memory": TrainerFlag("bool"),
+    "prefetch-factor": TrainerFlag("int"),
+    "dist-timeout": TrainerFlag("int"),
+    "ddp-comm-hook": TrainerFlag("str"),
+    "ddp-bucket-mb": TrainerFlag("int"),
+    "gradient-as-bucket-view": TrainerFlag("bool"),
+    "peak-tflops": TrainerFlag("float"),
+    "debug": TrainerFlag("bool"),
+}
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def trainer_flag_name(name: str) -> str | None:
+    """The flag's name as the trainer spells it (`batch_size` -> `batch-size`), None when the
+    trainer has no such flag."""
+    spelled = name.strip().removeprefix("--").replace("_", "-")
+    return spelled if spelled in TRAINER_FLAGS else None
+
+
+def trainer_flag_words(name: str, raw: str) -> list[str]:
+    """The words that pass `raw` to the trainer's `--name` (a name of TRAINER_FLAGS): `--lr 0.01`;
+    for a bool `--flag` (true) or `--no-flag` (false); [] for an empty value (the trainer's
+    default). Raises ValueError saying what the trainer accepts."""
+    flag = TRAINER_FLAGS[name]
+    value = raw.strip()
+    if not value:
+        return []
+    if flag.kind == "bool":
+        if value.lower() in _TRUE:
+            return [f"--{name}"]
+        if value.lower() in _FALSE:
+            return [f"--no-{name}"]
+        raise ValueError(f"{raw!r}: expected true or false (--{name} or --no-{name})")
+    if flag.kind in ("int", "float"):
+        try:
+            {"int": int, "float": float}[flag.kind](value)
+        except ValueError:
+            expected = "a whole number" if flag.kind == "int" else "a number"
+            raise ValueError(f"{raw!r}: expected {expected} (the trainer's --{name})") from None
+    if flag.choices and value not in flag.choices:
+        raise ValueError(f"{raw!r}: expected one of " + ", ".join(flag.choices))
+    if name == "ddp-comm-hook" and not HOOK_SPEC.match(value):
+        raise ValueError(f"{raw!r}: expected none, bf16, fp16, powersgd or powersgd:RANK")
+    return [f"--{name}", value]
+
+
+def _trainer_start(words: Sequence[str]) -> int | None:
+    """The index of the first word the trainer parses (see trainer_args), None without one."""
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == ENTRY_SCRIPT:
+            return i + 1
+        if word == "-m" and i + 1 < len(words) and words[i + 1] == "trainer":
+            return i + 2
+    return None
+
+
+def _flag_span(words: Sequence[str], i: int, name: str) -> int:
+    """How many words from words[i] pass `--name` (0: words[i] is not that flag)."""
+    word, kind = words[i], TRAINER_FLAGS[name].kind
+    if word.startswith(f"--{name}=") or (kind in ("bool", "switch") and word == f"--no-{name}"):
+        return 1
+    if word != f"--{name}":
+        return 0
+    if kind == "bool" or i + 1 >= len(words):
+        return 1
+    # argparse's nargs="?": a switch alone is `on`, followed by a flag it takes no value
+    return 1 if kind == "switch" and words[i + 1].startswith("-") else 2
+
+
+def set_trainer_flag(
+    command: Sequence[str], args: Sequence[str], name: str, raw: str
+) -> tuple[list[str], list[str]]:
+    """(command, args) with the trainer's `--name` set to `raw`, passed exactly once: the first
+    place that passes it now gets the new value (keeping a `--name=value` spelling), any other
+    place loses it, and args gains `--name value` when nothing passed it. An empty `raw` removes
+    the flag. Raises ValueError when the words do not run the trainer or the value is refused."""
+    new = trainer_flag_words(name, raw)
+    words = [*command, *args]
+    start = _trainer_start(words)
+    if start is None:
+        raise ValueError(
+            f"the command does not run the trainer (.../{ENTRY_SCRIPT} or -m trainer); "
+            "set args or command instead"
+        )
+    out: list[tuple[str, bool]] = [(w, i < len(command)) for i, w in enumerate(words[:start])]
+    placed = False
+    i = start
+    while i < len(words):
+        span = _flag_span(words, i, name)
+        if not span:
+            out.append((words[i], i < len(command)))
+            i += 1
+            continue
+        if not placed:
+            equals = "=" in words[i] and len(new) == 2
+            spelled = [f"{new[0]}={new[1]}"] if equals else new
+            out += [(w, i < len(command)) for w in spelled]
+            placed = True
+        i += span
+    if not placed:
+        out += [(w, False) for w in new]
+    return [w for w, in_command in out if in_command], [
+        w for w, in_command in out if not in_command
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

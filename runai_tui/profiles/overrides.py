@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from runai_tui.knowledge import trainer_facts
 from runai_tui.profiles.document import merge
 from runai_tui.profiles.fields import BY_NAME
 from runai_tui.profiles.schema import (
@@ -39,9 +40,15 @@ def apply_sets(
             problems.append(Problem(label, None, "", "expected FIELD=VALUE, e.g. --set workers=4"))
             continue
         path = tuple(key.split("."))
+        if path[0] == TRAINER and path[0] not in SCHEMA:
+            message = _set_trainer_flag(out, path, raw, label, origins)
+            if message:
+                problems.append(Problem(label, None, key, message))
+            continue
         top = SCHEMA.get(path[0])
         if top is None or (len(path) > 1 and isinstance(top, FieldSpec)) or len(path) > 2:
-            hint = did_you_mean(key, field_paths()) or "; valid: " + ", ".join(field_paths())
+            hint = _trainer_hint(key) or did_you_mean(key, field_paths())
+            hint = hint or "; valid: " + ", ".join([*field_paths(), f"{TRAINER}.FLAG"])
             problems.append(Problem(label, None, key, f"unknown field{hint}"))
             continue
         if isinstance(top, GroupSpec) and len(path) == 2 and path[1] not in top.fields:
@@ -66,6 +73,45 @@ def apply_sets(
     if problems:
         raise ProfileError(problems)
     return out
+
+
+# `--set trainer.NAME=VALUE`: a flag of the trainer, set where the profile's command or args pass
+# it (knowledge/trainer_facts.py holds the trainer's flag table and edits the words).
+TRAINER = "trainer"
+
+
+def _set_trainer_flag(
+    out: dict[str, Any],
+    path: tuple[str, ...],
+    raw: str,
+    label: str,
+    origins: dict[tuple[str, ...], tuple[str, int | None]],
+) -> str:
+    """Set the flag in `out`'s command or args; "" when done, else what is wrong."""
+    asked = ".".join(path[1:])
+    name = trainer_facts.trainer_flag_name(asked)
+    if name is None:
+        # the suggestion compares the flag names alone, then names the field (`trainer.lr`)
+        close = did_you_mean(asked.replace("_", "-"), trainer_facts.TRAINER_FLAGS)
+        hint = close.replace("'", f"'{TRAINER}.", 1) or "; see: python -m trainer --help"
+        return f"not a flag of the trainer{hint}"
+    command, args = (out.get(k) or [] for k in ("command", "args"))
+    command, args = ([w] if isinstance(w, str) else list(w) for w in (command, args))
+    try:
+        new_command, new_args = trainer_facts.set_trainer_flag(command, args, name, raw)
+    except ValueError as error:
+        return str(error)
+    for field, before, after in (("command", command, new_command), ("args", args, new_args)):
+        if after != before:
+            out[field] = after
+            origins[(field,)] = (label, None)
+    return ""
+
+
+def _trainer_hint(key: str) -> str:
+    """`--set lr=0.01`: the trainer's flag of that name is `trainer.lr`."""
+    name = trainer_facts.trainer_flag_name(key) if "." not in key else None
+    return f"; did you mean '{TRAINER}.{name}'?" if name else ""
 
 
 def _parse_set_value(

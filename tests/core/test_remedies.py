@@ -39,8 +39,11 @@ def test_shm_turns_large_shm_on_then_halves_the_loader_workers() -> None:
     on = apply_overrides(LOCAL, ["large_shm=true"])
     with_workers = apply_overrides(on, ['args=[--dataset, synthetic, --workers, "4"]'])
     remedy = remedy_of("shm", with_workers, "Bus error")
-    assert remedy is not None and remedy.sets == ('args=[--dataset, synthetic, --workers, "2"]',)
+    assert remedy is not None and remedy.sets == ("trainer.workers=2",)
     assert remedy.why.startswith("4 → 2 DataLoader workers per process")
+    assert apply_overrides(with_workers, remedy.sets).args == [
+        "--dataset", "synthetic", "--workers", "2"
+    ]  # fmt: skip
     assert remedy_of("shm", on, "Bus error") is None  # --workers 0 already: nothing to halve
 
 
@@ -82,7 +85,12 @@ def test_a_wrong_socket_interface_gets_one_the_pod_has() -> None:
 
 def test_dataloader_killed_halves_the_workers_else_doubles_the_memory_limit() -> None:
     profile = apply_overrides(LOCAL, ['args=[--workers, "8"]'])
-    assert remedy_of("dataloader-killed", profile, "x").sets == ('args=[--workers, "4"]',)
+    assert remedy_of("dataloader-killed", profile, "x").sets == ("trainer.workers=4",)
+    # The trainer's default (4 workers) when the profile passes none: the flag is added.
+    bare = apply_overrides(LOCAL, ["args=[--dataset, synthetic]"])
+    remedy = remedy_of("dataloader-killed", bare, "x")
+    assert remedy is not None and remedy.sets == ("trainer.workers=2",)
+    assert apply_overrides(bare, remedy.sets).args == ["--dataset", "synthetic", "--workers", "2"]
     no_trainer = apply_overrides(TCP, ["command=[python, train.py]", "memory.limit=8Gi"])
     assert remedy_of("dataloader-killed", no_trainer, "x").sets == ("memory.limit=16Gi",)
 
@@ -93,13 +101,14 @@ def test_cuda_oom_expandable_segments_then_half_the_batch_with_twice_the_accumul
         "env.PYTORCH_ALLOC_CONF=expandable_segments:True",
     )
     remedy = remedy_of("cuda-oom", LOCAL, "x")  # has expandable segments (from retinanet-tcp)
-    assert remedy is not None
-    [args] = remedy.sets
-    changed = apply_overrides(LOCAL, [args])
-    words = changed.args
-    assert words[words.index("--batch-size") + 1] == "1"
-    assert words[words.index("--grad-accum") + 1] == "2"
-    assert "global batch" in remedy.why
+    assert remedy is not None and remedy.sets == ("trainer.grad-accum=2",)
+    assert "global batch" in remedy.why and remedy.why.startswith("micro-batch 2 → 1 images")
+    words = apply_overrides(LOCAL, remedy.sets).args
+    assert words[words.index("--batch-size") + 1] == "2"  # the global batch stays
+    assert words.count("--grad-accum") == 1 and words[words.index("--grad-accum") + 1] == "2"
+    # An odd micro-batch does not halve: no remedy beyond the allocator's.
+    odd = apply_overrides(LOCAL, ["trainer.batch-size=4", "trainer.grad-accum=4"])
+    assert remedy_of("cuda-oom", odd, "x") is None
 
 
 def detail(*pods: tuple[str, str]) -> JobDetail:

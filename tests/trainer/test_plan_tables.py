@@ -113,3 +113,32 @@ def test_the_plan_reads_the_switches_as_the_trainer_does() -> None:
         read = plan.parse_trainer_args(words)
         for name in ("channels_last", "compile", "min_size", "max_size"):
             assert getattr(cfg, name) == getattr(read, name), (words, name)
+
+
+def test_the_flag_table_of_trainer_settings_is_the_trainers_help() -> None:
+    """`--set trainer.NAME=VALUE` validates against trainer_facts.TRAINER_FLAGS: the same flags
+    as `python -m trainer --help` prints, each with the trainer's type and choices."""
+    import re
+    import subprocess
+    import sys
+
+    from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "trainer", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    usage = shown.split("\n\n", 1)[0]  # the usage lists every flag once, with its choices
+    flags = set(re.findall(r"\[--([a-z][a-z0-9-]*)", usage))
+    assert flags == set(TRAINER_FLAGS)
+    for name, flag in TRAINER_FLAGS.items():
+        if flag.kind == "bool":
+            assert f"[--{name} | --no-{name}]" in usage, name
+        elif flag.kind == "switch":
+            assert f"[--{name} [{{{','.join(flag.choices)}}}]]" in usage, name
+        elif flag.choices:
+            assert f"[--{name} {{{','.join(flag.choices)}}}]" in usage, name
+        else:
+            metavar = {"int": "N", "float": "X", "str": "VALUE"}[flag.kind]
+            assert f"[--{name} {metavar}]" in usage, name
+    fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(TrainConfig)}
+    assert set(fields) == set(TRAINER_FLAGS)
