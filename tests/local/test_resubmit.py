@@ -54,6 +54,11 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
         res = tui("resubmit", "quick", "--set", "workers=two", "--yes")
         assert res.returncode == 2
         assert res.stderr.startswith("error: --set workers=two: workers: 'two': expected")
+        res = tui("resubmit", "quick", "--set", "trainer.lr=0.01", "--yes")
+        assert res.returncode == 2  # `sh -c` runs no trainer: it has no trainer flag to set
+        assert res.stderr.startswith(
+            "error: --set trainer.lr=0.01: trainer.lr: the command does not run the trainer"
+        )
 
         res = tui("resubmit", "quick", "--json")
         assert res.returncode == 2 and res.stderr.startswith("error: --json goes with --dry-run")

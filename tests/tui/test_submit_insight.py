@@ -171,3 +171,32 @@ def test_snapshot_submit_insight_80x24(snap_compare, store: ProfileStore) -> Non
 
 def test_snapshot_submit_insight_120x40(snap_compare, store: ProfileStore) -> None:
     assert snap_compare(make_app(store), terminal_size=(120, 40), run_before=open_submit)
+
+
+async def test_trainer_flags_in_the_form_reach_the_plan_and_the_command(
+    store: ProfileStore,
+) -> None:
+    """The form's trainer flags are `--set trainer.NAME=VALUE` overrides: the plan reads them,
+    the command passes each flag once, a bad name or value shows under the field."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_submit(pilot)
+        screen.query_one("#in-trainer").value = "batch-size=8 lr=0.01"
+        await wait_for(pilot, lambda: "global batch: 32" in plan_text(screen), "plan follows")
+        assert "lr: 0.02 = 0.01 (--lr) x 32 / 16 (--lr-base-batch)" in plan_text(screen)
+        argv = screen.argv
+        assert argv is not None
+        tail = argv[argv.index("--") + 1 :]
+        assert tail[1:] == ["--dataset", "coco", "--batch-size", "8", "--lr", "0.01"]
+
+        screen.query_one("#in-trainer").value = "lrr=0.01"
+        await wait_for(pilot, lambda: screen.argv is None, "the form refuses it")
+        assert str(screen.query_one("#err-trainer").render()) == (
+            "trainer.lrr: not a flag of the trainer; did you mean 'trainer.lr'?"
+        )
+        screen.query_one("#in-trainer").value = "amp=bf17"
+        await wait_for(
+            pilot,
+            lambda: "expected one of auto" in str(screen.query_one("#err-trainer").render()),
+            "a bad choice",
+        )

@@ -39,14 +39,16 @@ FIELDS: list[tuple[str, str, str]] = [
     ("gpus", "GPUs per worker", "whole GPUs per worker pod"),
     ("image", "Image", "container image"),
     ("env", "Extra env", "K=V K2=V2 (shell quoting allowed)"),
+    ("trainer", "Trainer flags", "NAME=VALUE …, e.g. lr=0.01 batch-size=4 (--set trainer.NAME)"),
 ]
 
 # The preview cuts a word longer than this (the submission record) with `…(+N chars)`.
 PREVIEW_FOLD = 160
 
 
-def parse_env(text: str) -> tuple[list[str], str]:
-    """`K=V K2="a b"` -> (["env.K=V", "env.K2=a b"], error text or "")."""
+def parse_env(text: str, field: str = "env") -> tuple[list[str], str]:
+    """`K=V K2="a b"` -> (["env.K=V", "env.K2=a b"], error text or ""); `field` "trainer" for the
+    trainer's flags (`lr=0.01` -> `trainer.lr=0.01`)."""
     try:
         words = shlex.split(text)
     except ValueError as error:
@@ -55,8 +57,8 @@ def parse_env(text: str) -> tuple[list[str], str]:
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or not key:
-            return [], f"{word!r}: expected KEY=VALUE"
-        sets.append(f"env.{key}={value}")
+            return [], f"{word!r}: expected {'NAME' if field == 'trainer' else 'KEY'}=VALUE"
+        sets.append(f"{field}.{key}={value}")
     return sets, ""
 
 
@@ -205,6 +207,7 @@ class SubmitScreen(AppScreen[str]):
             "gpus": "" if profile.gpus is None else str(profile.gpus),
             "image": profile.image or "",
             "env": "",
+            "trainer": "",
         }
         for field, value in values.items():
             box = self.query_one(f"#in-{field}", Input)
@@ -232,10 +235,11 @@ class SubmitScreen(AppScreen[str]):
                 errors[field] = "required (the profile sets it)"
                 continue
             sets.append(f"{field}={value}")
-        env_sets, env_error = parse_env(self.query_one("#in-env", Input).value)
-        if env_error:
-            errors["env"] = env_error
-        sets += env_sets
+        for field in ("env", "trainer"):
+            field_sets, error = parse_env(self.query_one(f"#in-{field}", Input).value, field)
+            if error:
+                errors[field] = error
+            sets += field_sets
         return sets, errors
 
     def validate_form(self) -> bool:
@@ -268,7 +272,9 @@ class SubmitScreen(AppScreen[str]):
             known = {field for field, _, _ in FIELDS}
             for problem in error.problems:
                 field = problem.field.split(".")[0]
-                if field in known:
+                if field == "trainer":  # one input holds several flags: name the one
+                    errors.setdefault(field, f"{problem.field}: {problem.message}")
+                elif field in known:
                     errors.setdefault(field, problem.message)
                 else:
                     general.append(str(problem))
