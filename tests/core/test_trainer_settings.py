@@ -192,3 +192,12 @@ def test_lint_reads_the_overridden_flags() -> None:
     bad = run("lint", "retinanet-tcp", "--set", "trainer.batch-size=two")
     assert bad.returncode == 2
     assert "'two': expected a whole number" in bad.stderr
+
+
+def test_resubmit_counts_a_trainer_flag_and_args_as_the_same_field() -> None:
+    """A remedy `trainer.workers=2` and your `--set args=[…]` both write args: yours wins."""
+    from runai_tui.resubmit import _conflicts
+
+    assert _conflicts("trainer.workers", "args") and _conflicts("command", "trainer.lr")
+    assert _conflicts("trainer.lr", "trainer.lr")
+    assert not _conflicts("trainer.lr", "trainer.workers") and not _conflicts("trainer.lr", "env")
