@@ -425,7 +425,7 @@ def _rdma_unused(f: Facts) -> Iterable[RuleFinding]:
         "the trainer runs data-loader workers (its `--workers`, default 4) and `large_shm` is "
         "off: batches pass through a 64 MiB `/dev/shm` and workers die with a bus error"
     ),
-    fix="`--set large_shm=true`, or `--workers 0` in the trainer's args",
+    fix="`--set large_shm=true`, or `--set trainer.workers=0`",
     example=("large_shm=false",),
 )
 def _shm_workers(f: Facts) -> Iterable[RuleFinding]:
@@ -436,7 +436,7 @@ def _shm_workers(f: Facts) -> Iterable[RuleFinding]:
         f"the trainer runs {f.trainer.workers} data-loader workers per process ({origin}) and "
         "large_shm is off: they pass batches through /dev/shm (64 MiB by default) and die "
         "with a bus error",
-        "set large_shm: true (--set large_shm=true), or pass --workers 0 to the trainer",
+        "set large_shm: true (--set large_shm=true), or --set trainer.workers=0",
     )
 
 
@@ -449,8 +449,8 @@ def _shm_workers(f: Facts) -> Iterable[RuleFinding]:
         "`--sync-bn` with one pod (no `workers`): SyncBatchNorm synchronises every forward pass "
         "for nothing"
     ),
-    fix="drop `--sync-bn`",
-    example=("workers=null", "args=[--sync-bn]"),
+    fix="`--set trainer.sync-bn=false`",
+    example=("workers=null", "trainer.sync-bn=true"),
 )
 def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or not f.trainer.sync_bn or (f.profile.workers or 0) > 0:
@@ -458,7 +458,7 @@ def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
     yield RuleFinding(
         "--sync-bn with one pod: SyncBatchNorm synchronises every forward pass, which pays "
         "only when batch statistics span nodes",
-        "drop --sync-bn from args (plain BatchNorm on one node)",
+        "--set trainer.sync-bn=false (plain BatchNorm on one node)",
     )
 
 
@@ -473,10 +473,10 @@ def _sync_bn(f: Facts) -> Iterable[RuleFinding]:
         "class count (`runai-tui plan` gives the bytes and the time)"
     ),
     fix=(
-        "add `--ddp-comm-hook bf16` to the trainer's args (half the bytes; `powersgd:RANK` cuts "
-        "them further for a small accuracy cost)"
+        "`--set trainer.ddp-comm-hook=bf16` (half the bytes; `powersgd:RANK` cuts them further "
+        "for a small accuracy cost)"
     ),
-    example=("args=[--ddp-comm-hook,none]",),
+    example=("trainer.ddp-comm-hook=none",),
 )
 def _tcp_uncompressed_gradients(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer is None or not f.profile.workers or f.max_gpus_per_pod == 0:
@@ -487,7 +487,7 @@ def _tcp_uncompressed_gradients(f: Facts) -> Iterable[RuleFinding]:
     yield RuleFinding(
         f"gradients cross TCP sockets in fp32 every step ({origin}, {_ib_why(f)}): the "
         "all-reduce is the whole gradient, and it grows with the class count",
-        "add --ddp-comm-hook bf16 to args (half the bytes; powersgd:2 cuts them ~10x or more); "
+        "--set trainer.ddp-comm-hook=bf16 (half the bytes; powersgd:2 cuts them ~10x or more); "
         "runai-tui plan shows what each buys",
     )
 
@@ -598,6 +598,9 @@ def _secret_in_env(f: Facts) -> Iterable[RuleFinding]:
         )
 
 
+TRAINER_ARGS_FIX = "fix the value in args, e.g. with --set trainer.NAME=VALUE (checked first)"
+
+
 @rule(
     "trainer-args",
     "error",
@@ -607,16 +610,16 @@ def _secret_in_env(f: Facts) -> Iterable[RuleFinding]:
         "the trainer's arguments hold a value it would refuse (`--batch-size two`, a batch not "
         "divisible by `--grad-accum`)"
     ),
-    fix="fix the value in `args`",
+    fix="fix the value in `args` (`--set trainer.NAME=VALUE` is checked before it is sent)",
     example=("args=[--batch-size,two]",),
 )
 def _trainer_args(f: Facts) -> Iterable[RuleFinding]:
     if f.trainer_error:
-        yield RuleFinding(f.trainer_error, "fix the value in args")
+        yield RuleFinding(f.trainer_error, TRAINER_ARGS_FIX)
         return
     problem = trainer_args_problem(f.trainer) if f.trainer is not None else ""
     if problem:
-        yield RuleFinding(f"{problem} (the trainer refuses it)", "fix the value in args")
+        yield RuleFinding(f"{problem} (the trainer refuses it)", TRAINER_ARGS_FIX)
 
 
 @rule(

@@ -229,7 +229,7 @@ def _convert(name: str, raw: str, kind: type) -> Any:
         expected = {int: "a whole number", float: "a number"}.get(kind, "a value")
         raise UsageError(
             f"args: --{name} {raw!r}: expected {expected} (the trainer would refuse it)",
-            f"fix the profile's args, e.g. --set args='[--{name}, ...]'",
+            f"fix the profile's args, or override it: --set trainer.{name}=VALUE",
         ) from None
 
 
