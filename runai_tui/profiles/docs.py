@@ -15,6 +15,7 @@ import sys
 from runai_tui.cli_generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
 from runai_tui.docblocks import Block, rewrite, table
 from runai_tui.profiles.fields import FIELDS, Field
+from runai_tui.profiles.schema import TRAINER_FIELD
 
 FIELD_TABLE = Block("field-table", "runai_tui.profiles.docs", "docs/profiles.md")
 
@@ -76,6 +77,14 @@ def field_rows() -> list[tuple[str, str, str, str]]:
             flag = row.flag or ("(job name)" if row.emit == "positional" else "-")
             flag = "-- ARGS" if row.emit == "args" else flag
             rows.append((row.name, flag, cli, row.help))
+    rows.append(
+        (
+            f"{TRAINER_FIELD}.FLAG",
+            "-- ARGS (--FLAG VALUE, once)",
+            "all",
+            "a flag of the trainer (`python -m trainer --help`), set in command or args",
+        )
+    )
     return sorted(rows)
 
 

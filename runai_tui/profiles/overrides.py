@@ -12,6 +12,7 @@ from runai_tui.profiles.document import merge
 from runai_tui.profiles.fields import BY_NAME
 from runai_tui.profiles.schema import (
     SCHEMA,
+    TRAINER_FIELD,
     FieldSpec,
     GroupSpec,
     MappingSpec,
@@ -48,7 +49,7 @@ def apply_sets(
         top = SCHEMA.get(path[0])
         if top is None or (len(path) > 1 and isinstance(top, FieldSpec)) or len(path) > 2:
             hint = _trainer_hint(key) or did_you_mean(key, field_paths())
-            hint = hint or "; valid: " + ", ".join([*field_paths(), f"{TRAINER}.FLAG"])
+            hint = hint or "; valid: " + ", ".join(field_paths())
             problems.append(Problem(label, None, key, f"unknown field{hint}"))
             continue
         if isinstance(top, GroupSpec) and len(path) == 2 and path[1] not in top.fields:
@@ -77,7 +78,7 @@ def apply_sets(
 
 # `--set trainer.NAME=VALUE`: a flag of the trainer, set where the profile's command or args pass
 # it (knowledge/trainer_facts.py holds the trainer's flag table and edits the words).
-TRAINER = "trainer"
+TRAINER = TRAINER_FIELD
 
 
 def _set_trainer_flag(

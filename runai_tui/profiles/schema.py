@@ -81,6 +81,10 @@ SCHEMA: dict[str, FieldSpec | MappingSpec | GroupSpec] = {row.name: _spec(row) f
 FIELD_NAMES = sorted(SCHEMA)
 
 
+# `--set trainer.FLAG=VALUE`: one of the trainer's flags, not a field of its own.
+TRAINER_FIELD = "trainer"
+
+
 def field_paths() -> list[str]:
     """Every name `--set` accepts (groups as `cpu.request`; free mappings as `env.NAME`)."""
     out: list[str] = []
@@ -91,6 +95,7 @@ def field_paths() -> list[str]:
             out.append(f"{row.name}.KEY")
         else:
             out.append(row.name)
+    out.append(f"{TRAINER_FIELD}.FLAG")  # a trainer flag in command or args (overrides.py)
     return sorted(out)
 
 
