@@ -127,7 +127,9 @@ def next_free(job: str, taken: Sequence[str]) -> str:
 
 
 def _key(item: str) -> str:
-    return item.partition("=")[0].strip()
+    key = item.partition("=")[0].strip()
+    # trainer.batch_size and trainer.batch-size are one flag
+    return key.replace("_", "-") if key.startswith("trainer.") else key
 
 
 def _conflicts(a: str, b: str) -> bool:
