@@ -142,3 +142,38 @@ def test_the_flag_table_of_trainer_settings_is_the_trainers_help() -> None:
             assert f"[--{name} {metavar}]" in usage, name
     fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(TrainConfig)}
     assert set(fields) == set(TRAINER_FLAGS)
+
+
+def test_trainer_settings_reach_the_trainer_as_set() -> None:
+    """`--set trainer.NAME=VALUE` words, parsed by the trainer's own parser, give the values set
+    (a replaced `=` spelling, an appended flag, a boolean's --no- form, an auto/on/off switch)."""
+    from runai_tui.knowledge.trainer_facts import trainer_args
+    from runai_tui.profiles import ProfileStore, apply_overrides
+
+    local = ProfileStore().load("retinanet-local")
+    base = apply_overrides(
+        local, ["args=[--dataset, synthetic, --batch-size=2, --compile, --sync-bn]"]
+    )
+    sets = [
+        "trainer.batch-size=6",
+        "trainer.grad-accum=3",
+        "trainer.lr=0.005",
+        "trainer.sync-bn=false",
+        "trainer.compile=off",
+        "trainer.amp=none",
+        "trainer.pin-memory=false",
+    ]
+    words = trainer_args(apply_overrides(base, sets))
+    assert words is not None
+    cfg = TrainConfig(**vars(build_parser().parse_args(words)))
+    assert (cfg.batch_size, cfg.grad_accum, cfg.lr, cfg.amp) == (6, 3, 0.005, "none")
+    assert (cfg.sync_bn, cfg.compile, cfg.pin_memory, cfg.dataset) == (
+        False,
+        "off",
+        False,
+        "synthetic",
+    )
+    assert words.count("--batch-size=6") == 1 and "--sync-bn" not in words
+    assert plan.parse_trainer_args(words).values == {
+        name: getattr(cfg, name) for name in plan.TRAINER_DEFAULTS
+    }
