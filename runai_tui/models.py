@@ -121,7 +121,7 @@ class Job:
             return "standard"
         return "pytorch"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "status": self.phase.value,
@@ -142,7 +142,7 @@ class JobDetail:
     job: Job
     pods: list[Pod] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    resources: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. the local cluster's "no effect here"
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -150,7 +150,7 @@ class JobDetail:
         """The requested resources as `gpu.perWorker: 1` rows, leaving out what is unset."""
         return _flatten(self.resources)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             **self.job.to_dict(),
             "pods": [
@@ -163,7 +163,7 @@ class JobDetail:
         }
 
 
-def _flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+def _flatten(data: object, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(data, dict):
         rows: list[tuple[str, str]] = []
         for key, value in data.items():

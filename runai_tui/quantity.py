@@ -61,7 +61,7 @@ class Quantity:
         return float(self.value)
 
 
-def parse_quantity(text: str | int | float) -> Quantity:
+def parse_quantity(text: object) -> Quantity:
     """`text` as a Kubernetes quantity; QuantityError when it is not one. A YAML number (an int
     or float) is read as its decimal text: 3846 is 3846 base units."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from runai_tui.quantity import QuantityError, parse_quantity
 
@@ -25,12 +24,12 @@ class Invalid(Exception):
         self.expected = expected
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "...'"
 
 
-def string(value: Any) -> str:
+def string(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise Invalid("expected a text value")
     text = str(value)
@@ -39,21 +38,21 @@ def string(value: Any) -> str:
     return text
 
 
-def nonempty(value: Any) -> str:
+def nonempty(value: object) -> str:
     text = string(value)
     if not text.strip():
         raise Invalid("expected a non-empty value")
     return text
 
 
-def no_space(value: Any) -> str:
+def no_space(value: object) -> str:
     text = nonempty(value)
     if any(c.isspace() for c in text):
         raise Invalid("expected a value without spaces")
     return text
 
 
-def dns_label(value: Any) -> str:
+def dns_label(value: object) -> str:
     text = string(value)
     if len(text) > 63 or not DNS1123_LABEL.match(text):
         raise Invalid(
@@ -63,8 +62,8 @@ def dns_label(value: Any) -> str:
     return text
 
 
-def int_range(lo: int, hi: int) -> Callable[[Any], int]:
-    def check(value: Any) -> int:
+def int_range(lo: int, hi: int) -> Callable[[object], int]:
+    def check(value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise Invalid(f"expected a whole number from {lo} to {hi}")
         if not lo <= value <= hi:
@@ -74,12 +73,12 @@ def int_range(lo: int, hi: int) -> Callable[[Any], int]:
     return check
 
 
-def cores(hi: float) -> Callable[[Any], float | int]:
+def cores(hi: float) -> Callable[[object], float | int]:
     """CPU cores: a number or a Kubernetes quantity (`0.5`, `4`, `500m`), above 0 and at most
     `hi`; normalised to the number of cores (`500m` -> 0.5), which the runai flags take."""
     expected = f"expected CPU cores above 0 and at most {hi:g}, e.g. 0.5, 4 or 500m"
 
-    def check(value: Any) -> float | int:
+    def check(value: object) -> float | int:
         try:
             amount = parse_quantity(value).value
         except QuantityError:
@@ -91,7 +90,7 @@ def cores(hi: float) -> Callable[[Any], float | int]:
     return check
 
 
-def quantity(value: Any) -> str:
+def quantity(value: object) -> str:
     """A memory quantity above 0 bytes, kept as written (`512Mi`, `16Gi`, `4G`; a bare number is
     bytes). Lint warns about the legal but surprising ones (`512m`, `3846`)."""
     expected = "expected a memory quantity such as 512Mi, 4G or 16Gi (a bare number is bytes)"
@@ -104,8 +103,8 @@ def quantity(value: Any) -> str:
     return str(value)
 
 
-def one_of(*choices: str) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
+def one_of(*choices: str) -> Callable[[object], str]:
+    def check(value: object) -> str:
         text = str(value) if isinstance(value, str) else None
         if text not in choices:
             raise Invalid("expected one of: " + ", ".join(choices))
@@ -114,20 +113,20 @@ def one_of(*choices: str) -> Callable[[Any], str]:
     return check
 
 
-def abs_path(value: Any) -> str:
+def abs_path(value: object) -> str:
     text = no_space(value)
     if not text.startswith("/"):
         raise Invalid("expected an absolute path inside the container, e.g. /data/work")
     return text
 
 
-def boolean(value: Any) -> bool:
+def boolean(value: object) -> bool:
     if not isinstance(value, bool):
         raise Invalid("expected true or false")
     return value
 
 
-def argv_list(value: Any) -> list[str]:
+def argv_list(value: object) -> list[str]:
     # A single string is one argv element, exactly as written: we never split on spaces.
     if isinstance(value, str):
         return [value]
@@ -141,8 +140,8 @@ def argv_list(value: Any) -> list[str]:
     return out
 
 
-def list_of(check_item: Callable[[Any], str], example: str) -> Callable[[Any], list[str]]:
-    def check(value: Any) -> list[str]:
+def list_of(check_item: Callable[[object], str], example: str) -> Callable[[object], list[str]]:
+    def check(value: object) -> list[str]:
         if not isinstance(value, list):
             raise Invalid(f"expected a list, e.g. {example}")
         return [check_item(v) for v in value]
@@ -150,14 +149,14 @@ def list_of(check_item: Callable[[Any], str], example: str) -> Callable[[Any], l
     return check
 
 
-def capability(value: Any) -> str:
+def capability(value: object) -> str:
     text = string(value)
     if not CAPABILITY.match(text):
         raise Invalid("expected a POSIX capability name in upper case, e.g. IPC_LOCK")
     return text
 
 
-def env_key(value: Any) -> str:
+def env_key(value: object) -> str:
     if not isinstance(value, str) or not ENV_NAME.match(value):
         raise Invalid(
             "expected an environment variable name of letters, digits, '_', '-' or '.', "
@@ -166,7 +165,7 @@ def env_key(value: Any) -> str:
     return value
 
 
-def qualified_key(value: Any) -> str:
+def qualified_key(value: object) -> str:
     if not isinstance(value, str) or len(value) > 316 or not QUALIFIED_KEY.match(value):
         raise Invalid(
             "expected a Kubernetes key such as 'team' or 'k8s.v1.cni.cncf.io/networks' "
@@ -175,18 +174,18 @@ def qualified_key(value: Any) -> str:
     return value
 
 
-def annotation_value(value: Any) -> str:
+def annotation_value(value: object) -> str:
     return string(value)
 
 
-def label_value(value: Any) -> str:
+def label_value(value: object) -> str:
     text = string(value)
     if len(text) > 63 or not re.match(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", text):
         raise Invalid("expected a label value: at most 63 letters, digits, '-', '_' or '.'")
     return text
 
 
-def resource_amount(value: Any) -> str:
+def resource_amount(value: object) -> str:
     """An extended resource amount: a whole, non-negative quantity (`1`, `2`)."""
     expected = "expected a whole quantity such as 1"
     if isinstance(value, float):
@@ -216,14 +215,14 @@ def literal_secret(name: str, value: str) -> bool:
     return bool(value.strip()) and not value.startswith(("$(", "${", "SECRET:"))
 
 
-def env_value(value: Any) -> str:
+def env_value(value: object) -> str:
     # YAML turns `1` into an int and `true` into a bool; env values are text, written as given.
     if isinstance(value, bool):
         return "true" if value else "false"
     return string(value)
 
 
-def pvcs(value: Any) -> list[dict[str, str]]:
+def pvcs(value: object) -> list[dict[str, str]]:
     example = "[{claim: project-001, path: /data}]"
     if not isinstance(value, list):
         raise Invalid(f"expected a list of claims, e.g. {example}")

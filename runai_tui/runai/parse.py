@@ -11,9 +11,9 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.json_types import JSON
 from runai_tui.models import Event, Job, JobDetail, Pod, normalize_phase
 
 # --- notices and JSON ------------------------------------------------------------------------
@@ -36,20 +36,21 @@ def strip_notices(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not is_notice(line)).strip()
 
 
-def _looks_like_payload(value: Any) -> bool:
+def _looks_like_payload(value: object) -> bool:
     return isinstance(value, dict) or (
         isinstance(value, list) and (not value or any(isinstance(item, dict) for item in value))
     )
 
 
-def extract_json(text: str) -> Any:
+def extract_json(text: str) -> JSON:
     """The first JSON object or array in `text` (notices may surround it).
 
     Tries every `{` / `[` in order and keeps the first that decodes to an object or to a list
     holding objects (or empty); a stray `[2]` in a notice is skipped. Raises ValueError when there is none.
     """
     decoder = json.JSONDecoder()
-    fallback: Any = None
+    fallback: JSON = None
+    value: JSON
     found_fallback = False
     for match in re.finditer(r"[\[{]", text):
         try:
@@ -68,7 +69,7 @@ def extract_json(text: str) -> Any:
 # --- small field readers ---------------------------------------------------------------------
 
 
-def pick(data: Mapping[str, Any], *keys: str) -> Any:
+def pick(data: Mapping[str, object], *keys: str) -> object:
     """The value of the first key present with a non-None value, else None."""
     for key in keys:
         value = data.get(key)
@@ -77,7 +78,7 @@ def pick(data: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
-def _to_int(value: Any) -> int | None:
+def _to_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -92,7 +93,7 @@ def _to_int(value: Any) -> int | None:
     return None
 
 
-def _to_float(value: Any) -> float | None:
+def _to_float(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -111,7 +112,7 @@ _RFC3339_RE = re.compile(
 )
 
 
-def parse_time(value: Any) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
     """RFC3339 (Go prints up to 9 fraction digits, `Z`) or epoch seconds/ms → aware datetime."""
     if value is None or isinstance(value, bool):
         return None
@@ -151,7 +152,7 @@ _LIST_KEYS = (
 _NEXT_KEYS = ("next", "nextToken", "next_token", "NextToken")
 
 
-def _gpus_of(item: Mapping[str, Any]) -> float | None:
+def _gpus_of(item: Mapping[str, object]) -> float | None:
     value = _to_float(pick(item, "allocatedGPUs", "gpuAllocation", "GPU Allocation", "gpus"))
     if value is not None:
         return value
@@ -167,7 +168,7 @@ def _gpus_of(item: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _pods_counts(item: Mapping[str, Any]) -> tuple[int | None, int | None]:
+def _pods_counts(item: Mapping[str, object]) -> tuple[int | None, int | None]:
     running = _to_int(pick(item, "runningPods", "running_pods", "RunningPods"))
     requested = _to_int(pick(item, "requestedPods", "requested_pods", "RequestedPods"))
     both = pick(item, "Running/Requested Pods", "pods")  # the table column, "1/3"
@@ -178,7 +179,7 @@ def _pods_counts(item: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return running, requested
 
 
-def parse_job(item: Mapping[str, Any]) -> Job | None:
+def parse_job(item: Mapping[str, object]) -> Job | None:
     """One workload object → Job, or None when it has no name."""
     name = pick(item, *_NAME_KEYS)
     if not isinstance(name, str) or not name.strip():
@@ -200,7 +201,7 @@ def parse_job(item: Mapping[str, Any]) -> Job | None:
     )
 
 
-def _find_items(doc: Any, depth: int = 0) -> list[Any] | None:
+def _find_items(doc: object, depth: int = 0) -> list[object] | None:
     if isinstance(doc, list):
         return doc
     if not isinstance(doc, dict) or depth > 2:
@@ -273,7 +274,7 @@ def parse_list_page(text: str) -> tuple[list[Job], str]:
 _SECTION_KEYS = ("general", "General", "workload", "Workload", "metadata", "data", "spec")
 
 
-def _find_list(doc: Mapping[str, Any], *keys: str) -> list[Any]:
+def _find_list(doc: Mapping[str, object], *keys: str) -> list[object]:
     for key in keys:
         value = doc.get(key)
         if isinstance(value, list):
@@ -285,7 +286,7 @@ def _find_list(doc: Mapping[str, Any], *keys: str) -> list[Any]:
     return []
 
 
-def _role_of(pod_name: str, raw_role: Any) -> str:
+def _role_of(pod_name: str, raw_role: object) -> str:
     if isinstance(raw_role, str) and raw_role:
         return raw_role.lower()
     if re.search(r"-master-\d+$", pod_name):
@@ -295,7 +296,7 @@ def _role_of(pod_name: str, raw_role: Any) -> str:
     return ""
 
 
-def parse_pod(item: Mapping[str, Any]) -> Pod | None:
+def parse_pod(item: Mapping[str, object]) -> Pod | None:
     name = pick(item, "name", "podName", "Name", "pod")
     if not isinstance(name, str) or not name:
         return None
@@ -309,7 +310,7 @@ def parse_pod(item: Mapping[str, Any]) -> Pod | None:
     )
 
 
-def parse_event(item: Mapping[str, Any]) -> Event:
+def parse_event(item: Mapping[str, object]) -> Event:
     return Event(
         time=str(
             pick(item, "createdAt", "time", "timestamp", "lastTimestamp", "eventTime", "Time") or ""
@@ -337,7 +338,7 @@ def parse_describe(text: str) -> JobDetail:
             output=text,
         )
     # The job's own fields: at the top (local shape) or in a section (REST-like shape).
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     for key in reversed(_SECTION_KEYS):
         section = doc.get(key)
         if isinstance(section, dict):
@@ -357,7 +358,11 @@ def parse_describe(text: str) -> JobDetail:
     job.raw = doc
     pods = [
         pod
-        for pod in (parse_pod(p) for p in _find_list(doc, "pods", "Pods", "podList"))
+        for pod in (
+            parse_pod(p)
+            for p in _find_list(doc, "pods", "Pods", "podList")
+            if isinstance(p, Mapping)
+        )
         if pod is not None
     ]
     events = [
@@ -396,10 +401,11 @@ def parse_project_list(text: str) -> list[str]:
             "run `runai project list --json` by hand to see its output; report the format",
             output=text,
         ) from None
+    entries: object = doc
     if isinstance(doc, Mapping):
-        doc = pick(doc, "projects", "items", "data", "entries", "Projects") or []
+        entries = pick(doc, "projects", "items", "data", "entries", "Projects") or []
     names: list[str] = []
-    for item in doc if isinstance(doc, list) else []:
+    for item in entries if isinstance(entries, list) else []:
         name = item if isinstance(item, str) else None
         if isinstance(item, Mapping):
             value = pick(item, "name", "projectName", "Name")
