@@ -17,7 +17,9 @@ carry), which is what `resubmit` rebuilds from; `compare` reads the submit argv 
 record out. An `env` (or `master_env`) value lint's `secret-in-env` matcher flags is never
 copied: its name stays, in place, with REDACTED as its value, and `redacted` lists it
 (`env.NAME`); a rebuild takes the value from the profile of that name as it is now, else says it
-is missing. The record is bounded: BUDGET bytes
+is missing. A job of a sweep (runai_tui/sweep.py) also carries the sweep's ID (`sweep`) and its
+own combination of the grid's values (`values`, FIELD -> VALUE as given); both are optional keys
+of version 2, which a reader that predates them ignores. The record is bounded: BUDGET bytes
 (key and value, as Kubernetes counts them), a small share of the 256 KiB that all of an object's
 annotations may take (docs/contracts.md); a larger one is refused before anything runs.
 
@@ -62,13 +64,16 @@ class RecordTooLarge(UsageError):
 class Record:
     """`profile`: the profile's name; `sets`: every `--set` applied, in order (a secret's value
     redacted); `data`: the resolved profile after them; `name`: the `--name` given; `redacted`:
-    the `env.NAME` / `master_env.NAME` whose values `data` and `sets` leave out."""
+    the `env.NAME` / `master_env.NAME` whose values `data` and `sets` leave out; `sweep`: the
+    sweep's ID for a job of a sweep, with `values`, its combination of the grid (FIELD -> VALUE)."""
 
     profile: str
     sets: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
     name: str | None = None
     redacted: tuple[str, ...] = ()
+    sweep: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> str:
         doc: dict[str, Any] = {"v": VERSION, "profile": self.profile}
@@ -77,6 +82,8 @@ class Record:
         doc |= {"sets": list(self.sets), "data": self.data}
         if self.redacted:
             doc["redacted"] = list(self.redacted)
+        if self.sweep is not None:
+            doc |= {"sweep": self.sweep, "values": self.values}
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -95,8 +102,15 @@ def _redact_set(item: str, redacted: Sequence[str]) -> str:
     return item
 
 
-def make(profile: Profile, sets: Sequence[str] = (), name: str | None = None) -> Record:
-    """The record of a submission of `profile` (overrides applied) under `name`."""
+def make(
+    profile: Profile,
+    sets: Sequence[str] = (),
+    name: str | None = None,
+    sweep: str | None = None,
+    values: Mapping[str, str] | None = None,
+) -> Record:
+    """The record of a submission of `profile` (overrides applied) under `name`; `sweep` and
+    `values` for a job of a sweep."""
     data = {k: v for k, v in profile.data.items() if k not in _DROPPED}
     redacted: list[str] = []
     for field_name in ENV_FIELDS:
@@ -108,7 +122,10 @@ def make(profile: Profile, sets: Sequence[str] = (), name: str | None = None) ->
             data[field_name] = {k: REDACTED if k in secret else v for k, v in env.items()}
             redacted += [f"{field_name}.{k}" for k in secret]
     recorded = tuple(_redact_set(item, redacted) for item in sets)
-    return Record(profile.name, recorded, data, name, tuple(redacted))
+    shown = {
+        k: _redact_set(f"{k}={v}", redacted).partition("=")[2] for k, v in (values or {}).items()
+    }
+    return Record(profile.name, recorded, data, name, tuple(redacted), sweep, shown)
 
 
 def annotation_value(record: Record) -> str:
@@ -139,6 +156,7 @@ def decode(text: str) -> Record:
         raise ValueError(f"not a version {' or '.join(map(str, READABLE))} submission record")
     profile, sets, data = doc.get("profile"), doc.get("sets"), doc.get("data")
     name, redacted = doc.get("name"), doc.get("redacted", [])
+    sweep, values = doc.get("sweep"), doc.get("values", {})
     if not isinstance(profile, str) or not profile:
         raise ValueError("the record names no profile")
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
@@ -149,7 +167,13 @@ def decode(text: str) -> Record:
         raise ValueError("the record's name is not text")
     if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
         raise ValueError("the record's redacted names are not a list of env.NAME paths")
-    return Record(profile, tuple(sets), data, name, tuple(redacted))
+    if sweep is not None and not isinstance(sweep, str):
+        raise ValueError("the record's sweep is not text")
+    if not isinstance(values, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in values.items()
+    ):
+        raise ValueError("the record's sweep values are not a mapping of FIELD to VALUE")
+    return Record(profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values))
 
 
 def find(document: Any) -> str | None:

@@ -13,7 +13,7 @@ submit, as does CLI v1), and the submit itself, of exactly `argv`."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from runai_tui import submission_record
@@ -24,7 +24,7 @@ from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
     from runai_tui.runai.backend import Backend
-    from runai_tui.runai.capabilities import Capabilities
+    from runai_tui.runai.installed import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 
@@ -108,11 +108,14 @@ def prepare(
     project_explicit: bool = False,
     cli: Capabilities | None = None,
     prior_sets: Sequence[str] = (),
+    sweep: str | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv that `backend` executes, with
     the project (an explicit `-p` beats the profile's own) and the submission record and, when
     the CLI's capabilities are known, check its flags. `prior_sets`: the overrides `profile`
-    already has (a resubmit's first submission), recorded before `sets`. Raises ProfileError or
+    already has (a resubmit's first submission), recorded before `sets`; `sweep` and `values`: the
+    sweep's ID and this job's combination of its grid, for the record. Raises ProfileError or
     UsageError (RecordTooLarge among them); nothing here touches the cluster."""
 
     if sets:
@@ -122,7 +125,7 @@ def prepare(
     if cli is not None:
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
     every = (*prior_sets, *sets)
-    record = submission_record.make(profile, every, name)
+    record = submission_record.make(profile, every, name, sweep, values)
     argv = final_argv(backend, profile, record, name, project, project_explicit)
     return Submission(profile, argv, every, name, project, project_explicit, record)
 
