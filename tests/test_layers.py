@@ -178,17 +178,17 @@ def test_profiles_import_nothing_from_runai() -> None:
     assert leaf <= {"__future__"}
 
 
-def test_only_the_launcher_and_the_screen_base_import_the_app() -> None:
+def test_only_the_launcher_imports_the_app() -> None:
     # The app imports its screens and helpers; they take what they need (a client, Textual's
-    # App, the ForwardsHost protocol) instead of importing it back. The launcher starts it, and
-    # the screen base gives screens their typed `tui` (a type-only import).
+    # App, the ForwardsHost and TuiHost protocols) instead of importing it back, not even for
+    # types. The launcher starts it.
     tui = REPO / "runai_tui" / "tui"
     importers = sorted(
         str(p.relative_to(tui))
         for p in python_files(tui)
         if "runai_tui.tui.app" in imported_modules(p)
     )
-    assert importers == ["launch.py", "screens/base.py"]
+    assert importers == ["launch.py"]
 
 
 BRIDGES = re.compile(

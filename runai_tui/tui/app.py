@@ -22,6 +22,7 @@ from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.job_end_word import EndWatcher, announce, driver_class_with_handle
+from runai_tui.tui.screens.base import TuiHost
 from runai_tui.tui.screens.jobs import JobsScreen
 from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.widgets.header import HeaderState, StatusHeader
@@ -384,6 +385,10 @@ class RunaiTuiApp(App[int]):
             self.notify(f"Shell in {where} exited with code {code}.", title="exec")
         if after is not None:
             after()
+
+
+# The screens reach the app through TuiHost; mypy checks here that the app is one.
+_HOST: type[TuiHost] = RunaiTuiApp
 
 
 def describe_error(error: Failure) -> str:

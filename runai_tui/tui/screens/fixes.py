@@ -35,7 +35,7 @@ async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
         planned = await resubmit.plan(client, job, apply_fixes=True, project=client.project,
                                       project_explicit=tui.project_explicit)  # fmt: skip
         if planned.nothing_to_fix:
-            tui.notify(planned.notes[0], title="resubmit", markup=False)
+            screen.notify(planned.notes[0], title="resubmit", markup=False)
             planned = await resubmit.plan(client, job, project=client.project,
                                           project_explicit=tui.project_explicit)  # fmt: skip
     except Failure as error:
