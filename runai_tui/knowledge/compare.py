@@ -2,16 +2,24 @@
 
 Pure: each side is a RunSide (gathered by knowledge/run_sources.py from a job or a saved run
 directory); this module lines them up field by field, differences first, and sums up the
-trainer's records. It knows no runai flag spelling: a submit argv is split generically into
-`--flag value` pairs.
+trainer's records. A submit argv is read into `--flag value` pairs by the submission reader
+(knowledge/submitted.py: the field table's flags, the trainer's flag table).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runai_tui.knowledge.progress import job_totals, rank_figures, tflops_text
+from runai_tui.knowledge.submitted import (
+    command_pairs,
+    is_flag,
+    runai_pairs,
+    split_submit_argv,
+)
 from runai_tui.submission_record import ANNOTATION as RECORD_ANNOTATION
 
 MISSING = "-"
@@ -28,6 +36,7 @@ class RunSide:
     records: list[dict[str, Any]] = field(default_factory=list)  # the trainer's metric records
     records_source: str = ""
     lacks: list[str] = field(default_factory=list)
+    values: dict[str, str] = field(default_factory=dict)  # a sweep's combination, by grid field
 
 
 @dataclass(frozen=True)
@@ -65,45 +74,20 @@ class Comparison:
 # --- the submission, field by field -----------------------------------------------------------
 
 
-def _is_flag(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not word[1:2].isdigit()
-
-
-def _pairs(words: list[str], prefix: str = "") -> list[tuple[str, str]]:
-    """`--flag value`, `--switch`, `--flag=value`, `-e K=V` (key `-e K`) as (key, value)."""
+def _keyed(pairs: list[tuple[str, str | None]], prefix: str = "") -> list[tuple[str, str]]:
+    """(flag, value) pairs of the submission reader as (key, value): a switch is `(set)`, a word
+    no flag takes is `(word)`, and `-e K=V` is keyed `-e K` (so are --label and --annotation)."""
     out: list[tuple[str, str]] = []
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if not _is_flag(word):
-            out.append((f"{prefix}(word)", word))
+    for flag, value in pairs:
+        if not flag:
+            out.append((f"{prefix}(word)", value or ""))
             continue
-        name, eq, value = word.partition("=")
-        if not eq:
-            if i < len(words) and not _is_flag(words[i]):
-                value = words[i]
-                i += 1
-            else:
-                value = "(set)"
-        key = f"{prefix}{name}"
-        sub, sep, rest = value.partition("=")
-        if sep and sub and " " not in sub:  # -e K=V, --label k=v, --annotation k=v
-            key, value = f"{key} {sub}", rest
-        out.append((key, value))
+        key, text = f"{prefix}{flag}", "(set)" if value is None else value
+        sub, sep, rest = text.partition("=")
+        if sep and sub and " " not in sub:
+            key, text = f"{key} {sub}", rest
+        out.append((key, text))
     return out
-
-
-def split_submit_argv(argv: list[str]) -> tuple[list[str], list[str]]:
-    """A submit argv as (its name and flags after `submit`, the command after `--`)."""
-    words = list(argv)
-    if "submit" in words:
-        words = words[words.index("submit") + 1 :]
-    tail: list[str] = []
-    if "--" in words:
-        cut = words.index("--")
-        words, tail = words[:cut], words[cut + 1 :]
-    return words, tail
 
 
 def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
@@ -111,14 +95,15 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
     `--` (`command`) and its own flags (`args --epochs`). Repeated keys get `#2`, `#3`."""
     words, tail = split_submit_argv(argv)
     fields: list[tuple[str, str]] = []
-    if words and not _is_flag(words[0]):
+    if words and not is_flag(words[0]):
         fields.append(("name", words[0]))
         words = words[1:]
     # The submission record (runai-tui's own annotation) says how, not what, was submitted.
-    fields += [p for p in _pairs(words) if p[0] != f"--annotation {RECORD_ANNOTATION}"]
+    record = f"--annotation {RECORD_ANNOTATION}"
+    fields += [p for p in _keyed(runai_pairs(words)) if p[0] != record]
     if tail:
         fields.append(("command", tail[0]))
-        fields += _pairs(tail[1:], "args ")
+        fields += _keyed(command_pairs(tail[1:]), "args ")
     seen: dict[str, int] = {}
     unique = []
     for key, value in fields:
@@ -337,3 +322,249 @@ def render(result: Comparison, same_rows: bool = True) -> list[str]:
         lines.append(f"== {title}: {differing} of {len(rows)} differ")
         lines += render_rows(rows if same_rows else [r for r in rows if not r.same])
     return lines
+
+
+# --- many runs, one column each -----------------------------------------------------------------
+
+LOWER = "lower"
+HIGHER = "higher"
+NEVER_LOGGED = "never logged a step"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row of the N-way table: a cell per run, in the runs' order. `better` says which way
+    the best value lies (metric rows; None where no value is better); `best` the columns that
+    hold it (every column of a tie; none where fewer than two runs have the figure)."""
+
+    section: str  # "grid", "settings", "run.json" or "metrics"
+    key: str
+    cells: tuple[str, ...]
+    better: str | None = None
+    best: tuple[int, ...] = ()
+    numbers: tuple[float | None, ...] = ()  # a metric row's figures unrounded (for --json)
+
+
+@dataclass
+class RunTable:
+    """Many runs side by side: the grid's values (a sweep's combinations) first, then the
+    settings that differ, then each run's figures with the best of each row marked."""
+
+    sides: list[RunSide]
+    rows: list[TableRow]
+    sweep: str | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        return [side.label for side in self.sides]
+
+    def to_dict(self) -> dict[str, Any]:
+        labels = self.labels
+        return {
+            "sweep": self.sweep,
+            "jobs": [
+                {
+                    "label": side.label,
+                    "values": dict(side.values),
+                    "argv_source": side.argv_source,
+                    "records_source": side.records_source,
+                    "lacks": list(side.lacks),
+                }
+                for side in self.sides
+            ],
+            "rows": [
+                {
+                    "section": row.section,
+                    "key": row.key,
+                    "cells": dict(zip(labels, row.cells, strict=True)),
+                    "better": row.better,
+                    "best": [labels[i] for i in row.best],
+                }
+                | ({"numbers": dict(zip(labels, row.numbers, strict=True))} if row.numbers else {})
+                for row in self.rows
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What the table's metric rows say of one run, from its trainer records."""
+
+    final_loss: float | None
+    best_loss: float | None
+    img_s: float | None  # the median over train records, all ranks
+    tflops: float | None  # the median of the job's model TFLOP/s (every rank's summed)
+    best_map: float | None
+    last_step: int | None
+    ended: str
+
+
+def _job_tflops(record: dict[str, Any]) -> float | None:
+    ranks = rank_figures(record)
+    return job_totals(ranks).tflops if ranks else _number(record, "tflops")
+
+
+def run_figures(records: list[dict[str, Any]]) -> RunFigures:
+    summary = summarize(records, None)
+    train = [r for r in records if r.get("kind") == "train"]
+    losses = [v for r in train if (v := _number(r, "loss")) is not None]
+    tflops = _median([v for r in train if (v := _job_tflops(r)) is not None])
+    return RunFigures(
+        final_loss=summary.final_loss,
+        best_loss=min(losses) if losses else None,
+        img_s=summary.img_s_total,
+        tflops=tflops,
+        best_map=summary.best_map,
+        last_step=summary.last_step,
+        ended=summary.finished if records else NEVER_LOGGED,
+    )
+
+
+def _best(values: list[float | None], better: str) -> tuple[int, ...]:
+    known = [v for v in values if v is not None]
+    if len(known) < 2:  # one figure alone is not "the best" of anything
+        return ()
+    top = min(known) if better == LOWER else max(known)
+    return tuple(i for i, v in enumerate(values) if v == top)
+
+
+def _metric_row(
+    key: str, values: list[float | None], text: Callable[[float | None], str], better: str
+) -> TableRow:
+    cells = tuple(text(v) for v in values)
+    return TableRow("metrics", key, cells, better, _best(values, better), tuple(values))
+
+
+def _fixed(spec: str) -> Callable[[float | None], str]:
+    return lambda value: _fmt(value, spec)
+
+
+def _differing(
+    section: str, per_side: list[list[tuple[str, str]]], shown: set[tuple[str, ...]]
+) -> list[TableRow]:
+    """The keys whose values are not the same on every side, in first-seen order; a row whose
+    cells repeat a row already shown (the grid's `trainer.lr` as `args --lr`) is left out."""
+    maps = [dict(pairs) for pairs in per_side]
+    keys = list(dict.fromkeys(k for pairs in per_side for k, _ in pairs))
+    rows = []
+    for key in keys:
+        cells = tuple(m.get(key, MISSING) for m in maps)
+        if len(set(cells)) > 1 and cells not in shown:
+            shown.add(cells)
+            rows.append(TableRow(section, key, cells))
+    return rows
+
+
+def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
+    """Line up many runs, one column each. A run that never logged a step keeps its column:
+    its figures are `-` and its `ended` row says so."""
+    for side in sides:
+        lack = records_lack(side)
+        if lack is not None and lack not in side.lacks:
+            side.lacks.append(lack)
+    grid = list(dict.fromkeys(k for side in sides for k in side.values))
+    rows = [
+        TableRow("grid", key, tuple(side.values.get(key, MISSING) for side in sides))
+        for key in grid
+    ]
+    shown = {row.cells for row in rows}
+    submissions = [
+        [p for p in submission_fields(side.argv) if p[0] != "name"] if side.argv else []
+        for side in sides
+    ]
+    rows += _differing("settings", submissions, shown)
+    infos = [run_json_fields(side.run_info) if side.run_info else [] for side in sides]
+    rows += _differing("run.json", infos, shown)
+    figures = [run_figures(side.records) for side in sides]
+    rows += [
+        _metric_row("final loss", [f.final_loss for f in figures], _fixed(".4f"), LOWER),
+        _metric_row("best loss", [f.best_loss for f in figures], _fixed(".4f"), LOWER),
+        _metric_row(
+            "images/s (median, all ranks)", [f.img_s for f in figures], _fixed(".1f"), HIGHER
+        ),
+    ]
+    if any(f.tflops is not None for f in figures):
+        rows.append(
+            _metric_row("TFLOP/s (median, model)", [f.tflops for f in figures], tflops_text, HIGHER)
+        )
+    if any(f.best_map is not None for f in figures):
+        rows.append(_metric_row("best mAP", [f.best_map for f in figures], _fixed(".4f"), HIGHER))
+    rows += [
+        TableRow(
+            "metrics",
+            "last step",
+            tuple(MISSING if f.last_step is None else str(f.last_step) for f in figures),
+        ),
+        TableRow("metrics", "ended", tuple(f.ended for f in figures)),
+    ]
+    return RunTable(sides, rows, sweep)
+
+
+SECTION_TITLES = {
+    "grid": "the sweep's grid",
+    "settings": "settings that differ (the submission)",
+    "run.json": "run.json fields that differ",
+    "metrics": "figures (* the best of the row; BEST says which way is better)",
+}
+BEST_MARK = "*"
+_CELL_WIDTH = 28  # a longer value or name is cut with `…` (--json has it whole)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table_cells(row: TableRow) -> list[str]:
+    """The row's cells as shown: the best ones carry BEST_MARK."""
+    return [f"{c} {BEST_MARK}" if i in row.best else c for i, c in enumerate(row.cells)]
+
+
+def render_table(table: RunTable) -> list[str]:
+    """Plain text lines: a header of the runs, what each lacks, then each section's rows."""
+    head = f"{len(table.sides)} runs" + (f" of sweep {table.sweep}" if table.sweep else "")
+    lines = [f"compare {head}: {', '.join(table.labels)}"]
+    lines += [f"{side.label} lacks {what}" for side in table.sides for what in side.lacks]
+    if not table.rows:
+        return lines
+    shown = [[_cut(c, _CELL_WIDTH) for c in table_cells(row)] for row in table.rows]
+    labels = [_cut(label, _CELL_WIDTH) for label in table.labels]
+    key_width = min(max(len(row.key) for row in table.rows), 40)
+    widths = [
+        max([len(labels[i])] + [len(cells[i]) for cells in shown]) for i in range(len(labels))
+    ]
+
+    def line(key: str, cells: list[str], last: str) -> str:
+        body = "  ".join(f"{c:<{w}}" for c, w in zip(cells, widths, strict=True))
+        return f"{_cut(key, 40):<{key_width}}  {body}  {last}".rstrip()
+
+    lines += ["", line("", labels, "BEST")]
+    section = ""
+    for row, cells in zip(table.rows, shown, strict=True):
+        if row.section != section:
+            section = row.section
+            lines.append(f"== {SECTION_TITLES[section]}")
+        lines.append(line(row.key, cells, row.better or ""))
+    return lines
+
+
+@dataclass(frozen=True)
+class RunCurves:
+    """What the N-way curves plot of one run, against step: loss, and images/s (all ranks)."""
+
+    label: str
+    loss: list[tuple[int, float]]
+    img_s: list[tuple[int, float]]
+
+
+def run_curves(side: RunSide) -> RunCurves:
+    loss: list[tuple[int, float]] = []
+    img_s: list[tuple[int, float]] = []
+    for record in side.records:
+        step = _number(record, "step")
+        if record.get("kind") != "train" or step is None:
+            continue
+        if (value := _number(record, "loss")) is not None:
+            loss.append((int(step), value))
+        if (value := _number(record, "images_per_sec")) is not None:
+            img_s.append((int(step), value))
+    return RunCurves(side.label, loss, img_s)

@@ -1,0 +1,139 @@
+"""compare's N-way table (knowledge/compare.py `run_table`): one column per run, the grid's values
+first, the settings that differ, each run's figures with the best of each row marked, and a run
+that never logged a step keeping its column."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runai_tui.knowledge.compare import (
+    HIGHER,
+    LOWER,
+    NEVER_LOGGED,
+    RunSide,
+    render_table,
+    run_curves,
+    run_table,
+)
+
+
+def train(step: int, loss: float, img_s: float, tflops: list[float] | None = None) -> dict:
+    record: dict[str, Any] = {
+        "kind": "train", "step": step, "loss": loss, "images_per_sec": img_s,
+    }  # fmt: skip
+    if tflops is not None:
+        record["ranks"] = {"tflops": tflops, "img_s": [img_s / len(tflops)] * len(tflops)}
+    return record
+
+
+def argv(name: str, lr: str, *extra: str) -> list[str]:
+    return ["runai-local", "training", "pytorch", "submit", name, "--workers", "1", *extra,
+            "--", "python", "-m", "trainer", "--lr", lr, "--epochs", "1"]  # fmt: skip
+
+
+def sweep_sides() -> list[RunSide]:
+    """Three runs of a sweep over trainer.lr (the third also asked for more shared memory) and
+    one that never logged a step."""
+    a = RunSide("lr-1", argv("lr-1", "0.01"), "jobspec", values={"trainer.lr": "0.01"},
+                records=[train(1, 2.0, 10.0, [0.5, 0.5]), train(2, 1.0, 12.0, [0.5, 0.7]),
+                         {"kind": "eval", "step": 2, "map": 0.10}, {"kind": "done", "step": 2}])  # fmt: skip
+    b = RunSide("lr-2", argv("lr-2", "0.02"), "jobspec", values={"trainer.lr": "0.02"},
+                records=[train(1, 1.5, 20.0, [1.0, 1.0]), train(2, 0.5, 22.0, [1.0, 1.0]),
+                         train(3, 0.8, 21.0, [1.0, 1.0]), {"kind": "eval", "step": 3, "map": 0.30},
+                         {"kind": "done", "step": 3}])  # fmt: skip
+    c = RunSide("lr-3", argv("lr-3", "0.04", "--large-shm"), "jobspec",
+                values={"trainer.lr": "0.04"},
+                records=[train(1, 3.0, 22.0, [1.0, 1.0]), {"kind": "stopped", "step": 1}])  # fmt: skip
+    d = RunSide(
+        "lr-4",
+        argv("lr-4", "0.08"),
+        "jobspec",
+        values={"trainer.lr": "0.08"},
+        records_source="no metric lines in the master's log",
+    )
+    return [a, b, c, d]
+
+
+def rows_of(table: Any) -> dict[str, Any]:
+    return {row.key: row for row in table.rows}
+
+
+def test_grid_first_then_the_settings_that_differ_and_the_same_left_out() -> None:
+    table = run_table(sweep_sides(), sweep="sw-1")
+    assert [(r.section, r.key) for r in table.rows[:2]] == [
+        ("grid", "trainer.lr"),
+        ("settings", "--large-shm"),
+    ]
+    rows = rows_of(table)
+    assert rows["trainer.lr"].cells == ("0.01", "0.02", "0.04", "0.08")
+    assert rows["--large-shm"].cells == ("-", "-", "(set)", "-")
+    # `args --lr` says what the grid row says; `--workers` and `args --epochs` are the same.
+    assert not {"args --lr", "--workers", "args --epochs", "name"} & set(rows)
+
+
+def test_the_best_of_each_row_is_marked_and_which_way_is_said() -> None:
+    rows = rows_of(run_table(sweep_sides()))
+    final, best = rows["final loss"], rows["best loss"]
+    assert final.cells == ("1.0000", "0.8000", "3.0000", "-") and final.better == LOWER
+    assert final.best == (1,)
+    assert best.cells[1] == "0.5000" and best.best == (1,)  # the lowest, not the last
+    img_s = rows["images/s (median, all ranks)"]
+    assert img_s.cells == ("11.0", "21.0", "22.0", "-") and img_s.better == HIGHER
+    assert img_s.best == (2,)
+    tflops = rows["TFLOP/s (median, model)"]  # every rank's summed, the median over records
+    assert tflops.cells == ("1.1", "2.0", "2.0", "-") and tflops.best == (1, 2)  # a tie: both
+    assert rows["best mAP"].cells == ("0.1000", "0.3000", "-", "-")
+    assert rows["best mAP"].best == (1,)
+    assert rows["last step"].better is None and rows["last step"].best == ()
+
+
+def test_a_run_that_never_logged_a_step_keeps_its_column_and_says_so() -> None:
+    table = run_table(sweep_sides())
+    rows = rows_of(table)
+    assert rows["ended"].cells == ("done", "done", "stopped", NEVER_LOGGED)
+    assert all(len(row.cells) == 4 for row in table.rows)
+    assert table.sides[3].lacks == [
+        "trainer metric records (no metric lines in the master's log): it never logged a step"
+    ]
+    lines = render_table(table)
+    assert lines[0] == "compare 4 runs: lr-1, lr-2, lr-3, lr-4"
+    assert lines[1].startswith("lr-4 lacks trainer metric records")
+    header = next(line for line in lines if line.lstrip().startswith("lr-1"))
+    assert header.split() == ["lr-1", "lr-2", "lr-3", "lr-4", "BEST"]
+    final = next(line for line in lines if line.startswith("final loss"))
+    assert final.split() == ["final", "loss", "1.0000", "0.8000", "*", "3.0000", "-", "lower"]
+    assert any(line.startswith("ended") and line.endswith(NEVER_LOGGED) for line in lines)
+
+
+def test_rows_without_any_figure_are_left_out() -> None:
+    sides = [RunSide("a", records=[train(1, 1.0, 5.0)]), RunSide("b", records=[train(1, 2.0, 6.0)])]
+    keys = [row.key for row in run_table(sides).rows]
+    assert "TFLOP/s (median, model)" not in keys and "best mAP" not in keys
+    assert "final loss" in keys
+
+
+def test_json_is_the_same_table() -> None:
+    table = run_table(sweep_sides(), sweep="sw-1")
+    doc = json.loads(json.dumps(table.to_dict()))
+    assert doc["sweep"] == "sw-1"
+    assert [job["label"] for job in doc["jobs"]] == ["lr-1", "lr-2", "lr-3", "lr-4"]
+    assert doc["jobs"][0]["values"] == {"trainer.lr": "0.01"}
+    assert doc["jobs"][3]["lacks"][0].endswith("it never logged a step")
+    assert [row["key"] for row in doc["rows"]] == [row.key for row in table.rows]
+    final = next(row for row in doc["rows"] if row["key"] == "final loss")
+    assert final["section"] == "metrics" and final["better"] == "lower"
+    assert final["cells"] == {"lr-1": "1.0000", "lr-2": "0.8000", "lr-3": "3.0000", "lr-4": "-"}
+    assert final["best"] == ["lr-2"]
+    assert final["numbers"] == {"lr-1": 1.0, "lr-2": 0.8, "lr-3": 3.0, "lr-4": None}
+    grid = doc["rows"][0]
+    assert grid["section"] == "grid" and "numbers" not in grid
+
+
+def test_curves_are_each_runs_loss_and_images_per_second_against_step() -> None:
+    sides = sweep_sides()
+    curves = run_curves(sides[1])
+    assert curves.label == "lr-2"
+    assert curves.loss == [(1, 1.5), (2, 0.5), (3, 0.8)]
+    assert curves.img_s == [(1, 20.0), (2, 22.0), (3, 21.0)]
+    assert run_curves(sides[3]).loss == []
