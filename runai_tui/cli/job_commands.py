@@ -19,6 +19,7 @@ from runai_tui.runai import capabilities
 from runai_tui.text import natural_key
 
 if TYPE_CHECKING:
+    from runai_tui.config import Settings
     from runai_tui.runai.client import RunaiClient
 
 
@@ -186,13 +187,19 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.backend import select_backend
-    from runai_tui.runai.client import RunaiClient
+    info = _info(args)
+    if args.json:
+        print_json(info)
+    else:
+        _print_info(info)
+    return 0
 
+
+def _info(args: argparse.Namespace) -> dict[str, Any]:
+    """`info`'s document: settings and their sources, paths, the backend and its runai CLI."""
     settings = settings_for(args)
     store = ProfileStore()
-    info: dict[str, Any] = {
+    return {
         "version": __version__,
         "config_file": {"path": str(settings.file), "exists": settings.file.is_file()},
         "settings": {s.name: {"value": s.value, "source": s.source} for s in settings.all()},
@@ -209,56 +216,64 @@ def cmd_info(args: argparse.Namespace) -> int:
             "state": str(paths.local_state_dir()),
             "data": str(paths.local_data_dir()),
         },
+        **_backend_info(settings, args.timeout),
     }
+
+
+def _backend_info(settings: Settings, timeout: float) -> dict[str, Any]:
+    """The `backend` entry (and `runai_cli` when there is a backend) of `info`'s document."""
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
+    from runai_tui.runai.backend import select_backend
+    from runai_tui.runai.client import RunaiClient
+
     try:
         backend = select_backend(settings.backend.value)
     except RunaiError as exc:
-        info["backend"] = {"kind": None, "error": exc.message, "hint": exc.hint}
-    else:
-        client = RunaiClient(backend, timeout=args.timeout, **runai_cli_for(settings))
-        try:
-            version = client.version().strip()
-        except RunaiError as exc:
-            version = f"unavailable: {exc.message}"
-        info["backend"] = {
-            "kind": backend.kind,
-            "label": backend.label,
-            "executable": backend.executable,
-            "version": version.splitlines()[0] if version else "",
-        }
-        info["runai_cli"] = _detected(client)
-    if args.json:
-        print_json(info)
-        return 0
-    print(f"runai-tui {__version__}")
-    missing = "" if info["config_file"]["exists"] else "  (does not exist)"
-    print(f"config file: {settings.file}{missing}")
-    for setting in settings.all():
-        value = setting.value if setting.value is not None else "-"
-        shown = f"{value:g} s" if setting.name == "refresh" else value
-        print(f"  {setting.name}: {shown}  (from {setting.source})")
+        return {"backend": {"kind": None, "error": exc.message, "hint": exc.hint}}
+    client = RunaiClient(backend, timeout=timeout, **runai_cli_for(settings))
+    try:
+        version = client.version().strip()
+    except RunaiError as exc:
+        version = f"unavailable: {exc.message}"
+    found = {
+        "kind": backend.kind,
+        "label": backend.label,
+        "executable": backend.executable,
+        "version": version.splitlines()[0] if version else "",
+    }
+    return {"backend": found, "runai_cli": _detected(client)}
+
+
+def _print_info(info: dict[str, Any]) -> None:
+    """`info` as text: the document `info --json` prints, read line by line."""
+    print(f"runai-tui {info['version']}")
+    config = info["config_file"]
+    print(f"config file: {config['path']}{'' if config['exists'] else '  (does not exist)'}")
+    for name, setting in info["settings"].items():
+        value = setting["value"] if setting["value"] is not None else "-"
+        shown = f"{value:g} s" if name == "refresh" else value
+        print(f"  {name}: {shown}  (from {setting['source']})")
     for entry in info["profiles"]:
         exists = "" if entry["exists"] else "  (does not exist yet)"
         print(f"profiles ({entry['origin']}): {entry['path']}{exists}")
-    print(f"local cluster state: {paths.local_state_dir()}")
-    print(f"local cluster data (PVCs): {paths.local_data_dir()}")
+    print(f"local cluster state: {info['local_cluster']['state']}")
+    print(f"local cluster data (PVCs): {info['local_cluster']['data']}")
     found = info["backend"]
     if found["kind"] is None:
         print(f"backend: unavailable: {found['error']}")
-        return 0
+        return
     print(f"backend: {found['kind']}  ({found['label']})  {' '.join(found['executable'])}")
     print(f"version: {found['version'] or '-'}")
     detected = info["runai_cli"]
     if "error" in detected:
         print(f"runai CLI: {detected['error']}")
-        return 0
+        return
     print(f"runai CLI: {detected['label']}  (decided by {detected['decided_by']})")
-    shown = {True: "yes", False: "no", None: "unknown (tried)"}
+    shown_available = {True: "yes", False: "no", None: "unknown (tried)"}
     for row in detected["capabilities"]:
-        print(f"  {row['capability']}: {shown[row['available']]}  (from {row['source']})")
+        print(f"  {row['capability']}: {shown_available[row['available']]}  (from {row['source']})")
     for warning in detected["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    return 0
 
 
 def _detected(client: RunaiClient) -> dict[str, Any]:
