@@ -47,6 +47,11 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("lint", "check profiles for what breaks or slows a job", _PROFILES),
     Subcommand("plan", "the distributed plan: world size, batch, lr, steps, comms", _PROFILES),
     Subcommand(
+        "sweep",
+        "submit a grid of jobs from one profile (--grid FIELD=V1,V2), or plan it",
+        "runai_tui.cli.sweep_commands",
+    ),
+    Subcommand(
         "resubmit",
         "submit a job again from its recorded submission, with remedies and overrides",
         "runai_tui.cli.resubmit_commands",
