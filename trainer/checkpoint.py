@@ -11,7 +11,8 @@ import contextlib
 import os
 import random
 import re
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -21,6 +22,21 @@ from trainer.files import atomic_open
 
 FORMAT_VERSION = 1
 NAME = re.compile(r"^step-(\d{9})\.pt$")
+# A checkpoint's contents as weights-only loading gives them back: plain data and tensors, read
+# by key (model, optimizer, progress, rng, stream, config, ...).
+Contents = dict[str, Any]
+
+
+class _GeneratorStates(TypedDict):
+    torch: torch.Tensor
+    numpy: list[object]  # the legacy MT19937 state (numpy_state_to_plain)
+    python: list[Any]  # random.getstate() as [version, internal state, gauss]
+
+
+class RngState(_GeneratorStates, total=False):
+    """One process's generators as tensors and plain lists (CUDA's where there is one)."""
+
+    cuda: torch.Tensor
 
 
 def checkpoint_dir(output_dir: str) -> str:
@@ -40,12 +56,12 @@ def list_checkpoints(output_dir: str) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
-def atomic_torch_save(obj: Any, path: str) -> None:
+def atomic_torch_save(obj: object, path: str) -> None:
     with atomic_open(path) as f:
         torch.save(obj, f)
 
 
-def save_checkpoint(output_dir: str, step: int, state: dict[str, Any], keep: int) -> str:
+def save_checkpoint(output_dir: str, step: int, state: Mapping[str, object], keep: int) -> str:
     """Write step-N.pt, then delete all but the newest ``keep`` (only once the new one loads)."""
     path = os.path.join(checkpoint_dir(output_dir), f"step-{step:09d}.pt")
     atomic_torch_save({"format": FORMAT_VERSION, **state}, path)
@@ -55,7 +71,7 @@ def save_checkpoint(output_dir: str, step: int, state: dict[str, Any], keep: int
     return path
 
 
-def load_checkpoint(path: str) -> dict[str, Any]:
+def load_checkpoint(path: str) -> Contents:
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file; torch raises several types
@@ -68,8 +84,8 @@ def load_checkpoint(path: str) -> dict[str, Any]:
 
 
 def find_resume_checkpoint(
-    output_dir: str, resume: str, warn: Any = print
-) -> tuple[str, dict[str, Any]] | None:
+    output_dir: str, resume: str, warn: Callable[[str], None] = print
+) -> tuple[str, Contents] | None:
     """``resume``: auto (newest loadable in the output dir), none, or a path."""
     if resume == "none":
         return None
@@ -83,7 +99,7 @@ def find_resume_checkpoint(
     return None
 
 
-def check_compatible(ckpt: dict[str, Any], path: str, model: str, class_names: list[str]) -> None:
+def check_compatible(ckpt: Contents, path: str, model: str, class_names: list[str]) -> None:
     saved = ckpt.get("config", {})
     if saved.get("model") != model:
         raise ConfigError(
@@ -106,7 +122,7 @@ def check_compatible(ckpt: dict[str, Any], path: str, model: str, class_names: l
         )
 
 
-def numpy_state_to_plain(np_state: Any) -> list[Any]:
+def numpy_state_to_plain(np_state: object) -> list[object]:
     """A legacy MT19937 state tuple as a list that weights-only loading accepts."""
     assert isinstance(np_state, tuple)  # the legacy generator's state is a tuple
     return [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]]
@@ -117,9 +133,9 @@ def numpy_state_from_plain(saved: list[Any]) -> tuple[Any, ...]:
     return (kind, keys.numpy().astype(np.uint32), *rest)
 
 
-def rng_state() -> dict[str, Any]:
+def rng_state() -> RngState:
     """This process's generators as tensors and plain lists."""
-    state: dict[str, Any] = {
+    state: RngState = {
         "torch": torch.get_rng_state(),
         "numpy": numpy_state_to_plain(np.random.get_state(legacy=True)),
         "python": [random.getstate()[0], list(random.getstate()[1]), random.getstate()[2]],
@@ -129,7 +145,7 @@ def rng_state() -> dict[str, Any]:
     return state
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def set_rng_state(state: RngState) -> None:
     torch.set_rng_state(state["torch"])
     np.random.set_state(numpy_state_from_plain(state["numpy"]))
     version, internal, gauss = state["python"]

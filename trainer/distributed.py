@@ -10,13 +10,15 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, cast
 
 import torch
 import torch.distributed as dist
 
 from trainer import flight_recorder, test_hooks
 from trainer.errors import ConfigError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -199,30 +201,29 @@ def all_gather_floats(ctx: DistContext, values: list[float]) -> list[list[float]
     return gathered.view(ctx.world_size, len(values)).tolist()
 
 
-def all_gather_objects(ctx: DistContext, obj: Any) -> list[Any]:
+def all_gather_objects(ctx: DistContext, obj: T) -> list[T]:
     if not ctx.distributed:
         return [obj]
-    gathered: list[Any] = [None] * ctx.world_size
+    gathered: list[object] = [None] * ctx.world_size
     dist.all_gather_object(gathered, obj)
-    return gathered
+    return cast("list[T]", gathered)  # every rank sent the same kind of object
 
 
-def broadcast_object(ctx: DistContext, obj: Any) -> Any:
-    """Rank 0's ``obj`` on every rank."""
-    if not ctx.distributed:
-        return obj
+def broadcast_object(ctx: DistContext, obj: T | None) -> T:
+    """Rank 0's ``obj`` on every rank; the other ranks may pass None."""
     box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+    if ctx.distributed:
+        dist.broadcast_object_list(box, src=0)
+    return cast("T", box[0])  # rank 0's, which is never None
 
 
-def gather_objects(ctx: DistContext, obj: Any) -> list[Any] | None:
+def gather_objects(ctx: DistContext, obj: T) -> list[T] | None:
     """Every rank's ``obj`` on rank 0 (None elsewhere)."""
     if not ctx.distributed:
         return [obj]
-    gathered: list[Any] | None = [None] * ctx.world_size if ctx.is_main else None
+    gathered: list[object] | None = [None] * ctx.world_size if ctx.is_main else None
     dist.gather_object(obj, gathered, dst=0)
-    return gathered
+    return cast("list[T] | None", gathered)  # every rank sent the same kind of object
 
 
 def broadcast_buffers(ctx: DistContext, module: torch.nn.Module) -> None:

@@ -33,8 +33,8 @@ import io
 import json
 import tarfile
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, TypedDict
 
 import numpy as np
 import torch
@@ -47,6 +47,28 @@ from trainer.data.shards import Manifest, RawSample, ShardInfo, read_shard, read
 from trainer.data.transforms import decode_image, flip_decision, hflip, resized_size
 from trainer.data.workers import LoaderWorkers
 from trainer.errors import TrainerError
+
+
+class Snapshot(TypedDict):
+    """Where a slot's reading stands as a sample is emitted (see Position above)."""
+
+    read: int  # the next stream position to read
+    buffer: list[int]  # stream positions of the buffered samples, in buffer order
+
+
+class SlotState(Snapshot):
+    """One slot's place in its stream after a batch."""
+
+    batches: int  # batches emitted
+
+
+class StreamPosition(TypedDict):
+    """One rank's place for a checkpoint: every slot's last state and the slot consumed last."""
+
+    epoch: int
+    topology: list[int]  # [ranks, loader workers]
+    last_slot: int
+    slots: dict[str, SlotState]  # by worker, as text (a checkpoint's keys are plain data)
 
 
 def epoch_slots(num_shards: int, seed: int, epoch: int, slots: int) -> list[list[int]]:
@@ -116,11 +138,11 @@ class ShardStream(IterableDataset):
         self.cache = ShardCache(cache_dir, cache_max_bytes) if cache_dir else None
         self.epoch = 0
         self.rotation = 0
-        self.start: dict[int, dict[str, Any]] = {}
+        self.start: dict[int, SlotState] = {}
         self._io = {"bytes": 0, "hits": 0, "lookups": 0}
         self._ahead: tuple[ShardInfo, threading.Thread, list[bool]] | None = None
 
-    def configure(self, epoch: int, rotation: int, start: dict[int, dict[str, Any]]) -> None:
+    def configure(self, epoch: int, rotation: int, start: dict[int, SlotState]) -> None:
         """Before a DataLoader is built for an epoch: worker i plays slot (i + rotation) mod W."""
         self.epoch, self.rotation, self.start = epoch, rotation, start
         self._ahead = None
@@ -172,8 +194,8 @@ class ShardStream(IterableDataset):
                 return  # the rest is a partial batch
 
     def _emitted(
-        self, slot: int, shards: list[ShardInfo], state: dict[str, Any] | None
-    ) -> Iterator[tuple[RawSample, Any]]:
+        self, slot: int, shards: list[ShardInfo], state: SlotState | None
+    ) -> Iterator[tuple[RawSample, Callable[[], Snapshot]]]:
         """Samples in emission order from the state's position; with each, a snapshot function."""
         n = state["batches"] * self.batch_size if state else 0
         read_from = state["read"] if state else 0
@@ -182,7 +204,7 @@ class ShardStream(IterableDataset):
         buffer: list[tuple[int, RawSample]] | None = None if wanted else []
         cursor = read_from
 
-        def snapshot() -> dict[str, Any]:
+        def snapshot() -> Snapshot:
             return {"read": cursor, "buffer": [p for p, _ in buffer or []]}
 
         def restore() -> list[tuple[int, RawSample]]:
@@ -244,7 +266,7 @@ class ShardStream(IterableDataset):
                     yield base + sample.sample_id - shard.first_id, sample
             base = end
 
-    def _open(self, shard: ShardInfo) -> Any:
+    def _open(self, shard: ShardInfo) -> BinaryIO:
         path = self.manifest.shard_path(shard)
         self._io["lookups"] += 1
         if self.cache is None:
@@ -306,7 +328,7 @@ class ShardStream(IterableDataset):
         }
 
 
-def _identity(item: Any) -> Any:
+def _identity(item: object) -> object:
     return item
 
 
@@ -322,9 +344,9 @@ class ShardFeed:
         self.pin_memory = pin_memory
         self.prefetch_factor = prefetch_factor
         self.epoch = 0
-        self.slots: dict[int, dict[str, Any]] = {}
+        self.slots: dict[int, SlotState] = {}
         self.last_slot = -1
-        self._restored: dict[str, Any] | None = None
+        self._restored: StreamPosition | None = None
         self.totals = {"bytes": 0, "hits": 0, "lookups": 0}
         self._window = {"bytes": 0, "hits": 0, "lookups": 0}
         self._steps: dict[int, int] = {}
@@ -341,7 +363,7 @@ class ShardFeed:
             )
         return self._steps[epoch]
 
-    def position(self) -> dict[str, Any]:
+    def position(self) -> StreamPosition:
         """Plain data for the checkpoint (one per rank)."""
         return {
             "epoch": self.epoch,
@@ -350,7 +372,7 @@ class ShardFeed:
             "slots": {str(k): v for k, v in self.slots.items()},
         }
 
-    def restore(self, position: dict[str, Any] | None, epoch: int, step_in_epoch: int) -> str:
+    def restore(self, position: StreamPosition | None, epoch: int, step_in_epoch: int) -> str:
         """Use a checkpoint's position for ``epoch``; returns a note when it cannot be used."""
         if not step_in_epoch:
             return ""
