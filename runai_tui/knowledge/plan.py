@@ -359,49 +359,18 @@ class NotTrainerError(UsageError):
 
 def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
     """The plan for profile (already resolved, overrides applied). Raises UsageError."""
-    words = trainer_args(profile)
-    if words is None:
-        shown = " ".join([*profile.command, *profile.args]) or "(the image's entrypoint)"
-        raise NotTrainerError(
-            f"profile '{profile.name}' does not run the trainer (command: {shown[:80]})",
-            f"the plan reads the arguments of {ENTRY_SCRIPT} or `-m trainer`",
-        )
-    args = parse_trainer_args(words)
+    args = _plan_args(profile)
     notes: list[str] = []
-    workers = profile.workers or 0
-    if profile.workers is None:
-        notes.append("workers unset: the master pod only")
-    pods = workers + 1
-    per_pod = processes_per_pod(profile.gpus)
-    master_gpus = profile.master_gpus if profile.master_gpus is not None else profile.gpus
-    if profile.master_gpus is None and profile.gpus:
-        notes.append("master_gpus unset: the master is assumed to get the workers' GPUs")
-    master = processes_per_pod(master_gpus)
-    world = master + workers * per_pod
-
-    problem = trainer_args_problem(args)
-    if problem:
-        raise UsageError(f"args: {problem}", "fix the profile's args")
+    pods, per_pod, master, world = _world(profile, notes)
     batch = global_batch(args.batch_size, world)
     base_lr = args.lr if args.lr is not None else OPTIMIZER_LR[args.optimizer]
-    lr = scaled_lr(base_lr, batch, args.lr_base_batch)
     origin = "--lr" if args.lr is not None else f"{args.optimizer} default"
-    lr_rule = f"{base_lr:g} ({origin}) x {batch} / {args.lr_base_batch} (--lr-base-batch)"
-
     size, source = _dataset_size(args, dataset_size, notes)
     per_epoch = steps_per_epoch(size, batch)
     steps = total_steps(args.epochs, per_epoch, args.max_steps)
     if args.max_steps and steps == args.max_steps:
         notes.append(f"--max-steps {args.max_steps} caps the run")
-
-    num_classes = _num_classes(args) + 1
-    pretrained = args.weights is not None or args.weights_backbone != "none"
-    trainable = args.trainable_backbone_layers
-    if trainable is None:
-        trainable = 3 if pretrained else 5
-    frozen_bn = pretrained and args.model == "retinanet_resnet50_fpn"
-    params = parameter_count(args.model, num_classes, trainable, frozen_bn)
-    params_total = parameter_count(args.model, num_classes, trainable, frozen_bn, False)
+    num_classes, params, params_total = _parameters(args)
     grad_bytes = params * GRADIENT_BYTES_PER_PARAMETER
     ring = ring_allreduce_bytes(grad_bytes, world)
     share = hook_wire_share(args.ddp_comm_hook)
@@ -415,8 +384,8 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         batch_size=args.batch_size,
         grad_accum=args.grad_accum,
         global_batch=batch,
-        lr=lr,
-        lr_rule=lr_rule,
+        lr=scaled_lr(base_lr, batch, args.lr_base_batch),
+        lr_rule=f"{base_lr:g} ({origin}) x {batch} / {args.lr_base_batch} (--lr-base-batch)",
         dataset=args.dataset,
         dataset_size=size,
         dataset_source=source,
@@ -429,17 +398,13 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         parameters_total=params_total,
         gradient_bytes=grad_bytes,
         allreduce_bytes_per_rank=ring,
-        allreduce_seconds={key: transfer_seconds(ring, gbps) for key, gbps in LINKS.items()},
+        allreduce_seconds=_over_links(ring),
         comm_hook=args.ddp_comm_hook,
         link=profile_link(profile),
         hook_bytes_per_rank=hook_bytes,
-        hook_seconds=(
-            {key: transfer_seconds(hook_bytes, gbps) for key, gbps in LINKS.items()}
-            if hook_bytes is not None
-            else {}
-        ),
+        hook_seconds=_over_links(hook_bytes) if hook_bytes is not None else {},
         half_bytes_per_rank=ring / 2,
-        half_seconds={key: transfer_seconds(ring / 2, gbps) for key, gbps in LINKS.items()},
+        half_seconds=_over_links(ring / 2),
         cpu_cores=dict(profile.cpu),
         memory_bytes=_memory_bytes(profile),
         notes=notes,
@@ -447,6 +412,58 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
             args, max(profile.gpus or 0, profile.master_gpus or 0), steps * args.batch_size
         ),
     )
+
+
+def _plan_args(profile: Profile) -> TrainerArgs:
+    """The trainer's arguments in PROFILE's command. Raises NotTrainerError when it runs no
+    trainer, UsageError when the arguments break one of the trainer's rules."""
+    words = trainer_args(profile)
+    if words is None:
+        shown = " ".join([*profile.command, *profile.args]) or "(the image's entrypoint)"
+        raise NotTrainerError(
+            f"profile '{profile.name}' does not run the trainer (command: {shown[:80]})",
+            f"the plan reads the arguments of {ENTRY_SCRIPT} or `-m trainer`",
+        )
+    args = parse_trainer_args(words)
+    problem = trainer_args_problem(args)
+    if problem:
+        raise UsageError(f"args: {problem}", "fix the profile's args")
+    return args
+
+
+def _world(profile: Profile, notes: list[str]) -> tuple[int, int, int, int]:
+    """Pods, processes per worker pod, processes in the master pod and the world size; what
+    was assumed goes to NOTES."""
+    workers = profile.workers or 0
+    if profile.workers is None:
+        notes.append("workers unset: the master pod only")
+    per_pod = processes_per_pod(profile.gpus)
+    master_gpus = profile.master_gpus if profile.master_gpus is not None else profile.gpus
+    if profile.master_gpus is None and profile.gpus:
+        notes.append("master_gpus unset: the master is assumed to get the workers' GPUs")
+    master = processes_per_pod(master_gpus)
+    return workers + 1, per_pod, master, master + workers * per_pod
+
+
+def _parameters(args: TrainerArgs) -> tuple[int, int, int]:
+    """The classes (background included), the trainable and all parameters of the model."""
+    num_classes = _num_classes(args) + 1
+    pretrained = args.weights is not None or args.weights_backbone != "none"
+    trainable = args.trainable_backbone_layers
+    if trainable is None:
+        trainable = 3 if pretrained else 5
+    frozen_bn = pretrained and args.model == "retinanet_resnet50_fpn"
+    params = parameter_count(args.model, num_classes, trainable, frozen_bn)
+    return (
+        num_classes,
+        params,
+        parameter_count(args.model, num_classes, trainable, frozen_bn, False),
+    )
+
+
+def _over_links(nbytes: float) -> dict[str, float]:
+    """Seconds to move NBYTES over each link of LINKS."""
+    return {key: transfer_seconds(nbytes, gbps) for key, gbps in LINKS.items()}
 
 
 def _memory_bytes(profile: Profile) -> dict[str, int]:
