@@ -19,19 +19,13 @@ from runai_tui.errors import RuntimeFailure
 from runai_tui.knowledge.compare import Row, argv_diff, render_rows
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.remedies import (
-    attach,
-    context_of,
-    local_interfaces,
-    overrides,
-    set_words,
-)
-from runai_tui.knowledge.run_sources import submitted_argv
-from runai_tui.knowledge.submitted import Submitted, submitted
+from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
+from runai_tui.knowledge.submitted import Submitted, read_submission
 from runai_tui.profiles import check_job_name
 from runai_tui.runai import submission
 
 if TYPE_CHECKING:
+    from runai_tui.models import JobDetail
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 _SUFFIX = re.compile(r"^(.*?)-(\d{1,3})$")
@@ -68,15 +62,13 @@ class Plan:
     diff: list[Row]
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # --apply-fixes found no remedy at all (none applied, none replaced by a --set): nothing is
+    # submitted, and the first note says why.
+    nothing_to_fix: bool = False
 
     @property
     def remedies(self) -> list[Override]:
         return [o for o in self.overrides if o.source == "remedy"]
-
-    @property
-    def nothing_to_fix(self) -> bool:
-        """--apply-fixes found no remedy at all (none applied, none replaced by a --set)."""
-        return bool(self.notes) and self.notes[0].startswith("no remedy to apply")
 
     def lines(self) -> list[str]:
         """The plan in words, as `resubmit` prints it and the TUI's `f` shows it: where the
@@ -178,37 +170,15 @@ async def plan(
 ) -> Plan:
     """The resubmit of `job`. Raises RunaiError (unknown job), RuntimeFailure (nothing to
     rebuild from, a taken name), ProfileError/UsageError (a bad --set or name)."""
-
     detail = await client.adescribe(job)
-    found = submitted(detail)
-    local = client.backend.is_local
+    described = read_submission(detail)
+    found = described.rebuild()
     findings: list[Finding] = []
     if apply_fixes:
-        report = await diagnose_job(client, job, detail=detail)
-        findings = report.findings
-        interfaces = local_interfaces() if local else ("eth0", "lo")
-        attach(findings, found.profile, context_of(detail, interfaces, local=local))
-    chosen: list[Override] = []
-    beaten: list[tuple[Override, str]] = []
-    for item, finding in overrides(findings):
-        why = finding.remedy.why if finding.remedy else ""
-        proposed = Override(item, "remedy", finding.code, finding.pod, why)
-        winner = next((s for s in sets if _conflicts(_key(s), _key(item))), None)
-        if winner is not None:
-            beaten.append((proposed, winner))
-        else:
-            chosen.append(proposed)
-    chosen += [Override(item, "--set") for item in sets]
-    jobs = await client.alist_jobs()
-    taken = [j.name for j in jobs]
-    if name is not None:
-        check_job_name(name)
-        if name in taken:
-            raise RuntimeFailure(
-                f"job name {name!r} is taken: nothing submitted",
-                f"pick another --name, or leave it out for {next_free(job, taken)}",
-            )
-    new = name or next_free(job, taken)
+        findings = (await diagnose_job(client, job, detail=detail)).findings
+        attach_for_job(findings, detail, local=client.backend.is_local, found=found)
+    chosen, beaten = _choose(findings, sets)
+    new = await _new_name(client, job, name)
     _check_secrets(job, found, [o.item for o in chosen])
     prepared = submission.prepare(
         found.profile,
@@ -219,39 +189,82 @@ async def plan(
         project_explicit=project_explicit,
         prior_sets=found.sets,
     )
-    before, _ = submitted_argv(detail)
-    if not before or before[:1] == ["--"]:  # no submit argv kept: the record's, rebuilt
-        before = submission.prepare(
+    # The argv the cluster kept, else the recorded submission's, rebuilt.
+    before = described.argv or (
+        submission.prepare(
             found.profile,
             backend=client.backend,
             name=job,
             project=project,
             project_explicit=project_explicit,
         ).argv
+    )
     result = Plan(
         job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)
     )
     result.findings = findings
-    if apply_fixes and not result.remedies and not beaten:
-        codes = ", ".join(dict.fromkeys(f.code for f in findings if f.severity != "info"))
-        result.notes.append(
-            f"no remedy to apply: {job}'s findings ({codes or 'none'}) have none; nothing submitted"
+    result.nothing_to_fix = apply_fixes and not result.remedies and not beaten
+    result.notes = _notes(result, found, detail)
+    return result
+
+
+def _choose(
+    findings: list[Finding], sets: Sequence[str]
+) -> tuple[list[Override], list[tuple[Override, str]]]:
+    """Every override in order (the remedies, then the --set ones), and the remedies a --set on
+    the same field replaces, with that --set."""
+    chosen: list[Override] = []
+    beaten: list[tuple[Override, str]] = []
+    for item, finding in overrides(findings):
+        why = finding.remedy.why if finding.remedy else ""
+        proposed = Override(item, "remedy", finding.code, finding.pod, why)
+        winner = next((s for s in sets if _conflicts(_key(s), _key(item))), None)
+        if winner is not None:
+            beaten.append((proposed, winner))
+        else:
+            chosen.append(proposed)
+    return chosen + [Override(item, "--set") for item in sets], beaten
+
+
+async def _new_name(client: RunaiClient, job: str, name: str | None) -> str:
+    """The --name given (checked, and refused when a job has it), else the next free NAME-N."""
+    taken = [j.name for j in await client.alist_jobs()]
+    if name is None:
+        return next_free(job, taken)
+    check_job_name(name)
+    if name in taken:
+        raise RuntimeFailure(
+            f"job name {name!r} is taken: nothing submitted",
+            f"pick another --name, or leave it out for {next_free(job, taken)}",
+        )
+    return name
+
+
+def _notes(planned: Plan, found: Submitted, detail: JobDetail) -> list[str]:
+    """What the plan says besides its overrides: why nothing is fixed (first, when so), the
+    secrets taken from the profile as it is now, the remedies a --set replaced, and a job that
+    still holds its pods."""
+    job, notes = planned.job, []
+    if planned.nothing_to_fix:
+        codes = ", ".join(dict.fromkeys(f.code for f in planned.findings if f.severity != "info"))
+        notes.append(
+            f"no remedy to apply: {job}'s findings ({codes}) have none; nothing submitted"
             if codes
             else f"no remedy to apply: diagnose finds nothing wrong with {job}; nothing submitted"
         )
     if found.borrowed:
-        result.notes.append(
+        notes.append(
             f"{', '.join(found.borrowed)}: never recorded (a secret); the value is profile "
             f"{found.profile.name}'s as it is now"
         )
-    for lost, item in beaten:
-        result.notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")
+    for lost, item in planned.beaten:
+        notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")
     if detail.job.phase.is_active:  # a hung job keeps its pods (and GPUs) until deleted
-        result.notes.append(
-            f"{job} is still {detail.job.phase.value}: delete it once {new} runs "
+        notes.append(
+            f"{job} is still {detail.job.phase.value}: delete it once {planned.name} runs "
             f"(runai-tui delete {job})"
         )
-    return result
+    return notes
 
 
 async def asubmit(client: RunaiClient, planned: Plan) -> SubmitResult:

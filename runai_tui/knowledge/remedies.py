@@ -18,8 +18,9 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from runai_tui.errors import UsageError
+from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
+from runai_tui.knowledge.submitted import Submitted, submitted
 from runai_tui.knowledge.trainer_facts import TrainerArgs, parse_trainer_args, trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
@@ -358,15 +359,17 @@ def overrides(findings: Iterable[Finding]) -> list[tuple[str, Finding]]:
     return out
 
 
-def attach_for_job(findings: list[Finding], detail: JobDetail, *, local: bool) -> str:
-    """Remedies for a job's findings against what it was submitted with (its submission record,
-    else describe's submit argv): "" when done, else one line saying why there are none."""
-    # lazy: submitted loads compare (the argv reader), off the TUI's first paint (tui-paint)
-    from runai_tui.knowledge.submitted import recorded_profile
-
-    profile, how = recorded_profile(detail)
-    if profile is None:
-        return f"no remedies: {how}"
+def attach_for_job(
+    findings: list[Finding], detail: JobDetail, *, local: bool, found: Submitted | None = None
+) -> str:
+    """Remedies for a job's findings against what it was submitted with (`found`, else read
+    here: its submission record, else describe's submit argv): "" when done, else one line
+    saying why there are none."""
+    if found is None:
+        try:
+            found = submitted(detail)
+        except RuntimeFailure as exc:
+            return f"no remedies: {exc.message}"
     interfaces = local_interfaces() if local else (POD_NETWORK_IFACE, "lo")
-    attach(findings, profile, context_of(detail, interfaces, local=local))
+    attach(findings, found.profile, context_of(detail, interfaces, local=local))
     return ""

@@ -17,14 +17,12 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
-
-if TYPE_CHECKING:
-    from runai_tui.models import JobDetail
+from runai_tui.knowledge.submitted import Submission, read_submission
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -62,54 +60,19 @@ def _json_object(text: str) -> dict[str, Any]:
     return data
 
 
-def _strings(value: object) -> list[str] | None:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return list(value)
-    return None
-
-
-def _spec(detail: JobDetail) -> dict[str, Any]:
-    spec = (detail.raw or {}).get("spec")
-    return spec if isinstance(spec, dict) else {}
-
-
-def submitted_argv(detail: JobDetail) -> tuple[list[str] | None, str]:
-    """The submit argv and where it came from, from describe's raw document."""
-    raw = detail.raw or {}
-    spec = _spec(detail)
-    argv = _strings(spec.get("submitArgv"))
-    if argv:
-        return argv, "the submit argv the cluster recorded (describe spec.submitArgv)"
-    for pod in raw.get("pods") or []:
-        command = _strings(pod.get("command")) if isinstance(pod, dict) else None
-        if command:
-            return ["--", *command], "the master pod's command (describe; no submit argv kept)"
-    return None, ""
-
-
-def _pod_command(detail: JobDetail) -> list[str]:
-    for pod in (detail.raw or {}).get("pods") or []:
-        command = _strings(pod.get("command")) if isinstance(pod, dict) else None
-        if command:
-            return command
-    return []
-
-
-def output_dir(detail: JobDetail, argv: list[str] | None) -> str:
+def output_dir(found: Submission, argv: list[str] | None) -> str:
     """The trainer's --output-dir from the master's command (else the argv), made absolute
     against the working directory; the trainer's default when neither says."""
-    spec = _spec(detail)
-    for words in (_pod_command(detail), argv or []):
+    base = found.working_dir
+    for words in (found.pod_command, argv or []):
         for i, word in enumerate(words):
             if word.startswith("--output-dir="):
-                found = word.split("=", 1)[1]
+                where = word.split("=", 1)[1]
             elif word == "--output-dir" and i + 1 < len(words):
-                found = words[i + 1]
+                where = words[i + 1]
             else:
                 continue
-            base = str(spec.get("workingDir") or "")
-            return os.path.join(base, found) if base and not os.path.isabs(found) else found
-    base = str(spec.get("workingDir") or "")
+            return os.path.join(base, where) if base and not os.path.isabs(where) else where
     return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
 
 
@@ -117,8 +80,9 @@ async def gather_job(client: Any, name: str) -> RunSide:
     """A job's side: describe, the master's log, and run.json where it can be reached.
     An unknown job raises RunaiError (not found)."""
     detail = await client.adescribe(name)
+    found = read_submission(detail)
     side = RunSide(label=name)
-    side.argv, side.argv_source = submitted_argv(detail)
+    side.argv, side.argv_source = found.shown_argv()
     if side.argv is None:
         side.lacks.append("the submission (describe shows neither a submit argv nor a command)")
     side.records_source = "the master's log"
@@ -131,7 +95,7 @@ async def gather_job(client: Any, name: str) -> RunSide:
         side.records_source = f"the master's log: {error.message}"
     if not side.records and side.records_source == "the master's log":
         side.records_source = "no metric lines in the master's log"
-    where = output_dir(detail, side.argv)
+    where = output_dir(found, side.argv)
     run_file = os.path.join(where, RUN_FILE)
     if client.backend.is_local:  # local pods run here: their output dir is a local path
         try:

@@ -1,20 +1,26 @@
-"""What a job was submitted with, read back from describe: the profile `resubmit` starts from and
-the one diagnose and preflight compute remedies against.
+"""What a job was submitted with, read back from describe: one reader for the submission record,
+the submit argv and the pod's command, used by `resubmit`, `compare`, diagnose and preflight.
 
-In order: the submission record (runai_tui/submission_record.py: the profile's name, its
-overrides and the resolved profile, as the `runai-tui.io/submission` annotation); else the submit
-argv describe shows (the local cluster's `spec.submitArgv`), read back into profile fields through
-the field table; else nothing, and `why` says what cannot be known.
+The profile a job was submitted with comes, in order, from the submission record
+(runai_tui/submission_record.py: the profile's name, its overrides and the resolved profile, as
+the `runai-tui.io/submission` annotation); else the submit argv describe shows (the local
+cluster's `spec.submitArgv`), read back into profile fields through the field table; else
+nothing, and the RuntimeFailure says what cannot be known.
+
+A submit argv is read here, word by word (`flag_pairs`): into profile fields (`data_from_argv`)
+and, by compare, field by field. The local cluster's own parser (local/flags.py) stays its own:
+it is the emulated CLI.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from runai_tui import submission_record
 from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.knowledge.compare import split_submit_argv
+from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS
 from runai_tui.models import JobDetail
 from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
 
@@ -23,6 +29,9 @@ from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
 _PREFIX = ("runai", "runai-local", "training", "pytorch", "submit")
 _DROPPED = {"-p", "--project"}
 _RECORD = f"{submission_record.ANNOTATION}="
+_AGAIN = "submit it again from a profile: runai-tui submit --profile NAME --name NEW"
+
+SWITCH, VALUE, GUESS = "switch", "value", "guess"
 
 
 @dataclass(frozen=True)
@@ -39,16 +48,189 @@ class Submitted:
     unknown: tuple[str, ...] = ()
 
 
-def _spec(detail: JobDetail) -> dict[str, Any]:
-    spec = (detail.raw or {}).get("spec")
-    return spec if isinstance(spec, dict) else {}
-
-
-def _submit_argv(detail: JobDetail) -> list[str] | None:
-    argv = _spec(detail).get("submitArgv")
-    if isinstance(argv, list) and argv and all(isinstance(w, str) for w in argv):
-        return list(argv)
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
     return None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What describe shows of a job's submission: its jobspec (`spec`), the submit argv the
+    cluster kept (`argv`, the local cluster's `spec.submitArgv`; None on a cluster), the
+    submission record's text (`record`, None when runai-tui did not submit it) and the master
+    pod's command (`pod_command`, empty when describe shows none)."""
+
+    job: str
+    spec: dict[str, Any]
+    argv: list[str] | None
+    record: str | None
+    pod_command: list[str]
+
+    @property
+    def working_dir(self) -> str:
+        return str(self.spec.get("workingDir") or "")
+
+    def shown_argv(self) -> tuple[list[str] | None, str]:
+        """The submission as an argv and where it came from: the submit argv, else the master
+        pod's command after `--` (a cluster's describe keeps no argv), else None."""
+        if self.argv:
+            return self.argv, "the submit argv the cluster recorded (describe spec.submitArgv)"
+        if self.pod_command:
+            return (
+                ["--", *self.pod_command],
+                "the master pod's command (describe; no submit argv kept)",
+            )
+        return None, ""
+
+    def rebuild(self) -> Submitted:
+        """The profile the job was submitted with; RuntimeFailure (one line) says what cannot be
+        known."""
+        if self.record is not None:
+            return self._from_record(self.record)
+        if self.argv is None:
+            raise RuntimeFailure(
+                f"job {self.job} was not submitted by runai-tui and describe shows no submit "
+                "argv: its image, resources and env cannot be known",
+                _AGAIN,
+            )
+        try:
+            data = data_from_argv(self.argv)
+        except ValueError as exc:
+            raise RuntimeFailure(
+                f"job {self.job}: its submit argv cannot be read back into a profile: {exc}",
+                _AGAIN,
+            ) from None
+        record = submission_record.Record(self.job, (), data)
+        try:
+            profile, _ = submission_record.profile_of(record, f"job {self.job}'s submit argv")
+        except ProfileError as exc:
+            raise RuntimeFailure(
+                f"job {self.job}: its submit argv does not make a valid profile: {exc.message}",
+                _AGAIN,
+            ) from None
+        return Submitted(profile, (), "describe's submit argv (no submission record)")
+
+    def _from_record(self, text: str) -> Submitted:
+        label = f"job {self.job}'s recorded submission"
+        try:
+            record = submission_record.decode(text)
+            current = _current_env(record) if record.redacted else {}
+            profile, unknown = submission_record.profile_of(record, label, current)
+        except (ValueError, ProfileError) as exc:
+            reason = exc.message if isinstance(exc, UsageError) else str(exc)
+            raise RuntimeFailure(
+                f"job {self.job}: its submission record ({submission_record.ANNOTATION}) is "
+                f"unreadable: {reason}",
+                "submit it again from its profile: runai-tui submit --profile NAME --name NEW",
+            ) from None
+        how = f"the recorded submission (profile {record.profile}, {len(record.sets)} override(s))"
+        borrowed = tuple(k for k in record.redacted if k in current)
+        return Submitted(profile, record.sets, how, borrowed, unknown)
+
+
+def read_submission(detail: JobDetail) -> Submission:
+    """The job's submission as describe's raw document shows it."""
+    raw = detail.raw or {}
+    spec = raw.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    pods = raw.get("pods")
+    commands = [
+        command
+        for pod in (pods if isinstance(pods, list) else [])
+        if isinstance(pod, dict) and (command := _strings(pod.get("command")))
+    ]
+    return Submission(
+        job=detail.job.name,
+        spec=spec,
+        argv=_strings(spec.get("submitArgv")),
+        record=submission_record.find(raw),
+        pod_command=commands[0] if commands else [],
+    )
+
+
+# --- reading a submit argv --------------------------------------------------------------------
+
+
+def split_submit_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A submit argv as (its name and flags after `submit`, the command after `--`)."""
+    words = list(argv)
+    if "submit" in words:
+        words = words[words.index("submit") + 1 :]
+    tail: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1 :]
+    return words, tail
+
+
+def is_flag(word: str) -> bool:
+    """`--flag`, `-e`; not `-`, nor a negative number."""
+    return word.startswith("-") and len(word) > 1 and not word[1:2].isdigit()
+
+
+def flag_pairs(words: Sequence[str], kind: Callable[[str], str]) -> list[tuple[str, str | None]]:
+    """Words as (flag, value) in order: `--flag value`, `--flag=value`, a switch (value None), a
+    word that is no flag's value (flag ""). `kind(flag)` says whether a flag is a SWITCH, takes
+    a VALUE (the next word, whatever it looks like; None at the end) or is unknown (GUESS: the
+    next word when it is no flag)."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not is_flag(word):
+            out.append(("", word))
+            continue
+        flag, eq, inline = word.partition("=")
+        if eq:
+            out.append((flag, inline))
+            continue
+        how = kind(flag)
+        takes = how == VALUE or (how == GUESS and i < len(words) and not is_flag(words[i]))
+        if how != SWITCH and takes and i < len(words):
+            out.append((flag, words[i]))
+            i += 1
+        else:
+            out.append((flag, None))
+    return out
+
+
+def _runai_kind(flag: str) -> str:
+    """A runai submit flag's kind, from the field table."""
+    if flag == "--command":
+        return SWITCH
+    if flag in _DROPPED or flag in ("-e", "--environment-variable", "--annotation"):
+        return VALUE
+    for row in FIELDS:
+        if row.flag == flag and not row.sub:
+            return SWITCH if row.emit == "switch" else VALUE
+        if any(s.flag == flag for s in row.sub):
+            return VALUE
+    return GUESS
+
+
+def runai_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The flags of a submit argv (after the job name, before `--`) as (flag, value)."""
+    return flag_pairs(words, _runai_kind)
+
+
+def _trainer_kind(flag: str) -> str:
+    """A trainer flag's kind, from the trainer's flag table (an auto/on/off switch takes a value
+    only when one follows, as argparse's nargs="?")."""
+    name = flag.removeprefix("--")
+    found = TRAINER_FLAGS.get(name)
+    if found is None:  # `--no-NAME` of a boolean or a switch takes no value
+        return SWITCH if name.startswith("no-") and name[3:] in TRAINER_FLAGS else GUESS
+    if found.kind == "bool":
+        return SWITCH
+    return GUESS if found.kind == "switch" else VALUE
+
+
+def command_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The command's words after its program as (flag, value): the trainer's flags as its
+    table says, other programs' flags guessed."""
+    return flag_pairs(words, _trainer_kind)
 
 
 def _scalar(text: str, as_text: bool) -> Any:
@@ -66,7 +248,7 @@ def _scalar(text: str, as_text: bool) -> Any:
         return text
 
 
-def data_from_argv(argv: list[str]) -> dict[str, Any]:
+def data_from_argv(argv: Sequence[str]) -> dict[str, Any]:
     """A submit argv read back into profile data, flag by flag through the field table (the
     reverse of runai/command.py). ValueError names a flag no profile field has."""
     words = list(argv)
@@ -74,56 +256,53 @@ def data_from_argv(argv: list[str]) -> dict[str, Any]:
         words.pop(0)
     words, tail = split_submit_argv(words)
     data: dict[str, Any] = {}
-    if words and not words[0].startswith("-"):
+    if words and not is_flag(words[0]):
         data["job_name"] = words.pop(0)
     by_flag = {row.flag: row for row in FIELDS if row.flag and not row.sub}
     by_sub = {s.flag: (row, s) for row in FIELDS for s in row.sub}
     command = False
-    i = 0
-    while i < len(words):
-        flag, eq, inline = words[i].partition("=")
-        i += 1
+    for flag, value in runai_pairs(words):
         if flag == "--command":
             command = True
             continue
-        if flag in _DROPPED:
-            i += 0 if eq else 1
-            continue
-        if flag == "--annotation" and (inline if eq else words[i]).startswith(_RECORD):
-            i += 0 if eq else 1  # the record says how, not what, was submitted
-            continue
-        if flag in by_sub:
-            row, sub = by_sub[flag]
-            value = inline if eq else words[i]
-            i += 0 if eq else 1
-            data.setdefault(row.name, {})[sub.name] = _scalar(value, False)
-            continue
-        found = by_flag.get("-e" if flag == "--environment-variable" else flag)
-        if found is None:
-            raise ValueError(f"{flag} is not a profile field")
-        row = found
-        if row.emit == "switch":
+        if not flag:
+            raise ValueError(f"{value!r} is no flag's value")
+        row = by_flag.get("-e" if flag == "--environment-variable" else flag)
+        if row is not None and row.emit == "switch":
             data[row.name] = True
             continue
-        value = inline if eq else words[i]
-        i += 0 if eq else 1
-        if row.emit == "repeat" and row.kind == "mapping":
-            key, _, item = value.partition("=")
-            data.setdefault(row.name, {})[key] = item
-        elif row.emit == "repeat" and row.name == "pvcs":
-            parts = dict(p.partition("=")[::2] for p in value.split(","))
-            data.setdefault("pvcs", []).append(
-                {"claim": parts.get("claimname", ""), "path": parts.get("path", "")}
-            )
-        elif row.emit == "repeat":
-            data.setdefault(row.name, []).append(value)
-        else:
-            data[row.name] = _scalar(value, row.text)
+        if value is None and (row is not None or flag in by_sub or flag in _DROPPED):
+            raise ValueError(f"{flag}: no value after it")
+        if flag in _DROPPED or (flag == "--annotation" and str(value).startswith(_RECORD)):
+            continue  # the record says how, not what, was submitted
+        if flag in by_sub:
+            parent, sub = by_sub[flag]
+            data.setdefault(parent.name, {})[sub.name] = _scalar(str(value), False)
+            continue
+        if row is None or value is None:
+            raise ValueError(f"{flag} is not a profile field")
+        _put(data, row.name, row.emit, row.kind, row.text, value)
     if command and tail:
         data["command"] = tail
     elif tail:
         data["args"] = tail
     return data
+
+
+def _put(data: dict[str, Any], name: str, emit: str, kind: str, text: bool, value: str) -> None:
+    """One flag's value into the profile data field `name`."""
+    if emit == "repeat" and kind == "mapping":
+        key, _, item = value.partition("=")
+        data.setdefault(name, {})[key] = item
+    elif emit == "repeat" and name == "pvcs":
+        parts = dict(p.partition("=")[::2] for p in value.split(","))
+        data.setdefault("pvcs", []).append(
+            {"claim": parts.get("claimname", ""), "path": parts.get("path", "")}
+        )
+    elif emit == "repeat":
+        data.setdefault(name, []).append(value)
+    else:
+        data[name] = _scalar(value, text)
 
 
 def _current_env(record: submission_record.Record) -> dict[str, str]:
@@ -142,54 +321,6 @@ def _current_env(record: submission_record.Record) -> dict[str, str]:
 
 
 def submitted(detail: JobDetail) -> Submitted:
-    """The job's submission; RuntimeFailure (one line) says what cannot be known."""
-    name = detail.job.name
-    label = f"job {name}'s recorded submission"
-    text = submission_record.find(detail.raw)
-    if text is not None:
-        try:
-            record = submission_record.decode(text)
-            current = _current_env(record) if record.redacted else {}
-            profile, unknown = submission_record.profile_of(record, label, current)
-        except (ValueError, ProfileError) as exc:
-            reason = exc.message if isinstance(exc, UsageError) else str(exc)
-            raise RuntimeFailure(
-                f"job {name}: its submission record ({submission_record.ANNOTATION}) is "
-                f"unreadable: {reason}",
-                "submit it again from its profile: runai-tui submit --profile NAME --name NEW",
-            ) from None
-        how = f"the recorded submission (profile {record.profile}, {len(record.sets)} override(s))"
-        borrowed = tuple(k for k in record.redacted if k in current)
-        return Submitted(profile, record.sets, how, borrowed, unknown)
-    argv = _submit_argv(detail)
-    if argv is None:
-        raise RuntimeFailure(
-            f"job {name} was not submitted by runai-tui and describe shows no submit argv: its "
-            "image, resources and env cannot be known",
-            "submit it again from a profile: runai-tui submit --profile NAME --name NEW",
-        )
-    try:
-        data = data_from_argv(argv)
-    except (ValueError, IndexError) as exc:
-        raise RuntimeFailure(
-            f"job {name}: its submit argv cannot be read back into a profile: {exc}",
-            "submit it again from a profile: runai-tui submit --profile NAME --name NEW",
-        ) from None
-    record = submission_record.Record(name, (), data)
-    try:
-        profile, _ = submission_record.profile_of(record, f"job {name}'s submit argv")
-    except ProfileError as exc:
-        raise RuntimeFailure(
-            f"job {name}: its submit argv does not make a valid profile: {exc.message}",
-            "submit it again from a profile: runai-tui submit --profile NAME --name NEW",
-        ) from None
-    return Submitted(profile, (), "describe's submit argv (no submission record)")
-
-
-def recorded_profile(detail: JobDetail) -> tuple[Profile | None, str]:
-    """The submitted profile for remedies, or None and why not (diagnose, preflight)."""
-    try:
-        found = submitted(detail)
-    except RuntimeFailure as exc:
-        return None, exc.message
-    return found.profile, found.how
+    """The job's submission rebuilt into a profile; RuntimeFailure (one line) says what cannot
+    be known."""
+    return read_submission(detail).rebuild()
