@@ -1,5 +1,6 @@
-"""Run commands: `port-forward` (a pod's port on this machine) and `compare` (two runs side by
-side: submission, run.json, metrics)."""
+"""Run commands: `port-forward` (a pod's port on this machine) and `compare` (runs side by side,
+one column each: the sweep's grid, the settings that differ, the figures with the best marked;
+for two, also field by field: submission, run.json, metrics)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,24 @@ def add_port_forward_arguments(pf: argparse.ArgumentParser) -> None:
 
 def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
     cp.epilog = (
-        "A or B may be a job or a saved run directory (the trainer's --output-dir), "
-        "written with a / (./run-a) or with --run-dir."
+        "Each run may be a job or a saved run directory (the trainer's --output-dir), "
+        "written with a / (./run-a) or with --run-dir. Every form prints one column per run: "
+        "the sweep's grid values, the settings that differ, then final and best loss, images/s, "
+        "TFLOP/s (where recorded) and best mAP (where evaluated), the best of each row marked "
+        "`*` and BEST saying which way is better; with two runs the field-by-field view "
+        "(submission, run.json, metrics) follows. e.g. runai-tui compare lr-1 lr-2 lr-3, "
+        "runai-tui compare --sweep ID --json"
     )
-    cp.add_argument("a", metavar="JOB_A|DIR_A")
-    cp.add_argument("b", metavar="JOB_B|DIR_B")
+    cp.add_argument("runs", nargs="*", metavar="JOB|DIR", help="two or more runs")
+    cp.add_argument("--sweep", metavar="ID", help="every job of this sweep (runai-tui sweep)")
     cp.add_argument(
-        "--run-dir", action="store_true", help="A and B are run directories, never job names"
+        "--run-dir", action="store_true", help="the runs are run directories, never job names"
     )
     cp.add_argument("--json", action="store_true")
     cp.add_argument(
-        "--differences", action="store_true", help="leave out the rows that are the same"
+        "--differences",
+        action="store_true",
+        help="two runs: leave the rows that are the same out of the field-by-field view",
     )
 
 
@@ -99,19 +107,64 @@ def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
     return runner.run_sync(run_sources.gather_job(client, text))
 
 
+def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
+    """The runs to compare: those given, or a sweep's jobs. Fewer than two, a name given twice,
+    or a sweep with runs besides it is a usage error."""
+    if args.sweep is not None:
+        if args.runs:
+            raise UsageError(
+                f"compare --sweep {args.sweep} with runs besides it ({' '.join(args.runs)})",
+                f"compare the sweep alone (runai-tui compare --sweep {args.sweep}) or name "
+                "every run",
+            )
+        return sweep_job_names(client, args.sweep)
+    if len(args.runs) < 2:
+        raise UsageError(
+            f"compare needs two or more runs, got {len(args.runs)}",
+            "e.g. runai-tui compare JOB_A JOB_B [JOB_C …], or runai-tui compare --sweep ID",
+        )
+    twice = sorted({name for name in args.runs if args.runs.count(name) > 1})
+    if twice:
+        raise UsageError(f"compare: {', '.join(twice)} given more than once", "name each run once")
+    return list(args.runs)
+
+
+def sweep_job_names(client: Any, sweep: str) -> list[str]:
+    """The jobs of a sweep, by the sweep ID in their submission records; none is a usage error."""
+    # lazy: the sweep module and the runai client stay off the start-up path
+    from runai_tui.sweep import sweep_jobs
+
+    names = sweep_jobs(client, sweep)
+    if len(names) < 2:
+        found = ", ".join(names) or "no job"
+        raise UsageError(
+            f"sweep {sweep}: {found} found (compare needs two or more)",
+            "runai-tui list shows the jobs; a sweep's ID is printed when it is submitted",
+        )
+    return names
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge.compare import compare, render
+    from runai_tui.knowledge.compare import compare, render, render_table, run_table
 
-    needs_client = not (_is_dir(args.a, args.run_dir) and _is_dir(args.b, args.run_dir))
+    needs_client = args.sweep is not None or not all(
+        _is_dir(text, args.run_dir) for text in args.runs
+    )
     client = client_for(args) if needs_client else None
-    a, b = _side(args, args.a, client), _side(args, args.b, client)
-    result = compare(a, b)
+    names = _compare_names(args, client)
+    sides = [_side(args, text, client) for text in names]
+    table = run_table(sides, args.sweep)
+    pair = compare(sides[0], sides[1]) if len(sides) == 2 else None
     if args.json:
-        print_json(result.to_dict())
+        print_json(table.to_dict() if pair is None else pair.to_dict() | {"table": table.to_dict()})
         return 0
-    for line in render(result, same_rows=not args.differences):
+    for line in render_table(table):
         print(literal(line))
+    if pair is not None:
+        print()
+        for line in render(pair, same_rows=not args.differences):
+            print(literal(line))
     return 0
 
 

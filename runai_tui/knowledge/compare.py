@@ -502,9 +502,9 @@ def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
 
 SECTION_TITLES = {
     "grid": "the sweep's grid",
-    "settings": "settings that differ (the submission)",
+    "settings": "submitted settings that differ",
     "run.json": "run.json fields that differ",
-    "metrics": "figures (* the best of the row; BEST says which way is better)",
+    "metrics": "figures (* best; BEST: which way)",
 }
 BEST_MARK = "*"
 _CELL_WIDTH = 28  # a longer value or name is cut with `…` (--json has it whole)

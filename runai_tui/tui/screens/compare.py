@@ -1,8 +1,11 @@
 """CompareScreen (`=` on two jobs): the two runs side by side, as `runai-tui compare` prints them
-(knowledge/compare.py), gathered in a worker; `d` toggles the rows that are the same."""
+(knowledge/compare.py), gathered in a worker; `d` toggles the rows that are the same.
+RunsCompareScreen (`=` on three or more marked jobs): the N-way table, and every run's loss and
+images/s overlaid, one colour per run."""
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -10,9 +13,21 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+from textual_plotext import PlotextPlot
 
 from runai_tui.errors import Failure
-from runai_tui.knowledge.compare import Comparison, compare, render
+from runai_tui.knowledge.compare import (
+    SECTION_TITLES,
+    Comparison,
+    RunCurves,
+    RunSide,
+    RunTable,
+    compare,
+    render,
+    run_curves,
+    run_table,
+    table_cells,
+)
 from runai_tui.knowledge.run_sources import gather_job
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
@@ -75,6 +90,171 @@ class CompareScreen(ModalScreen[None]):
     def action_toggle_same(self) -> None:
         self.same_rows = not self.same_rows
         self.show()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+# Each run's colour, in the table's header and on the curves (tab10: told apart on dark and
+# light themes); past ten runs the colours repeat and the names tell them apart.
+RUN_COLOURS = (
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
+)  # fmt: skip
+
+
+def run_colour(index: int) -> tuple[int, int, int]:
+    return RUN_COLOURS[index % len(RUN_COLOURS)]
+
+
+def _style(index: int) -> str:
+    return "rgb({},{},{})".format(*run_colour(index))
+
+
+def table_renderable(table: RunTable) -> Table:
+    """The N-way table as `runai-tui compare` prints it, each run's name in its curves' colour
+    and the best of each row in bold; names and values are text, never markup."""
+    grid = Table(show_edge=False, box=None, padding=(0, 2, 0, 0))
+    grid.add_column("")
+    for i, label in enumerate(table.labels):
+        grid.add_column(Text(literal(label), style=f"bold {_style(i)}"), overflow="fold")
+    grid.add_column("BEST")
+    section = ""
+    for row in table.rows:
+        if row.section != section:
+            section = row.section
+            grid.add_row(Text(f"== {SECTION_TITLES[section]}", style="bold"))
+        cells = [
+            Text(literal(cell), style="bold green" if i in row.best else "")
+            for i, cell in enumerate(table_cells(row))
+        ]
+        grid.add_row(Text(literal(row.key)), *cells, Text(row.better or "", style="dim"))
+    return grid
+
+
+class RunsCurves(PlotextPlot):
+    """Every run's loss and images/s against step, one colour per run, a legend of names."""
+
+    DEFAULT_CSS = """
+    RunsCurves { height: 30; border: round $accent; border-title-color: $accent; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.curves: list[RunCurves] = []
+        self.log_scale = False
+
+    def on_mount(self) -> None:
+        self.border_title = "curves"
+        self.draw()
+
+    def show(self, curves: list[RunCurves]) -> None:
+        self.curves = curves
+        self.draw()
+
+    def toggle_log_scale(self) -> None:
+        self.log_scale = not self.log_scale
+        self.draw()
+
+    def draw(self) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        scale = "log" if self.log_scale else "linear"
+        self.border_subtitle = f"y: {scale} · l toggles"
+        plt.subplots(2, 1)
+        top, bottom = plt.subplot(1, 1), plt.subplot(2, 1)  # each call below names its plot
+        top.title("loss")
+        bottom.title("images/s (all ranks)")
+        bottom.xlabel("step")
+        for i, run in enumerate(self.curves):
+            for plot, points in ((top, run.loss), (bottom, run.img_s)):
+                shown = [(s, v) for s, v in points if v > 0]  # a log scale has no 0
+                if shown:
+                    plot.plot(
+                        [s for s, _ in shown],
+                        [v for _, v in shown],
+                        marker="braille",
+                        color=run_colour(i),
+                        label=run.label,
+                    )
+        top.yscale(scale)
+        bottom.yscale(scale)
+        self.refresh()
+
+
+class RunsCompareScreen(ModalScreen[None]):
+    """`=` on three or more marked jobs: the N-way table of `runai-tui compare A B C …` and the
+    curves of every run overlaid. `sides`, when given, are shown as they are (nothing gathered)."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close"),
+        Binding("l", "log_scale", "Log scale"),
+    ]
+
+    DEFAULT_CSS = """
+    RunsCompareScreen { align: center middle; }
+    RunsCompareScreen > Vertical {
+        width: 98%; height: 95%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    RunsCompareScreen #runs-status { height: auto; color: $text-muted; }
+    RunsCompareScreen #runs-table { height: auto; margin-bottom: 1; }
+    RunsCompareScreen VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        client: RunaiClient | None,
+        jobs: list[str],
+        how: str,
+        sides: list[RunSide] | None = None,
+    ) -> None:
+        super().__init__()
+        self.client = client
+        self.jobs, self.how = list(jobs), how
+        self.given = sides
+        self.result: RunTable | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = f"compare {len(self.jobs)} runs"
+            box.border_subtitle = "l log scale · esc close"
+            yield Static(
+                f"{self.how}; reading {len(self.jobs)} runs…", id="runs-status", markup=False
+            )
+            with VerticalScroll():
+                yield Static("", id="runs-table", markup=False)
+                yield RunsCurves(id="runs-curves")
+
+    def on_mount(self) -> None:
+        if self.given is not None:
+            self.present(self.given)
+        else:
+            self.gather()
+
+    @work(exclusive=True, group="compare", exit_on_error=False)
+    async def gather(self) -> None:
+        status = self.query_one("#runs-status", Static)
+        sides = []
+        try:
+            for name in self.jobs:
+                sides.append(await gather_job(self.client, name))
+        except Failure as error:
+            text = f"compare failed: {error.message}"
+            status.update(Text(literal(text + (f" — {error.hint}" if error.hint else ""))))
+            return
+        self.present(sides)
+
+    def present(self, sides: list[RunSide]) -> None:
+        self.result = run_table(sides)
+        lacks = [f"{side.label} lacks {what}" for side in sides for what in side.lacks]
+        lines = [literal(line) for line in [self.how, *lacks]]
+        self.query_one("#runs-status", Static).update(Text("\n".join(lines)))
+        self.query_one("#runs-table", Static).update(table_renderable(self.result))
+        self.query_one(RunsCurves).show([run_curves(side) for side in sides])
+
+    def action_log_scale(self) -> None:
+        self.query_one(RunsCurves).toggle_log_scale()
 
     def action_close(self) -> None:
         self.dismiss(None)
