@@ -81,7 +81,9 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "runai_tui.cli.resource_commands",
     ),
     Subcommand("port-forward", "forward a local port to a job's pod until Ctrl-C", _RUN),
-    Subcommand("compare", "two runs side by side: submission, run.json, metrics", _RUN),
+    Subcommand(
+        "compare", "runs side by side, one column each, the best marked (or --sweep ID)", _RUN
+    ),
 )
 NAMES = tuple(s.name for s in SUBCOMMANDS)
 _BY_NAME = {s.name: s for s in SUBCOMMANDS}

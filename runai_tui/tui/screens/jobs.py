@@ -301,16 +301,20 @@ class JobsScreen(AppScreen[None]):
 
     def action_compare(self) -> None:
         # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
-        from runai_tui.tui.screens.compare import CompareScreen
+        from runai_tui.tui.screens.compare import CompareScreen, RunsCompareScreen
 
         marked = self.table.marked()
+        if len(marked) > 2:
+            how = f"the {len(marked)} marked jobs"
+            self.app.push_screen(RunsCompareScreen(self.tui.client, list(marked), how))
+            return
         if len(marked) == 2:
             pair, how = list(marked), "the two marked jobs"
         else:
             job = self.table.selected_job
             if job is None or not self.previous_job or self.previous_job == job.name:
                 self.notify(
-                    "Mark two jobs (space), or select one job, then another, and press =.",
+                    "Mark two or more jobs (space), or select one job, then another, and press =.",
                     severity="warning",
                     markup=False,
                 )
