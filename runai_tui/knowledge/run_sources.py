@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from runai_tui import submission_record
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
@@ -76,12 +77,24 @@ def output_dir(found: Submission, argv: list[str] | None) -> str:
     return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
 
 
+def sweep_values(found: Submission) -> dict[str, str]:
+    """A sweep's job's combination of the grid (FIELD -> VALUE), from its submission record: the
+    N-way table's first rows. Empty for a job of no sweep, or a record that cannot be read
+    (compare then shows the settings that differ, as for any job)."""
+    if found.record is None:
+        return {}
+    try:
+        return dict(submission_record.decode(found.record).values)
+    except ValueError:
+        return {}
+
+
 async def gather_job(client: Any, name: str) -> RunSide:
     """A job's side: describe, the master's log, and run.json where it can be reached.
     An unknown job raises RunaiError (not found)."""
     detail = await client.adescribe(name)
     found = read_submission(detail)
-    side = RunSide(label=name)
+    side = RunSide(label=name, values=sweep_values(found))
     side.argv, side.argv_source = found.shown_argv()
     if side.argv is None:
         side.lacks.append("the submission (describe shows neither a submit argv nor a command)")
