@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from runai_tui import paths
+from runai_tui.cli_generations import parse_override
 from runai_tui.errors import UsageError
-from runai_tui.runai.generations import parse_override
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.

@@ -36,6 +36,45 @@ class Phase(str, enum.Enum):
         """Pods may be running: exec and logs --follow make sense."""
         return self in (Phase.RUNNING, Phase.DEGRADED, Phase.INITIALIZING, Phase.RESUMING)
 
+    @property
+    def can_suspend(self) -> bool:
+        """A running or waiting job can be suspended (docs/runai-cli.md §2.7)."""
+        return self in _SUSPENDABLE
+
+    @property
+    def can_resume(self) -> bool:
+        """Only a suspended (Stopped) job can be resumed."""
+        return self is Phase.STOPPED
+
+    def allows(self, verb: str) -> bool:
+        """Whether `verb` makes sense on a job in this phase: suspend a live job, resume a
+        stopped one; every other verb applies in any phase."""
+        if verb == "suspend":
+            return self.can_suspend
+        if verb == "resume":
+            return self.can_resume
+        return True
+
+
+_SUSPENDABLE = frozenset(
+    {
+        Phase.CREATING,
+        Phase.INITIALIZING,
+        Phase.PENDING,
+        Phase.RUNNING,
+        Phase.DEGRADED,
+        Phase.RESUMING,
+        Phase.UPDATING,
+    }
+)
+# Why a verb was refused, for messages: the phases `Phase.allows` accepts, in words.
+VERB_PHASES = {
+    "suspend": "suspend applies to running or waiting jobs ("
+    + ", ".join(sorted(p.value for p in _SUSPENDABLE))
+    + ")",
+    "resume": "resume applies to suspended (Stopped) jobs",
+}
+
 
 # CLI v1 and Kubernetes pod phases that differ from the v2 names.
 _ALIASES = {

@@ -3,7 +3,8 @@ torch; the trainer imports nothing from runai_tui; faces never spawn processes t
 runai/backend.py knows the local cluster's package; asyncio spawns happen only in the core's
 runner; the `runai` plumbing (runai_tui/runai/) and the operator's knowledge
 (runai_tui/knowledge/) never import each other; nothing forks this process; lint and preflight
-share the findings module without importing diagnose; profiles import nothing from the plumbing; no module in runai_tui/ is over 700 lines."""
+share the findings module without importing diagnose; profiles and the settings import nothing
+from the plumbing; no module in runai_tui/ is over 700 lines."""
 
 from __future__ import annotations
 
@@ -175,7 +176,17 @@ def test_profiles_import_nothing_from_runai() -> None:
             ]
     assert offenders == []
     leaf = imported_modules(REPO / "runai_tui" / "cli_generations.py")
-    assert leaf <= {"__future__"}
+    assert not any(m.startswith("runai_tui") for m in leaf)
+
+
+def test_the_settings_import_nothing_from_runai() -> None:
+    # The settings sit below the plumbing: every command reads them, and they check a `runai_cli`
+    # value with the leaf runai_tui/cli_generations.py, not with the plumbing that asks the CLI.
+    config = REPO / "runai_tui" / "config.py"
+    imported = imported_modules(config) | relative_imports(config)
+    assert "runai_tui.cli_generations" in imported  # the rule checks something real
+    offenders = [m for m in imported if m.startswith(("runai_tui.runai", ".runai"))]
+    assert offenders == []
 
 
 def test_only_the_launcher_imports_the_app() -> None:

@@ -58,7 +58,7 @@ HEAVY = [
     "runai_tui.knowledge.job_end",
     # The dry run checks no CLI's flags and reads no CLI cache. (It does build the submission
     # record, with json: it prints the argv the submit sends.)
-    "runai_tui.runai.capabilities",
+    "runai_tui.runai.installed",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.

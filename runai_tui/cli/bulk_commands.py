@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from runai_tui.cli.common import client_for
 from runai_tui.duration import parse_duration
 from runai_tui.errors import RunaiError, UsageError
-from runai_tui.models import Phase, normalize_phase
-from runai_tui.runai.capabilities import VERB_STATES, applies
+from runai_tui.models import VERB_PHASES, Phase, normalize_phase
 
 if TYPE_CHECKING:
     from runai_tui.models import Job
@@ -145,9 +144,9 @@ def _not_applicable(verb: str, names: list[str], jobs: list[Job]) -> list[Outcom
 
     by_name = {job.name: job for job in jobs}
     return [
-        Outcome(name, False, f"{name} is {by_name[name].status}: {VERB_STATES[verb]}")
+        Outcome(name, False, f"{name} is {by_name[name].status}: {VERB_PHASES[verb]}")
         for name in names
-        if name in by_name and not applies(verb, by_name[name].status)
+        if name in by_name and not by_name[name].phase.allows(verb)
     ]
 
 

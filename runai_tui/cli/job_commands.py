@@ -15,7 +15,7 @@ from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import format_gpus, format_pods
 from runai_tui.profiles import ProfileStore
-from runai_tui.runai import capabilities
+from runai_tui.runai import installed
 from runai_tui.text import natural_key
 
 if TYPE_CHECKING:
@@ -282,12 +282,12 @@ def _detected(client: RunaiClient) -> dict[str, Any]:
     from runai_tui.runai import runner
 
     try:
-        caps = client.capabilities_for(*capabilities.COMMANDS)
+        caps = client.capabilities_for(*installed.COMMANDS)
         if caps.override is None:
             runner.run_sync(caps.aversion(client.probe))
     except (RunaiError, UsageError) as exc:
         return {"error": f"{exc.message} ({exc.hint})" if exc.hint else exc.message}
-    sources = {caps.source(key) for key in capabilities.COMMANDS}
+    sources = {caps.source(key) for key in installed.COMMANDS}
     label = caps.label
     if caps.override is not None:
         label = f"{caps.override.label}, from runai_cli ({caps.override_source})"

@@ -4,7 +4,7 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 (runai_tui/runai/command.py turns each row's `flag` and `emit` into argv elements — the one place
 where a field becomes a command-line word), `runai-tui profiles fields`, the field table of
 docs/profiles.md (docs.py; a test keeps it current) and the CLI generation check
-(runai_tui/runai/capabilities.py: the installed CLI's help decides, the `cli` column only when
+(runai_tui/runai/installed.py: the installed CLI's help decides, the `cli` column only when
 help cannot be read; the generations' names are in runai_tui/cli_generations.py). The local
 cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the

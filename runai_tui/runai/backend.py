@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runai_tui.cli_generations import runai_name
 from runai_tui.config import BACKEND_CHOICES, ENV_BACKEND
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 
@@ -41,7 +42,7 @@ class Backend:
     def label(self) -> str:
         if self.is_local:
             return "LOCAL"
-        return f"runai {self.version}".strip()
+        return runai_name(self.version)
 
     @property
     def display_name(self) -> str:

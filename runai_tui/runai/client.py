@@ -26,12 +26,13 @@ from collections.abc import (
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from runai_tui.cli_generations import CliVersion
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
 from runai_tui.runai.argv import with_project
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
-from runai_tui.runai.capabilities import (
+from runai_tui.runai.installed import (
     COMMANDS,
     LIST_LIMIT,
     OFFSET_PAGE,
@@ -39,7 +40,6 @@ from runai_tui.runai.capabilities import (
     check_logs_flags,
     check_verb,
 )
-from runai_tui.runai.generations import CliVersion
 from runai_tui.runai.parse import (
     classify_failure,
     first_meaningful_line,
@@ -303,7 +303,7 @@ class RunaiClient:
         return code, "\n".join(p for p in (runner.decode(out), runner.decode(err)) if p.strip())
 
     async def acapabilities(self, *keys: str) -> Capabilities:
-        """What the installed CLI accepts for the commands `keys` (capabilities.COMMANDS),
+        """What the installed CLI accepts for the commands `keys` (installed.COMMANDS),
         read from its help once (then cached); CLI v1 is refused here (UsageError)."""
         caps = self.capabilities
         await caps.aload(self.probe, keys)

@@ -24,8 +24,8 @@ from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
     from runai_tui.runai.backend import Backend
-    from runai_tui.runai.installed import Capabilities
     from runai_tui.runai.client import RunaiClient, SubmitResult
+    from runai_tui.runai.installed import Capabilities
 
 
 class Submission(NamedTuple):

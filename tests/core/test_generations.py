@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from runai_tui import cli_generations as G
 from runai_tui.cli_generations import V2_EARLY, V2_LATE
-from runai_tui.runai import generations as G
-from runai_tui.runai.capabilities import COMMANDS, parse_help
+from runai_tui.runai.installed import COMMANDS, cache_path, parse_help
 from tests.fake_runai import help_pages
 from tests.fakes import fake_runai, rule
 
@@ -130,7 +130,7 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     # Asked once: the answers are cached per executable (and its mtime and size).
     again = run("submit", "--profile", "late", env=fake.env())
     assert again.returncode == 2 and fake.help_calls() == asked
-    cache = json.loads(G.cache_path().read_text())
+    cache = json.loads(cache_path().read_text())
     [entry] = cache.values()
     assert "--clean-pod-policy" not in entry["help"]["submit"]["flags"]
 

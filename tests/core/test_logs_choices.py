@@ -7,12 +7,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from runai_tui.cli_generations import parse_override
 from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import UsageError
 from runai_tui.models import Job, JobDetail, Phase, Pod
 from runai_tui.runai.bulk import Selector, select
-from runai_tui.runai.capabilities import Capabilities, CobraHelp, check_logs_flags
-from runai_tui.runai.generations import parse_override
+from runai_tui.runai.installed import Capabilities, CobraHelp, check_logs_flags
 from runai_tui.runai.pod_logs import pod_for_rank, pods_by_rank, waiting_on
 
 

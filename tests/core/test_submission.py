@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from runai_tui import submission_record
+from runai_tui.cli_generations import parse_override
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
 from runai_tui.runai import submission
 from runai_tui.runai.backend import Backend, select_backend
-from runai_tui.runai.capabilities import Capabilities
 from runai_tui.runai.client import RunaiClient
-from runai_tui.runai.generations import parse_override
+from runai_tui.runai.installed import Capabilities
 from tests.fakes import FakeRunai, rule
 
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"

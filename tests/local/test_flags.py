@@ -154,9 +154,9 @@ def test_version_whoami_and_help() -> None:
 def test_field_table_flags_and_generations_agree_with_this_parser() -> None:
     """Every flag the field table says the local cluster's generation has, this parser accepts,
     with the same choices; and runai-local's own `version` is read as that generation."""
+    from runai_tui import cli_generations as generations
     from runai_tui.profiles import FIELDS
     from runai_tui.profiles.validators import Invalid
-    from runai_tui.runai import generations
 
     assert generations.classify(run_local("version").out).generation == (generations.LOCAL_EMULATES)
     by_long = {f"--{flag.name}": flag for flag in F.SUBMIT_FLAGS}
@@ -180,7 +180,7 @@ def test_help_of_every_command_runai_tui_uses_is_read_as_from_a_real_runai() -> 
     """runai-local answers `--help` from its own flag tables in cobra's layout, so the embedded
     default goes through the same reading as an installed runai: what the help lists is what
     runai-local's parser accepts."""
-    from runai_tui.runai.capabilities import COMMANDS, parse_help
+    from runai_tui.runai.installed import COMMANDS, parse_help
 
     tables = {
         "submit": F.SUBMIT_FLAGS,

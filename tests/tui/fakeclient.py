@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Event, Job, JobDetail, Phase, Pod
 from runai_tui.runai.backend import Backend
-from runai_tui.runai.capabilities import Capabilities
 from runai_tui.runai.client import SubmitResult
+from runai_tui.runai.installed import Capabilities
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -114,8 +114,8 @@ async def test_readonly_hides_marking_and_the_bulk_verbs() -> None:
 
 
 async def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits() -> None:
-    from runai_tui.runai.capabilities import Capabilities
-    from runai_tui.runai.generations import parse_override
+    from runai_tui.cli_generations import parse_override
+    from runai_tui.runai.installed import Capabilities
 
     client = FakeClient(jobs=[make_job("live"), make_job("broke", Phase.FAILED)])
     app = RecordingApp(client, refresh_interval=0)

@@ -11,8 +11,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runai_tui.errors import RunaiError
-from runai_tui.models import Job, Phase
-from runai_tui.runai.capabilities import VERB_STATES, applies
+from runai_tui.models import VERB_PHASES, Job, Phase
 from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.health_view import BACKGROUND_TAIL
 from runai_tui.tui.screens.base import AppScreen
@@ -225,7 +224,7 @@ class JobsScreen(AppScreen[None]):
                 return None
             if action in ("shell", "preflight") and not job.phase.is_active:
                 return None
-            if action in ("suspend", "resume") and not applies(action, job.phase.value):
+            if action in ("suspend", "resume") and not job.phase.allows(action):
                 return None  # e.g. suspend a Failed job
         return True
 
@@ -347,10 +346,10 @@ class JobsScreen(AppScreen[None]):
             names = [job.name]
         if verb in ("suspend", "resume"):
             jobs = [self.table.jobs[n] for n in names if n in self.table.jobs]
-            skipped = [j for j in jobs if not applies(verb, j.phase.value)]
+            skipped = [j for j in jobs if not j.phase.allows(verb)]
             if skipped:
                 listed = ", ".join(f"{j.name} ({j.status})" for j in skipped)
-                self.notify(f"{verb} skips {listed}: {VERB_STATES[verb]}", severity="warning")
+                self.notify(f"{verb} skips {listed}: {VERB_PHASES[verb]}", severity="warning")
                 names = [n for n in names if n not in {j.name for j in skipped}]
             if not names:
                 return

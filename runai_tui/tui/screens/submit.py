@@ -29,7 +29,7 @@ from runai_tui.tui.widgets.insight import InsightPanel
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
     from runai_tui.resubmit import Plan
-    from runai_tui.runai.capabilities import Capabilities
+    from runai_tui.runai.installed import Capabilities
     from runai_tui.runai.submission import Submission
 
 # Form inputs and the profile field each one overrides.

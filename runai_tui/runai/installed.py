@@ -1,30 +1,39 @@
-"""What the installed `runai` accepts, read from its own cobra `--help`.
+"""What the installed `runai` is and accepts: its `runai version` line and its own cobra `--help`,
+asked once per executable and cached.
 
 The published reference pages are the CLI's cobra help (docs/runai-cli.md §8), so the installed
 CLI can say which flags and verbs it has, on any version, including ones no page describes.
 `runai <command> --help` is read once for each command runai-tui uses (COMMANDS), when it is
-first needed, and cached per executable (path, mtime and size: the version cache of
-generations.py, one entry per executable). The `Flags:` section gives the flags, `Available
-Commands:` the verbs.
+first needed. The `Flags:` section gives the flags, `Available Commands:` the verbs.
 
 Where help cannot be read (a wrapper script, say) the answer comes from `runai version`: its
-generation and the documented pages of that generation (`_BY_GENERATION`, and the field table's
-`cli` column for submit). The `runai_cli` setting (config.toml, RUNAI_TUI_RUNAI_CLI) overrides
-both. Every answer says where it came from: "help", "version" or "override".
+generation (runai_tui/cli_generations.py reads the line) and the documented pages of that
+generation (`_BY_GENERATION`, and the field table's `cli` column for submit). The `runai_cli`
+setting (config.toml, RUNAI_TUI_RUNAI_CLI) overrides both. Every answer says where it came from:
+"help", "version" or "override".
 
 CLI v1 (no `runai training` command) is refused before any command is built (exit 2).
+
+The cache is `$XDG_CACHE_HOME/runai-tui/cli-version.json`: one entry per executable, keyed by its
+path and stamped with its mtime and size, so an auto-updated `runai` (2.22+ updates itself) is
+asked again. An entry holds the version line and each command's parsed help.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any
 
-from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY
+from runai_tui import __version__, paths
+from runai_tui.atomic import atomic_write
+from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY, CliVersion, classify
 from runai_tui.errors import UsageError
-from runai_tui.runai import generations as G
+from runai_tui.runai.parse import first_meaningful_line, strip_notices
 
 # The commands runai-tui runs, by key: the words after `runai`.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -64,20 +73,8 @@ HINT_V1 = (
     "Interface), then put it first on PATH or set RUNAI_TUI_RUNAI to it"
 )
 
-# Job states each verb applies to (the REST phases; docs/runai-cli.md §2.7).
-SUSPENDABLE = frozenset(
-    {"Creating", "Initializing", "Pending", "Running", "Degraded", "Resuming", "Updating"}
-)
-RESUMABLE = frozenset({"Stopped"})
-VERB_STATES = {
-    "suspend": "suspend applies to running or waiting jobs ("
-    + ", ".join(sorted(SUSPENDABLE))
-    + ")",
-    "resume": "resume applies to suspended (Stopped) jobs",
-}
-
-
-class CobraHelp(NamedTuple):
+@dataclass(frozen=True)
+class CobraHelp:
     """What one `--help` listed: its local `flags` (`--name` and `-x`) and its subcommands."""
 
     flags: frozenset[str]
@@ -87,7 +84,7 @@ class CobraHelp(NamedTuple):
         return {"flags": sorted(self.flags), "commands": sorted(self.commands)}
 
     @classmethod
-    def from_json(cls, data: Any) -> CobraHelp | None:
+    def from_json(cls, data: object) -> CobraHelp | None:
         if not isinstance(data, dict):
             return None
         return cls(frozenset(data.get("flags") or ()), frozenset(data.get("commands") or ()))
@@ -145,10 +142,10 @@ class Capabilities:
     """What one executable accepts, filled in per command as commands are first used."""
 
     executable: list[str]
-    override: G.CliVersion | None = None
+    override: CliVersion | None = None
     override_source: str = ""
     helps: dict[str, CobraHelp | None] = field(default_factory=dict)
-    version: G.CliVersion | None = None
+    version: CliVersion | None = None
     warnings: list[str] = field(default_factory=list)
     _warned: bool = False
 
@@ -165,7 +162,7 @@ class Capabilities:
             if self._verb_missing(key):
                 self.helps[key] = None  # its help would only say "unknown command"
                 continue
-            entry = G.cache_entry(self.executable).get("help", {})
+            entry = cache_entry(self.executable).get("help", {})
             if key in entry:
                 if entry[key] == "v1":
                     await self._refuse_v1(probe)
@@ -173,16 +170,16 @@ class Capabilities:
             else:
                 code, text = await probe([*COMMANDS[key], "--help"])
                 if key == "pytorch" and _says_no_training(code, text):
-                    G.cache_update(self.executable, help={key: "v1"})
+                    cache_update(self.executable, help={key: "v1"})
                     await self._refuse_v1(probe)
                 found = parse_help(text) if code == 0 else None
                 self.helps[key] = found
-                G.cache_update(self.executable, help={key: found.to_json() if found else None})
+                cache_update(self.executable, help={key: found.to_json() if found else None})
                 if found is None and not self._warned:
                     self._warned = True  # once: the next unreadable help says the same
                     await self.aversion(probe)
                     words = " ".join(COMMANDS[key])
-                    said = G.first_line(text) or "(no output)"
+                    said = first_line(text) or "(no output)"
                     self.warnings.append(
                         f"cannot read `runai {words} --help` ({said!r}, exit {code}); "
                         f"deciding by {self._fallback_label()}"
@@ -197,23 +194,22 @@ class Capabilities:
             return False
         return words[2] not in parent.commands
 
-    async def aversion(self, probe: Probe) -> G.CliVersion:
+    async def aversion(self, probe: Probe) -> CliVersion:
         """`runai version` (cached as before): for display, messages and the fallback."""
         if self.version is None:
-            cached = G.cached_version(self.executable)
+            cached = cached_version(self.executable)
             if cached is not None:
                 self.version = cached
             else:
                 code, text = await probe(["version"])
-                line = G.first_line(text) if code == 0 else ""
-                G.remember_version(self.executable, line)
-                self.version = G.classify(line)
+                line = first_line(text) if code == 0 else ""
+                remember_version(self.executable, line)
+                self.version = classify(line)
         return self.version
 
     async def _refuse_v1(self, probe: Probe) -> None:
         version = await self.aversion(probe)
-        shown = version.version if version.generation is not None else "runai"
-        name = shown if shown.startswith("runai") else f"runai {shown}"
+        name = version.name if version.generation is not None else "runai"
         raise UsageError(
             f"{name} at {self.executable[0]} is CLI v1 (it has no `runai training` command); "
             "runai-tui needs the runai CLI v2",
@@ -268,7 +264,7 @@ class Capabilities:
         cli = self.version
         if cli is None or not cli.version or cli.version == "(no output)":
             return "the installed runai"
-        return cli.version if cli.version.startswith("runai") else f"runai {cli.version}"
+        return cli.name
 
     def why(self, key: str) -> str:
         """Why an answer about `key` is what it is, for messages."""
@@ -325,6 +321,79 @@ def _submit_flag_by_generation(flag: str, generation: str) -> bool:
     return generation in V2
 
 
+# --- the cache, one entry per executable ----------------------------------------------------
+
+CACHE_NAME = "cli-version.json"
+
+
+def cache_path() -> Path:
+    return paths.cache_dir() / CACHE_NAME
+
+
+def _stamp(executable: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """The cache key and the file stamp of the executable; None when it cannot be stat'ed."""
+    try:
+        info = Path(executable[0]).resolve().stat()
+    except (OSError, IndexError):
+        return None
+    stamp = {"mtime_ns": info.st_mtime_ns, "size": info.st_size, "runai_tui": __version__}
+    return "\0".join(executable), stamp
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def cache_entry(executable: list[str]) -> dict[str, Any]:
+    """The executable's cache entry while its stamp still matches ({} otherwise)."""
+    key = _stamp(executable)
+    if key is None:
+        return {}
+    entry = _read_cache().get(key[0])
+    if not isinstance(entry, dict) or entry.get("stamp") != key[1]:
+        return {}
+    return entry
+
+
+def cache_update(executable: list[str], **changes: Any) -> None:
+    """Merge `changes` into the executable's entry (dicts are merged one level deep)."""
+    key = _stamp(executable)
+    if key is None:
+        return
+
+    data = _read_cache()
+    entry = data.get(key[0])
+    if not isinstance(entry, dict) or entry.get("stamp") != key[1]:
+        entry = {"stamp": key[1]}
+    for name, value in changes.items():
+        if isinstance(value, dict) and isinstance(entry.get(name), dict):
+            entry[name] = {**entry[name], **value}
+        else:
+            entry[name] = value
+    data[key[0]] = entry
+    # A read-only cache only costs the questions again.
+    with contextlib.suppress(OSError):
+        atomic_write(cache_path(), json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def cached_version(executable: list[str]) -> CliVersion | None:
+    entry = cache_entry(executable)
+    return classify(str(entry["line"])) if "line" in entry else None
+
+
+def remember_version(executable: list[str], line: str) -> None:
+    cache_update(executable, line=line)
+
+
+def first_line(text: str) -> str:
+    """The first meaningful line of a CLI answer (notices and blank lines skipped)."""
+    return first_meaningful_line(strip_notices(text) or text)
+
+
 # --- the checks ---------------------------------------------------------------------------------
 
 
@@ -347,11 +416,3 @@ def check_verb(verb: str, caps: Capabilities) -> None:
             "update the runai CLI (suspend and resume came after 2.20)",
         )
 
-
-def applies(verb: str, phase: str) -> bool:
-    """Whether `verb` makes sense on a job in `phase` (suspend a live job, resume a stopped one)."""
-    if verb == "suspend":
-        return phase in SUSPENDABLE
-    if verb == "resume":
-        return phase in RESUMABLE
-    return True
