@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from runai_tui.cli_generations import parse_override
 from runai_tui.config import load_settings
 from runai_tui.errors import UsageError
 from runai_tui.runai.backend import Backend, select_backend
+from runai_tui.runai.generations import parse_override
 
 if TYPE_CHECKING:
     from runai_tui.config import Settings
@@ -65,6 +65,14 @@ def runai_cli_for(settings: Settings) -> dict[str, Any]:
         "runai_cli": parse_override(settings.runai_cli.value),
         "runai_cli_source": settings.runai_cli.source,
     }
+
+
+def add_set_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--set FIELD=VALUE` (repeatable, into `args.sets`): the override submit, lint, plan,
+    resubmit and sweep all take."""
+    parser.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE", help=help
+    )
 
 
 def print_json(data: Any) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from runai_tui.cli.common import (
     Parser,
+    add_set_argument,
     backend_for,
     client_for,
     print_json,
@@ -27,17 +28,14 @@ from runai_tui.runai.argv import display_argv
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile, ProfileStore
 
+_SET_FIRST = "override a field first, as submit does (repeatable)"
+
 
 def add_submit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", required=True, metavar="NAME", help="profile name")
     p.add_argument("--name", metavar="JOB", help="job name (default: the profile's job_name)")
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a field, e.g. --set workers=4 --set env.NCCL_DEBUG=WARN (repeatable)",
+    add_set_argument(
+        p, "override a field, e.g. --set workers=4 --set env.NCCL_DEBUG=WARN (repeatable)"
     )
     p.add_argument("--dry-run", action="store_true", help="print the exact command, run nothing")
     p.add_argument("--json", action="store_true", help='with --dry-run: {"argv": [...]}')
@@ -62,29 +60,17 @@ def add_profiles_arguments(profiles: argparse.ArgumentParser) -> None:
     psub.add_parser("fields", help="every field --set accepts: its flag and CLI generations")
 
 
-def _add_sets(parser: argparse.ArgumentParser) -> None:
-    """`--set` of `lint` and `plan`."""
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a field first, as submit does (repeatable)",
-    )
-
-
 def add_lint_arguments(li: argparse.ArgumentParser) -> None:
     """`lint` (runai_tui/knowledge/checks.py)."""
     li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
-    _add_sets(li)
+    add_set_argument(li, _SET_FIRST)
     li.add_argument("--json", action="store_true", help='{"findings": [...]}')
 
 
 def add_plan_arguments(pl: argparse.ArgumentParser) -> None:
     """`plan` (runai_tui/knowledge/plan.py)."""
     pl.add_argument("profile", metavar="PROFILE")
-    _add_sets(pl)
+    add_set_argument(pl, _SET_FIRST)
     pl.add_argument(
         "--dataset-size", type=int, metavar="N", help="train images (default: documented size)"
     )

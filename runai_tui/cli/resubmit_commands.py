@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from runai_tui.cli.common import client_for, print_json, settings_for
+from runai_tui.cli.common import add_set_argument, client_for, print_json, settings_for
 from runai_tui.errors import UsageError
 from runai_tui.runai.argv import display_argv
 from runai_tui.text import literal
@@ -22,14 +22,7 @@ def add_arguments(rs: argparse.ArgumentParser) -> None:
     rs.add_argument(
         "--apply-fixes", action="store_true", help="apply the remedies diagnose proposes"
     )
-    rs.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a field (repeatable); it wins over a remedy for the same field",
-    )
+    add_set_argument(rs, "override a field (repeatable); it wins over a remedy for the same field")
     rs.add_argument("--name", metavar="NEW", help="the new job's name (default: the next NAME-N)")
     rs.add_argument("--dry-run", action="store_true", help="print the new command, submit nothing")
     rs.add_argument(

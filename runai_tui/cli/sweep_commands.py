@@ -10,7 +10,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runai_tui import sweep
-from runai_tui.cli.common import backend_for, client_for, print_json, settings_for, table
+from runai_tui.cli.common import (
+    add_set_argument,
+    backend_for,
+    client_for,
+    print_json,
+    settings_for,
+    table,
+)
 from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import blocking, lint
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
@@ -39,14 +46,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
         help="a field and its values, any --set field, e.g. trainer.lr=0.01,0.02 (repeatable: "
         "the jobs are every combination)",
     )
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a field in every job, as submit does (repeatable)",
-    )
+    add_set_argument(p, "override a field in every job, as submit does (repeatable)")
     p.add_argument(
         "--name",
         metavar="PREFIX",
