@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from runai_tui.errors import UsageError
-from runai_tui.knowledge import fixes
-from runai_tui.knowledge.findings import Finding, Severity, worst_first
+from runai_tui.knowledge.findings import FIX_MEMLOCK, Finding, Severity, worst_first
 from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
     parse_trainer_args,
@@ -353,7 +352,7 @@ def _ib_ipc_lock(f: Facts) -> Iterable[RuleFinding]:
     yield RuleFinding(
         f"NCCL may use InfiniBand/RoCE ({why}) but the pod lacks the IPC_LOCK capability: "
         "registering memory for RDMA (ibv_reg_mr) fails and NCCL falls back to TCP",
-        fixes.MEMLOCK + "; or set NCCL_IB_DISABLE=1 for TCP on purpose",
+        FIX_MEMLOCK + "; or set NCCL_IB_DISABLE=1 for TCP on purpose",
     )
 
 

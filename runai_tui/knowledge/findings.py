@@ -62,6 +62,15 @@ class Finding:
         return list(self.pods) if self.pods else [self.pod] if self.pod else []
 
 
+# `fix` texts that more than one of lint, diagnose and preflight give: each is written here once,
+# and a caller adds only what is its own (`; check with ...`).
+FIX_MEMLOCK = (
+    'set memlock unlimited on the nodes (CRI-O default_ulimits "memlock=-1:-1") and give '
+    "the pod IPC_LOCK (capabilities: [IPC_LOCK])"
+)
+FIX_SHM = "profile large_shm: true (--large-shm), or fewer DataLoader --workers"
+
+
 def worst_first(findings: list[Finding]) -> list[Finding]:
     """`findings` sorted errors first, then warnings, then infos (stable within each)."""
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])

@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runai_tui.errors import RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, fixes, pods_to_probe
-from runai_tui.knowledge.findings import ERROR, INFO, Finding, Remedy, one_per_fault, pods_named
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
+from runai_tui.knowledge.findings import (
+    ERROR,
+    FIX_MEMLOCK,
+    FIX_SHM,
+    INFO,
+    Finding,
+    Remedy,
+    one_per_fault,
+    pods_named,
+)
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.models import JobDetail, Phase
@@ -231,12 +240,12 @@ def _memlock(value: str, ib_on: bool, ib_why: str) -> Finding:
         "memlock",
         f"ulimit -l is {value or 'unknown'} KiB with IB on: RDMA memory registration "
         "(ibv_reg_mr) will fail",
-        fixes.MEMLOCK,
+        FIX_MEMLOCK,
     )
 
 
 def _shm(value: str) -> Finding:
-    fix = fixes.SHM
+    fix = FIX_SHM
     if value == "missing":
         return check_failed("shm", "/dev/shm does not exist", fix)
     if not value.isdigit():

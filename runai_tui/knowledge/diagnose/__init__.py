@@ -18,7 +18,7 @@ Core (no Textual, no Rich). One concern per module:
 A new code:
 
 1. a row in codes.CODES: code, severity (findings.ERROR / WARNING / INFO), message, fix (a fix
-   text another check gives too comes from knowledge/fixes.py), example (a line of evidence);
+   text another check gives too comes from knowledge/findings.py), example (a line of evidence);
 2. a code found in a single line: its `pattern` and `needles` in that row, and that is all (the
    line prefilter takes its needles from the table);
    a code found from the whole job (several pods, the trainer's records, the job's state): a

@@ -12,8 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runai_tui.knowledge import fixes
-from runai_tui.knowledge.findings import ERROR, INFO, WARNING, Finding, Severity
+from runai_tui.knowledge.findings import (
+    ERROR,
+    FIX_MEMLOCK,
+    FIX_SHM,
+    INFO,
+    WARNING,
+    Finding,
+    Severity,
+)
 from runai_tui.knowledge.stragglers import FIX as STRAGGLER_FIX
 
 EVIDENCE_MAX = 300  # characters of an evidence line that are kept
@@ -45,7 +52,7 @@ CODES: dict[str, Code] = {
             ERROR,
             "NCCL could not register memory for RDMA (ibv_reg_mr failed): the locked-memory "
             "limit (memlock) is too low, so IB fails or falls back to TCP",
-            fixes.MEMLOCK + "; check with `runai-tui preflight JOB`",
+            FIX_MEMLOCK + "; check with `runai-tui preflight JOB`",
             "host-1:312:340 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr failed "
             "with error Cannot allocate memory",
             _re(r"\bibv_reg_mr\w*(?:\(\))? failed|Call to ibv_reg_mr\w* failed"),
@@ -98,7 +105,7 @@ CODES: dict[str, Code] = {
             "shm",
             ERROR,
             "a DataLoader worker or NCCL ran out of shared memory (/dev/shm)",
-            fixes.SHM + " (the trainer's --workers), or a lower --prefetch-factor",
+            FIX_SHM + " (the trainer's --workers), or a lower --prefetch-factor",
             "ERROR: Unexpected bus error encountered in worker. This might be caused by "
             "insufficient shared memory (shm).",
             _re(
