@@ -67,89 +67,97 @@ def build_train_data(
 ) -> TrainData | None:
     """The feed and validation set the configuration asks for; None after --prepare-only."""
     pin_memory = cfg.pin_memory and ctx.device.type == "cuda"
-    manifest: Manifest | None = None
-    val_manifest: Manifest | None = None
-    feed: ShardFeed | FileFeed
-    val_set: DetectionDataset | None = None
-    meter: InputMeter | None = None
     if cfg.data_format == "shards":
-        manifest = load_manifest(str(cfg.manifest))
-        class_names = manifest.class_names
-        log(
-            f"shards: {cfg.manifest} (version {manifest.version}): {len(manifest.shards)} shards, "
-            f"{manifest.num_samples} samples, {len(class_names)} classes"
-        )
-        val_set = None
-        if cfg.eval_every > 0:
-            val_manifest = load_manifest(str(cfg.val_manifest))
-            if val_manifest.class_names != class_names:
-                raise ConfigError(
-                    f"{cfg.val_manifest} and {cfg.manifest} have different class tables; "
-                    "prepare both splits with the same --classes and class file"
-                )
-            val_set = ShardEvalDataset(
-                val_manifest, train=False, min_size=cfg.min_size, max_size=cfg.max_size,
-                seed=cfg.seed, fast_decode=cfg.fast_decode, strict=True,
-            )  # fmt: skip
-        if cfg.prepare_only:
-            log("--prepare-only: manifests checked, exiting without training")
-            return None
-        stream = ShardStream(
-            manifest, rank=ctx.rank, world_size=ctx.world_size, workers=cfg.workers,
-            batch_size=cfg.batch_size, seed=cfg.seed, buffer_size=cfg.shuffle_buffer,
-            min_size=cfg.min_size, max_size=cfg.max_size, hflip_probability=cfg.hflip,
-            fast_decode=cfg.fast_decode, cache_dir=cfg.cache_dir,
-            cache_max_bytes=parse_size(cfg.cache_max_bytes),
-        )  # fmt: skip
-        shard_feed = ShardFeed(stream, cfg.workers, pin_memory, cfg.prefetch_factor)
-        feed = shard_feed
-        meter = InputMeter(shard_feed.take_io, cached=bool(cfg.cache_dir))
-        slots = ctx.world_size * stream.workers
-        if len(manifest.shards) < slots:
-            log(
-                f"note: {len(manifest.shards)} shards for {slots} readers (ranks x workers): some "
-                "read nothing; prepare with a smaller --shard-size"
+        return _shard_data(cfg, ctx, log, pin_memory)
+    return _file_data(cfg, ctx, log, pin_memory)
+
+
+def _shard_data(
+    cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None], pin_memory: bool
+) -> TrainData | None:
+    """The shard stream of --manifest, and --val-manifest's evaluation set when the run
+    evaluates; None after --prepare-only."""
+    manifest = load_manifest(str(cfg.manifest))
+    class_names = manifest.class_names
+    log(
+        f"shards: {cfg.manifest} (version {manifest.version}): {len(manifest.shards)} shards, "
+        f"{manifest.num_samples} samples, {len(class_names)} classes"
+    )
+    val_manifest: Manifest | None = None
+    val_set: DetectionDataset | None = None
+    if cfg.eval_every > 0:
+        val_manifest = load_manifest(str(cfg.val_manifest))
+        if val_manifest.class_names != class_names:
+            raise ConfigError(
+                f"{cfg.val_manifest} and {cfg.manifest} have different class tables; "
+                "prepare both splits with the same --classes and class file"
             )
-        num_classes = len(class_names) + 1
-        too_few = (
-            f"{manifest.num_samples} samples in {len(manifest.shards)} shards are too few for "
-            f"--batch-size {cfg.batch_size} on {ctx.world_size} rank(s) x {stream.workers} "
-            "worker(s) in some epoch; use fewer workers, a smaller batch or smaller shards"
+        val_set = ShardEvalDataset(
+            val_manifest, train=False, min_size=cfg.min_size, max_size=cfg.max_size,
+            seed=cfg.seed, fast_decode=cfg.fast_decode, strict=True,
+        )  # fmt: skip
+    if cfg.prepare_only:
+        log("--prepare-only: manifests checked, exiting without training")
+        return None
+    stream = ShardStream(
+        manifest, rank=ctx.rank, world_size=ctx.world_size, workers=cfg.workers,
+        batch_size=cfg.batch_size, seed=cfg.seed, buffer_size=cfg.shuffle_buffer,
+        min_size=cfg.min_size, max_size=cfg.max_size, hflip_probability=cfg.hflip,
+        fast_decode=cfg.fast_decode, cache_dir=cfg.cache_dir,
+        cache_max_bytes=parse_size(cfg.cache_max_bytes),
+    )  # fmt: skip
+    feed = ShardFeed(stream, cfg.workers, pin_memory, cfg.prefetch_factor)
+    slots = ctx.world_size * stream.workers
+    if len(manifest.shards) < slots:
+        log(
+            f"note: {len(manifest.shards)} shards for {slots} readers (ranks x workers): some "
+            "read nothing; prepare with a smaller --shard-size"
         )
-    else:
-        train_set, val_set = build_datasets(cfg, ctx, log)
-        class_names = train_set.index.class_names
-        num_classes = train_set.num_classes
-        if cfg.prepare_only:
-            log("--prepare-only: datasets indexed, exiting without training")
-            return None
-        groups = aspect_ratio_groups(
-            train_set.index.heights, train_set.index.widths, cfg.aspect_ratio_group_factor
-        )
-        sampler = DistributedGroupedBatchSampler(
-            groups, cfg.batch_size, ctx.rank, ctx.world_size, cfg.seed
-        )
-        loader_options: dict[str, Any] = {}
-        if cfg.workers > 0:
-            loader_options = {"persistent_workers": True, "prefetch_factor": cfg.prefetch_factor}
-        loader = DataLoader(
-            train_set,
-            batch_sampler=sampler,
-            num_workers=cfg.workers,
-            collate_fn=collate,
-            pin_memory=pin_memory,
-            **loader_options,
-        )
-        feed = FileFeed(sampler, loader)
-        meter = None
-        too_few = (
-            f"{len(train_set)} training images are too few for --batch-size {cfg.batch_size} "
-            f"on {ctx.world_size} rank(s) (per aspect-ratio group); add data, lower the batch size, "
-            "or pass --aspect-ratio-group-factor -1"
-        )
+    too_few = (
+        f"{manifest.num_samples} samples in {len(manifest.shards)} shards are too few for "
+        f"--batch-size {cfg.batch_size} on {ctx.world_size} rank(s) x {stream.workers} "
+        "worker(s) in some epoch; use fewer workers, a smaller batch or smaller shards"
+    )
+    meter = InputMeter(feed.take_io, cached=bool(cfg.cache_dir))
     return TrainData(
-        feed, val_set, list(class_names), num_classes, meter, too_few,
+        feed, val_set, list(class_names), len(class_names) + 1, meter, too_few,
         data_contract(cfg, ctx, manifest, val_manifest),
+    )  # fmt: skip
+
+
+def _file_data(
+    cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None], pin_memory: bool
+) -> TrainData | None:
+    """The grouped batch sampler over the file-per-image datasets; None after --prepare-only."""
+    train_set, val_set = build_datasets(cfg, ctx, log)
+    if cfg.prepare_only:
+        log("--prepare-only: datasets indexed, exiting without training")
+        return None
+    groups = aspect_ratio_groups(
+        train_set.index.heights, train_set.index.widths, cfg.aspect_ratio_group_factor
+    )
+    sampler = DistributedGroupedBatchSampler(
+        groups, cfg.batch_size, ctx.rank, ctx.world_size, cfg.seed
+    )
+    loader_options: dict[str, Any] = {}
+    if cfg.workers > 0:
+        loader_options = {"persistent_workers": True, "prefetch_factor": cfg.prefetch_factor}
+    loader = DataLoader(
+        train_set,
+        batch_sampler=sampler,
+        num_workers=cfg.workers,
+        collate_fn=collate,
+        pin_memory=pin_memory,
+        **loader_options,
+    )
+    too_few = (
+        f"{len(train_set)} training images are too few for --batch-size {cfg.batch_size} "
+        f"on {ctx.world_size} rank(s) (per aspect-ratio group); add data, lower the batch size, "
+        "or pass --aspect-ratio-group-factor -1"
+    )
+    return TrainData(
+        FileFeed(sampler, loader), val_set, list(train_set.index.class_names),
+        train_set.num_classes, None, too_few, data_contract(cfg, ctx, None, None),
     )  # fmt: skip
 
 
