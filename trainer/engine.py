@@ -12,7 +12,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 import torch
 from torch import nn
@@ -21,6 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 from trainer import flight_recorder, test_hooks
 from trainer.comm import GradientComm
 from trainer.config import TrainConfig
+from trainer.data.dataset import Target
 from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
@@ -201,7 +202,7 @@ class BatchCopier:
         self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
 
     def copy(
-        self, images: list[torch.Tensor], targets: list[dict[str, Any]]
+        self, images: list[torch.Tensor], targets: list[Target]
     ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
         if self.stream is None:
             return self._copy(images, targets)
@@ -214,7 +215,7 @@ class BatchCopier:
         return inputs, device_targets
 
     def _copy(
-        self, images: list[torch.Tensor], targets: list[dict[str, Any]]
+        self, images: list[torch.Tensor], targets: list[Target]
     ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
         inputs = to_model_input(images, self.device)
         device_targets = [
@@ -227,7 +228,11 @@ class BatchCopier:
         return inputs, device_targets
 
 
-def optimizer_options(device_type: str) -> dict[str, Any]:
+class OptimizerOptions(TypedDict, total=False):
+    fused: bool
+
+
+def optimizer_options(device_type: str) -> OptimizerOptions:
     """SGD's and AdamW's fused kernels on CUDA (one launch for all parameters); on a CPU torch's
     own default, the per-parameter loop: foreach measured no faster there (docs/performance.md)."""
     return {"fused": True} if device_type == "cuda" else {}
@@ -250,7 +255,7 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     scaler: torch.amp.GradScaler | None,
-    loader: Iterable[tuple[list[Any], list[Any]]],
+    loader: Iterable[tuple[list[torch.Tensor], list[Target]]],
     progress: Progress,
     total_steps: int,
     metrics: MetricsLog,
@@ -375,7 +380,7 @@ class LaunchedStep(NamedTuple):
 def _launch_reduce(
     ctx: DistContext,
     step_losses: torch.Tensor,
-    targets: list[Any],
+    targets: list[Target],
     stop: StopRequest,
     meter: InputMeter | None,
 ) -> tuple[torch.Tensor, torch.cuda.Event | None]:
@@ -553,7 +558,7 @@ def _count_step(
 
 
 def _log_samples(
-    ctx: DistContext, cfg: TrainConfig, progress: Progress, targets: list[dict]
+    ctx: DistContext, cfg: TrainConfig, progress: Progress, targets: list[Target]
 ) -> None:
     """Which samples this rank trains on at which step (to audit sharding and resume order)."""
     directory = os.path.join(cfg.output_dir, "samples")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TypedDict
 
 import torch
 from torch.utils.data import Dataset
@@ -14,6 +14,20 @@ from trainer.errors import TrainerError
 from trainer.oid_metric import OidAnnotations
 
 MAX_FALLBACKS = 8  # consecutive unreadable images tolerated before the run stops
+
+
+class _TargetKeys(TypedDict):
+    boxes: torch.Tensor  # float32 [N, 4], x1 y1 x2 y2 in pixels of the decoded image
+    labels: torch.Tensor  # int64 [N]
+    index: int  # the sample's id (the image's position in the index, or the shard sample id)
+    orig_size: tuple[int, int]  # (height, width) of the stored image
+    skipped: list[str]  # unreadable images replaced by this one
+
+
+class Target(_TargetKeys, total=False):
+    """One image's annotations as the loaders yield them; the model reads boxes and labels."""
+
+    key: str  # the sample's key in its shard (shard streams only)
 
 
 class DetectionDataset(Dataset):
@@ -71,7 +85,7 @@ class DetectionDataset(Dataset):
             )
         return decode_image(self.image_path(i), draft)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> tuple[torch.Tensor, dict[str, Any]]:
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[torch.Tensor, Target]:
         i, epoch = key if isinstance(key, tuple) else (key, 0)
         skipped: list[str] = []
         for attempt in range(MAX_FALLBACKS):
@@ -94,7 +108,7 @@ class DetectionDataset(Dataset):
 
     def _sample(
         self, j: int, epoch: int, image: torch.Tensor, skipped: list[str]
-    ) -> tuple[torch.Tensor, dict[str, Any]]:
+    ) -> tuple[torch.Tensor, Target]:
         height, width = image.shape[-2:]
         rows = self.index.box_slice(j)
         boxes = torch.from_numpy(self.index.boxes[rows].copy())
@@ -122,7 +136,9 @@ class DetectionDataset(Dataset):
         }
 
 
-def collate(batch: list[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
+def collate(
+    batch: list[tuple[torch.Tensor, Target]],
+) -> tuple[list[torch.Tensor], list[Target]]:
     """Variable-size images stay a list; the model's transform pads them on the device."""
     images, targets = zip(*batch, strict=True)
     return list(images), list(targets)

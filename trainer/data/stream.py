@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from trainer.data.dataset import DetectionDataset
+from trainer.data.dataset import DetectionDataset, Target
 from trainer.data.index import build_from_rows
 from trainer.data.shard_cache import ShardCache
 from trainer.data.shards import Manifest, RawSample, ShardInfo, read_shard, read_shard_at
@@ -301,7 +301,7 @@ class ShardStream(IterableDataset):
         thread.start()
         self._ahead = (shard, thread, result)
 
-    def _decode(self, sample: RawSample) -> tuple[torch.Tensor, dict[str, Any]]:
+    def _decode(self, sample: RawSample) -> tuple[torch.Tensor, Target]:
         try:
             meta = json.loads(sample.meta)
             height, width = int(meta["height"]), int(meta["width"])
