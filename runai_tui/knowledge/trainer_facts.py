@@ -77,6 +77,7 @@ TRAINER_TYPES: dict[str, type] = {
 # --ddp-comm-hook values (trainer/config.py HOOK_SPEC), and the share of the fp32 gradient bytes
 # each sends (PowerSGD's depends on the layer shapes: None).
 HOOK_SPEC = re.compile(r"^(none|bf16|fp16|powersgd(:[1-9][0-9]*)?)$")
+HOOK_EXPECTED = "expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)"
 HOOK_WIRE_SHARE: dict[str, float | None] = {"none": 1.0, "bf16": 0.5, "fp16": 0.5, "powersgd": None}
 # The learning rate at --lr-base-batch images when --lr is absent (trainer OPTIMIZER_DEFAULTS).
 OPTIMIZER_LR: dict[str, float] = {"sgd": 0.02, "adamw": 1e-4}
@@ -164,6 +165,9 @@ def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
             continue
         kind = TRAINER_TYPES.get(key)
         if kind is None:
+            other = TRAINER_FLAGS.get(name)
+            if other is not None and other.kind in ("int", "float", "str") and not sep:
+                i += 1  # a flag the plan does not read: its value is skipped with it
             continue
         if kind is bool:
             if not sep:
@@ -191,10 +195,10 @@ def trainer_args_problem(args: TrainerArgs) -> str:
             return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
     if args.max_steps < 0 or args.workers < 0:
         return "--max-steps and --workers must be 0 or more"
-    if args.batch_size % args.grad_accum:
+    if args.batch_size % args.grad_accum:  # the trainer's words (trainer/config.py validate)
         return (
-            f"--batch-size {args.batch_size} does not split into --grad-accum "
-            f"{args.grad_accum} micro-batches; make it a multiple of --grad-accum"
+            f"--batch-size {args.batch_size} does not divide into --grad-accum "
+            f"{args.grad_accum} micro-batches; pick a batch size that is a multiple of --grad-accum"
         )
     if args.optimizer not in OPTIMIZER_LR:
         return f"--optimizer {args.optimizer!r}: expected sgd or adamw"
@@ -205,10 +209,7 @@ def trainer_args_problem(args: TrainerArgs) -> str:
     if args.dataset == "synthetic" and min(args.synthetic_train_images, args.synthetic_classes) < 1:
         return "--synthetic-train-images and --synthetic-classes must be at least 1"
     if not HOOK_SPEC.match(args.ddp_comm_hook):
-        return (
-            f"--ddp-comm-hook {args.ddp_comm_hook!r}: expected none, bf16, fp16, powersgd or "
-            "powersgd:RANK"
-        )
+        return f"--ddp-comm-hook {args.ddp_comm_hook!r}: {HOOK_EXPECTED}"
     if args.ddp_bucket_mb < 0:
         return f"--ddp-bucket-mb {args.ddp_bucket_mb}: must be 0 (PyTorch's default) or more"
     for name in sorted(SWITCHES):
@@ -359,7 +360,7 @@ def trainer_flag_words(name: str, raw: str) -> list[str]:
     if flag.choices and value not in flag.choices:
         raise ValueError(f"{raw!r}: expected one of " + ", ".join(flag.choices))
     if name == "ddp-comm-hook" and not HOOK_SPEC.match(value):
-        raise ValueError(f"{raw!r}: expected none, bf16, fp16, powersgd or powersgd:RANK")
+        raise ValueError(f"{raw!r}: {HOOK_EXPECTED}")
     return [f"--{name}", value]
 
 

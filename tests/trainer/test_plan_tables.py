@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from runai_tui.knowledge import plan
+from runai_tui.knowledge import plan, trainer_facts
 from runai_tui.profiles import Profile
 from trainer import model as trainer_model
 from trainer.config import OPTIMIZER_DEFAULTS, TrainConfig, build_parser
@@ -21,8 +21,10 @@ def test_trainer_defaults_and_flags_match_the_config() -> None:
         kind = str(fields[name].type).replace(" | None", "")
         assert kind == plan.TRAINER_TYPES[name].__name__, name
     assert set(plan.TRAINER_TYPES) == set(plan.TRAINER_DEFAULTS)
-    flags = {s for action in build_parser()._actions for s in action.option_strings}
-    assert {"--" + name.replace("_", "-") for name in plan.TRAINER_DEFAULTS} <= flags
+    # Every flag the plan reads is one of the trainer's (the flag table is checked against the
+    # trainer's parser below).
+    flags = set(trainer_facts.TRAINER_FLAGS)
+    assert {name.replace("_", "-") for name in plan.TRAINER_DEFAULTS} <= flags
     assert {k: v.lr for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
 
 
@@ -142,6 +144,53 @@ def test_the_flag_table_of_trainer_settings_is_the_trainers_help() -> None:
             assert f"[--{name} {metavar}]" in usage, name
     fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(TrainConfig)}
     assert set(fields) == set(TRAINER_FLAGS)
+
+
+# A value of each kind that is not the trainer's default for any flag of that kind.
+_SAMPLES = {"int": "7", "float": "0.375", "str": "x/y"}
+
+
+def test_every_flag_of_the_table_is_read_by_the_trainers_parser_as_set() -> None:
+    """Each flag of trainer_facts.TRAINER_FLAGS, written as `--set trainer.NAME=VALUE` writes it,
+    goes through the trainer's own argparse to the value set: the table's kinds, choices and
+    spellings (--no-NAME, a switch alone) are the parser's, flag by flag."""
+    from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS, trainer_flag_words
+
+    parser = build_parser()
+    for name, flag in TRAINER_FLAGS.items():
+        field = name.replace("-", "_")
+        if flag.kind == "bool":
+            cases = [("true", True), ("false", False)]
+        elif flag.choices:
+            cases = [(choice, choice) for choice in flag.choices]
+        elif name == "ddp-comm-hook":
+            cases = [("powersgd:2", "powersgd:2")]
+        else:
+            raw = _SAMPLES[flag.kind]
+            cases = [(raw, {"int": int, "float": float, "str": str}[flag.kind](raw))]
+        for raw, value in cases:
+            words = trainer_flag_words(name, raw)
+            assert getattr(parser.parse_args(words), field) == value, (name, words)
+        if flag.kind == "switch":
+            assert getattr(parser.parse_args([f"--{name}"]), field) == "on", name
+            assert getattr(parser.parse_args([f"--no-{name}"]), field) == "off", name
+
+
+def test_a_rule_both_sides_check_is_said_in_the_trainers_words() -> None:
+    """lint and plan refuse what the trainer's validate refuses, in the same words."""
+    from runai_tui.knowledge.trainer_facts import trainer_args_problem
+    from trainer.config import validate
+    from trainer.errors import ConfigError
+
+    for words in (
+        ["--batch-size", "3", "--grad-accum", "2"],
+        ["--ddp-comm-hook", "int8"],
+        ["--epochs", "0"],
+    ):
+        words = ["--dataset", "synthetic", "--eval-every", "0", *words]
+        with pytest.raises(ConfigError) as refused:
+            validate(TrainConfig(**vars(build_parser().parse_args(words))))
+        assert trainer_args_problem(plan.parse_trainer_args(words)) == str(refused.value), words
 
 
 def test_trainer_settings_reach_the_trainer_as_set() -> None:
