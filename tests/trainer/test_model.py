@@ -8,7 +8,7 @@ from torchvision.models import resnet18, resnet50
 
 from trainer.config import parse_config
 from trainer.errors import ConfigError
-from trainer.model import build_model, parameter_groups
+from trainer.model import TINY_MAP_POSITIONS, build_model, parameter_groups
 
 
 def config(*args: str):
@@ -173,13 +173,22 @@ def test_tiny_pyramid_levels_run_in_fp32_under_cpu_bf16_autocast(name: str) -> N
 
 
 def test_no_level_runs_in_fp32_where_no_map_is_tiny() -> None:
-    """At 320 px the smallest map (P7) is 3x3: nothing runs in fp32 under bf16 autocast."""
-    model = build_model(config("--model", "retinanet_resnet18_fpn", "--min-size", "320",
-                               "--max-size", "320"), num_classes=4)  # fmt: skip
+    """Where the smallest map (P7) has more than TINY_MAP_POSITIONS positions (3x3 at 320 px),
+    nothing runs in fp32 under bf16 autocast. A 32x544 image has a 1x5 P7 (P6 1x9): no map is
+    tiny, at a sixth of a 320 px square's pixels (bf16 is emulated on an AVX2 CPU, 5-15x fp32)."""
+    model = build_model(config("--model", "retinanet_resnet18_fpn", "--min-size", "32",
+                               "--max-size", "544"), num_classes=4)  # fmt: skip
     seen: set[torch.dtype] = set()
+    sides: list[tuple[int, int]] = []
     for module in model.head.modules():
         if isinstance(module, torch.nn.Conv2d):
             module.register_forward_hook(lambda _m, _a, out: seen.add(out.dtype))
+    model.head.classification_head.cls_logits.register_forward_hook(
+        lambda _m, _a, out: sides.append((out.shape[-2], out.shape[-1]))
+    )
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        model([torch.rand(3, 320, 320)], one_target())
+        model([torch.rand(3, 32, 544)], [{"boxes": torch.tensor([[4.0, 6.0, 40.0, 30.0]]),
+                                          "labels": torch.tensor([1])}])  # fmt: skip
+    assert sides == [(4, 68), (2, 34), (1, 17), (1, 9), (1, 5)]  # P3 to P7, none tiny
+    assert min(h * w for h, w in sides) > TINY_MAP_POSITIONS
     assert seen == {torch.bfloat16}
