@@ -19,20 +19,9 @@ def build_coco_index(
     Training drops crowd boxes (as torchvision's reference does); evaluation keeps them flagged, so
     COCOeval treats them as crowd regions.
     """
-    if not os.path.isfile(annotations_json):
-        raise ConfigError(f"{annotations_json}: COCO annotation file not found")
+    categories, images, annotations = _read_instances(annotations_json)
     if not os.path.isdir(images_dir):
         raise ConfigError(f"{images_dir}: COCO images directory not found")
-    try:
-        with open(annotations_json, encoding="utf-8") as f:
-            data = json.load(f)
-        categories = sorted(data["categories"], key=lambda c: c["id"])
-        images = data["images"]
-        annotations = data.get("annotations", [])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(
-            f"{annotations_json}: not a COCO instances file ({type(exc).__name__}: {exc})"
-        ) from None
     label_of = {c["id"]: k + 1 for k, c in enumerate(categories)}
     image_pos = {img["id"]: i for i, img in enumerate(images)}
     widths = np.array([img["width"] for img in images], dtype=np.int32)
@@ -78,17 +67,40 @@ def build_coco_index(
         heights,
         widths,
     )
+    return _with_present_images(index, images_dir, strict, stats), stats
+
+
+def _read_instances(annotations_json: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """The categories (by id), images and annotations of a COCO instances file."""
+    if not os.path.isfile(annotations_json):
+        raise ConfigError(f"{annotations_json}: COCO annotation file not found")
+    try:
+        with open(annotations_json, encoding="utf-8") as f:
+            data = json.load(f)
+        categories = sorted(data["categories"], key=lambda c: c["id"])
+        return categories, data["images"], data.get("annotations", [])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"{annotations_json}: not a COCO instances file ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _with_present_images(
+    index: DetectionIndex, images_dir: str, strict: bool, stats: dict[str, int]
+) -> DetectionIndex:
+    """INDEX without the images missing from IMAGES_DIR (counted in STATS); with STRICT, a
+    missing image is an error."""
     present = np.array(
         [os.path.isfile(os.path.join(images_dir, index.file_name(i))) for i in range(len(index))],
         dtype=bool,
     )
-    if not present.all():
-        missing = [index.file_name(i) for i in np.flatnonzero(~present)[:5]]
-        if strict:
-            raise ConfigError(
-                f"{images_dir}: {int((~present).sum())} image file(s) missing, "
-                f"e.g. {', '.join(missing)} (--strict)"
-            )
-        stats["missing_images"] = int((~present).sum())
-        index = index.select(present)
-    return index, stats
+    if present.all():
+        return index
+    missing = [index.file_name(i) for i in np.flatnonzero(~present)[:5]]
+    if strict:
+        raise ConfigError(
+            f"{images_dir}: {int((~present).sum())} image file(s) missing, "
+            f"e.g. {', '.join(missing)} (--strict)"
+        )
+    stats["missing_images"] = int((~present).sum())
+    return index.select(present)
