@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from runai_tui import submission_record
 from runai_tui.errors import RunaiError, UsageError
+from runai_tui.knowledge.submitted import read_submission
 from runai_tui.profiles import check_job_name
 
 if TYPE_CHECKING:
@@ -164,13 +165,7 @@ def id_prefix(sweep: str) -> str:
 
 def record_of(detail: JobDetail) -> submission_record.Record | None:
     """The job's submission record, or None when it has none or an unreadable one."""
-    text = submission_record.find(detail.raw)
-    if text is None:
-        return None
-    try:
-        return submission_record.decode(text)
-    except ValueError:
-        return None
+    return read_submission(detail).decoded_record()
 
 
 def sweep_of(detail: JobDetail) -> str | None:

@@ -83,6 +83,16 @@ class Submission:
             )
         return None, ""
 
+    def decoded_record(self) -> submission_record.Record | None:
+        """The submission record decoded; None when the job has none or an unreadable one
+        (`rebuild` says which)."""
+        if self.record is None:
+            return None
+        try:
+            return submission_record.decode(self.record)
+        except ValueError:
+            return None
+
     def rebuild(self) -> Submitted:
         """The profile the job was submitted with; RuntimeFailure (one line) says what cannot be
         known."""
