@@ -27,7 +27,7 @@ from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
 from trainer.flops import flop_meter
-from trainer.metrics import MetricsLog
+from trainer.metrics import JSON, MetricsLog
 
 LOSS_TERMS = ("classification", "bbox_regression")
 # What each train record's "ranks" object lists, one value per global rank ("tflops" when the
@@ -598,7 +598,7 @@ def _log(
         mfu,
     ]
     per_rank = all_gather_floats(ctx, mine)
-    record = {
+    record: dict[str, JSON] = {
         "kind": "train",
         "step": progress.global_step,
         "total_steps": total_steps,  # the run's length: readers show step/total and an ETA

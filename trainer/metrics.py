@@ -12,12 +12,15 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 from trainer.files import write_text_atomic
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
+# A JSON value as the records and run.json hold it (and as json.loads gives it back).
+JSON: TypeAlias = "None | bool | int | float | str | list[JSON] | dict[str, JSON]"
 
 
 # The record fields drawn in TensorBoard, by record kind (tag: `kind/field`).
@@ -56,7 +59,7 @@ class MetricsLog:
                     continue  # a line cut short by a kill
         write_text_atomic(self.path, "".join(kept))
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, JSON]) -> None:
         if not self.enabled:
             return
         record = {**record, "time": round(time.time(), 3)}  # unix seconds, for rates and ETAs
@@ -79,7 +82,7 @@ class MetricsLog:
             self.writer = None
 
 
-def write_run_json(output_dir: str, info: dict[str, Any]) -> None:
+def write_run_json(output_dir: str, info: Mapping[str, object]) -> None:
     write_text_atomic(
         os.path.join(output_dir, RUN_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n"
     )

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
 
 from trainer.config import TrainConfig
 from trainer.data.coco import build_coco_index
-from trainer.data.dataset import DetectionDataset, collate
+from trainer.data.dataset import DatasetOptions, DetectionDataset, collate
 from trainer.data.index import DetectionIndex, cache_key, cached_index
 from trainer.data.openimages import (
     CLASSES,
@@ -43,7 +42,7 @@ def build_datasets(
     cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None]
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     """(train, validation); validation is None when evaluation is off."""
-    common: dict[str, Any] = {
+    common: DatasetOptions = {
         "min_size": cfg.min_size,
         "max_size": cfg.max_size,
         "seed": cfg.seed,
@@ -61,7 +60,7 @@ def build_datasets(
 
 
 def _coco(
-    cfg: TrainConfig, log: Callable[[str], None], common: dict[str, Any], want_val: bool
+    cfg: TrainConfig, log: Callable[[str], None], common: DatasetOptions, want_val: bool
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     train_json = _path(
         cfg.coco_train_annotations, cfg.data_root, "annotations/instances_train2017.json"
@@ -89,7 +88,7 @@ def _openimages(
     cfg: TrainConfig,
     ctx: DistContext,
     log: Callable[[str], None],
-    common: dict[str, Any],
+    common: DatasetOptions,
     want_val: bool,
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     classes = _path(cfg.oid_classes_file, cfg.data_root, CLASSES)
@@ -196,7 +195,7 @@ def _check_same_classes(train: DetectionIndex, val: DetectionIndex, a: str, b: s
 
 
 def _synthetic(
-    cfg: TrainConfig, ctx: DistContext, common: dict[str, Any], want_val: bool
+    cfg: TrainConfig, ctx: DistContext, common: DatasetOptions, want_val: bool
 ) -> tuple[DetectionDataset, DetectionDataset | None]:
     """Rendered on the fly, or (--synthetic-jpeg-size) as JPEG files written once by rank 0."""
     jpeg_size = cfg.synthetic_jpeg_size
@@ -207,11 +206,12 @@ def _synthetic(
     for split, count in splits:
         size = jpeg_size or cfg.min_size
         index = make_synthetic_index(count, cfg.synthetic_classes, cfg.seed, size, split)
-        options: dict[str, Any] = {"train": split == "train", **common}
-        if split == "train":
-            options["hflip_probability"] = cfg.hflip
+        # hflip_probability only counts for the training set (DetectionDataset).
+        train, flip = split == "train", cfg.hflip
         if not jpeg_size:
-            datasets.append(SyntheticDataset(index, "", **options))
+            datasets.append(
+                SyntheticDataset(index, "", train=train, hflip_probability=flip, **common)
+            )
             continue
         key = cache_key(f"synthetic {split} {count} {cfg.synthetic_classes} {cfg.seed} {jpeg_size}")
         directory = os.path.join(
@@ -222,5 +222,7 @@ def _synthetic(
         barrier(ctx)
         if not ctx.is_main:
             write_jpegs(index, directory, cfg.seed)  # fills in only if the cache is not shared
-        datasets.append(DetectionDataset(index, directory, **options))
+        datasets.append(
+            DetectionDataset(index, directory, train=train, hflip_probability=flip, **common)
+        )
     return datasets[0], datasets[1] if want_val else None

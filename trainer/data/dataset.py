@@ -30,6 +30,16 @@ class Target(_TargetKeys, total=False):
     key: str  # the sample's key in its shard (shard streams only)
 
 
+class DatasetOptions(TypedDict):
+    """The keyword options of DetectionDataset that a run's train and validation sets share."""
+
+    min_size: int
+    max_size: int
+    seed: int
+    fast_decode: bool
+    strict: bool
+
+
 class DetectionDataset(Dataset):
     """Items are ``(image uint8 CHW, target)``; keys are an index or ``(index, epoch)``.
 
