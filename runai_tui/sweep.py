@@ -2,15 +2,16 @@
 
 A sweep is the Cartesian product of `--grid FIELD=V1,V2,…` (any `--set` field, `trainer.NAME`
 among them), one job per combination, named PREFIX-1 … PREFIX-N in the product's order (the first
-grid varies slowest). Every combination goes through the one submit sequence
-(runai/submission.py), whose submission record carries the sweep's ID and the job's own values.
+grid varies slowest), each with its own trainer --output-dir (DIR/NAME). Every combination goes
+through the one submit sequence (runai/submission.py), whose submission record carries the
+sweep's ID and the job's own values.
 
 The ID is `PREFIX.XXXXXX` (six hex digits, new for each sweep). Why the prefix is in it: neither
 `runai list` nor the local cluster's list shows annotations, so the record is read by describing
 a job; with the prefix in the ID, only the jobs named PREFIX-<n> are described, and the record
 decides, so a later job that happens to be called PREFIX-7 (a resubmit of PREFIX-2, say) is not
-taken for one of the sweep's. `sweep_jobs` (`asweep_jobs`) is the one lookup behind `list/delete/suspend/resume/
-wait/compare --sweep` and the TUI's mark-the-sweep key.
+taken for one of the sweep's. `sweep_jobs` (`asweep_jobs`) is the one lookup behind
+`list/delete/suspend/resume/wait/compare --sweep` and the TUI's mark-the-sweep key.
 
 An action over the plumbing (the client) and the record: no Textual, no torch.
 """
@@ -28,10 +29,12 @@ from typing import TYPE_CHECKING
 from runai_tui import submission_record
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
+from runai_tui.knowledge.trainer_facts import parse_trainer_args, trainer_args
 from runai_tui.profiles import check_job_name
 
 if TYPE_CHECKING:
     from runai_tui.models import Job, JobDetail
+    from runai_tui.profiles import Profile
     from runai_tui.runai.client import RunaiClient
 
 # A job name leaves room for the pods' `-worker-NNN` inside Kubernetes' 63-character pod name;
@@ -118,6 +121,19 @@ def combinations(axes: Sequence[Axis]) -> list[dict[str, str]]:
 def grid_sets(values: Mapping[str, str]) -> list[str]:
     """A combination as the `--set FIELD=VALUE` overrides that make its job."""
     return [f"{field}={value}" for field, value in values.items()]
+
+
+def output_dir_sets(profile: Profile, name: str, fields: Sequence[str]) -> list[str]:
+    """`trainer.output-dir=DIR/NAME` for a job of a sweep whose profile runs the trainer: the
+    jobs of one profile share its --output-dir, and with `--resume auto` each would start from
+    the checkpoint another wrote. None when the grid itself varies the output dir."""
+    if any(_field_key(f) == "trainer.output-dir" for f in fields):
+        return []
+    words = trainer_args(profile)
+    if words is None:
+        return []
+    base = parse_trainer_args(words).output_dir.rstrip("/") or "."
+    return [f"trainer.output-dir={base}/{name}"]
 
 
 def names_for(prefix: str, count: int) -> list[str]:

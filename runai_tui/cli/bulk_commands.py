@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("jobs", nargs="*", metavar="JOB", help="job names")
     p.add_argument("--selector", metavar="GLOB", help="every job whose name matches GLOB")
     p.add_argument(
+        "--sweep", metavar="ID", help="every job of this sweep (runai-tui sweep prints its ID)"
+    )
+    p.add_argument(
         "--status",
         action="append",
         default=[],
@@ -54,17 +57,18 @@ def _selector(args: argparse.Namespace) -> Selector | None:
     from runai_tui.runai.bulk import Selector
 
     statuses = tuple(s.strip() for given in args.status for s in given.split(",") if s.strip())
-    if args.selector is None and not statuses and args.older_than is None:
+    if args.selector is None and not statuses and args.older_than is None and args.sweep is None:
         if not args.jobs:
             raise UsageError(
-                f"{args.command}: name at least one job, or give --selector/--status/--older-than",
+                f"{args.command}: name at least one job, or give "
+                "--selector/--sweep/--status/--older-than",
                 f"e.g. runai-tui {args.command} JOB, or --selector 'sweep-*'",
             )
         return None
     if args.jobs:
         raise UsageError(
             f"{args.command}: give job names or a selector, not both",
-            "drop the names, or drop --selector/--status/--older-than",
+            "drop the names, or drop --selector/--sweep/--status/--older-than",
         )
 
     for status in statuses:
@@ -107,8 +111,13 @@ def cmd_bulk(args: argparse.Namespace) -> int:
             jobs = None  # runai answers for each job
     if selector is not None:
         names = select(jobs or [], selector)
+        if args.sweep is not None:
+            from runai_tui.sweep import sweep_jobs  # lazy: the sweep's lookup describes its jobs
+
+            names = [n for n in sweep_jobs(client, args.sweep, jobs) if n in set(names)]
         if not names:
-            print(f"no job matches ({selector.describe()}); nothing to {verb}", file=sys.stderr)
+            what = selector.describe() + (f", sweep {args.sweep}" if args.sweep else "")
+            print(f"no job matches ({what}); nothing to {verb}", file=sys.stderr)
             return 0
     if verb == "delete" and not args.yes and not _confirm(names):
         print("Not deleted.")

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
-    """`list`, `projects` and `info`: only --json."""
+    """`projects` and `info`: only --json."""
     parser.add_argument("--json", action="store_true")
+
+
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json_argument(parser)
+    parser.add_argument(
+        "--sweep", metavar="ID", help="only the jobs of this sweep (runai-tui sweep prints its ID)"
+    )
 
 
 def add_describe_arguments(d: argparse.ArgumentParser) -> None:
@@ -64,6 +71,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     client = client_for(args)
     # Names as people read them (`t2` before `t10`), as the TUI's jobs table sorts them.
     jobs = sorted(client.list_jobs(), key=lambda job: natural_key(job.name))
+    if args.sweep is not None:
+        from runai_tui.sweep import sweep_jobs  # lazy: the sweep's lookup describes its jobs
+
+        kept = set(sweep_jobs(client, args.sweep, jobs))
+        jobs = [job for job in jobs if job.name in kept]
     if args.json:
         print_json([job.to_dict() for job in jobs])
         return 0
@@ -75,7 +87,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         header.append("FRAMEWORK")
         for row, job in zip(rows, jobs, strict=True):
             row.append(job.framework or job.family)
-    print(table(rows, header) if rows else "no jobs")
+    empty = "no jobs" if args.sweep is None else f"no job of sweep {args.sweep} is left"
+    print(table(rows, header) if rows else empty)
     return 0
 
 
@@ -310,7 +323,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "list": add_json_argument,
+    "list": add_list_arguments,
     "describe": add_describe_arguments,
     "logs": add_logs_arguments,
     "exec": add_exec_arguments,

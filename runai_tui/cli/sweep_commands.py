@@ -98,7 +98,7 @@ def _prepare_all(args: argparse.Namespace) -> tuple[str, list[submission.Submiss
             prepared.append(
                 submission.prepare(
                     profile,
-                    sweep.grid_sets(values),
+                    [*sweep.grid_sets(values), *sweep.output_dir_sets(profile, name, list(values))],
                     backend=backend_for(args),
                     name=name,
                     project=settings.project.value,

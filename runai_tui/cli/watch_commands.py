@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from runai_tui.cli.common import client_for, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.knowledge.job_end import TARGETS, wait_for
+from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
 from runai_tui.text import literal
 
 if TYPE_CHECKING:
@@ -39,7 +39,10 @@ def add_metrics_arguments(mt: argparse.ArgumentParser) -> None:
 
 
 def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
-    wt.add_argument("job")
+    wt.add_argument("job", nargs="?", help="the job (or give --sweep)")
+    wt.add_argument(
+        "--sweep", metavar="ID", help="every job of this sweep, at once (runai-tui sweep prints it)"
+    )
     wt.add_argument(
         "--for",
         dest="target",
@@ -180,6 +183,10 @@ def cmd_wait(args: argparse.Namespace) -> int:
         )
     if args.interval <= 0:
         raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 2")
+    if (args.job is None) == (args.sweep is None):
+        raise UsageError("wait: give a job or --sweep ID, one of them", "e.g. runai-tui wait JOB")
+    if args.sweep is not None:
+        return _wait_sweep(args)
 
     def waiting(phase: Phase) -> None:
         print(f"waiting for job {literal(args.job)} ({phase.value}) to be {args.target}…",
@@ -202,6 +209,49 @@ def cmd_wait(args: argparse.Namespace) -> int:
     else:
         print(f"error: {literal(result.text())}", file=sys.stderr)
     return result.exit_code
+
+
+def _wait_sweep(args: argparse.Namespace) -> int:
+    """`wait --sweep ID`: every job of the sweep waited on together; one line each, and the
+    worst exit of them (0 all reached, 1 one failed or was deleted, 2 one timed out)."""
+    # lazy: the runai client, asyncio and subprocess stay off the start-up path
+    import asyncio
+
+    from runai_tui.runai import runner  # lazy, as above
+    from runai_tui.sweep import asweep_jobs  # lazy, as above
+
+    client = client_for(args)
+
+    def waiting(name: str) -> Callable[[Phase], None]:
+        def say(phase: Phase) -> None:
+            print(f"waiting for job {literal(name)} ({phase.value}) to be {args.target}…",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+        return say
+
+    async def every() -> tuple[list[str], list[WaitResult]]:
+        names = await asweep_jobs(client, args.sweep)
+        waits = (
+            wait_for(
+                client, n, args.target, args.wait_timeout, args.interval, on_waiting=waiting(n)
+            )
+            for n in names
+        )
+        return names, list(await asyncio.gather(*waits))
+
+    names, results = runner.run_sync(every())
+    if not names:
+        raise UsageError(f"no job of sweep {args.sweep} is left", "see: runai-tui list")
+    if args.json:
+        print_json({"sweep": args.sweep, "jobs": [r.to_dict() for r in results]})
+    for result in results:
+        if args.json:
+            continue
+        if result.outcome == "reached":
+            print(result.text())
+        else:
+            print(f"error: {literal(result.text())}", file=sys.stderr)
+    return max(r.exit_code for r in results)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -51,6 +51,7 @@ class TrainerArgs(NamedTuple):
     max_size: int = 1333
     ddp_comm_hook: str = "none"
     ddp_bucket_mb: int = 0
+    output_dir: str = "runs/retinanet"  # a sweep gives each job its own
     given: frozenset[str] = frozenset()
 
     @property

@@ -20,7 +20,16 @@ from runai_tui.tui.widgets.job_table import JobTable
 # Actions that change the cluster; --readonly hides them.
 MUTATING = {"shell", "delete", "suspend", "resume", "new_job", "resubmit"}
 # Actions that need a selected job.
-NEEDS_JOB = {"describe", "logs", "shell", "delete", "preflight", "forward_tensorboard", "resubmit"}
+NEEDS_JOB = {
+    "describe",
+    "logs",
+    "shell",
+    "delete",
+    "preflight",
+    "forward_tensorboard",
+    "resubmit",
+    "mark_sweep",
+}
 # Actions on the marked jobs (else the selected one).
 ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
@@ -38,6 +47,7 @@ class JobsScreen(AppScreen[None]):
         Binding("F", "forward_tensorboard", "TensorBoard", show=False),
         Binding("equals_sign", "compare", "Compare", key_display="=", show=False),
         Binding("ctrl+d", "delete", "Delete"),
+        Binding("M", "mark_sweep", "Mark the selected job's sweep", show=False),
         Binding("z", "suspend", "Suspend", show=False),
         Binding("u", "resume", "Resume", show=False),
         Binding("n", "new_job", "New job"),
@@ -216,6 +226,8 @@ class JobsScreen(AppScreen[None]):
             and self.tui.client.capabilities.has("pytorch", action) is False
         ):
             return False  # the installed runai has no `training pytorch suspend/resume`
+        if action == "mark_sweep" and self.is_mounted and not self.table.marking:
+            return False
         if action in ON_MARKED and self.is_mounted and self.table.marked():
             return True
         if action in NEEDS_JOB | ON_MARKED:
@@ -321,6 +333,37 @@ class JobsScreen(AppScreen[None]):
             pair, how = [self.previous_job, job.name], "the previously selected job and this one"
         self.app.push_screen(CompareScreen(self.tui.client, pair[0], pair[1], how))
 
+    def action_mark_sweep(self) -> None:
+        job = self._selected()
+        if job is not None:
+            self._mark_sweep(job.name)
+
+    @work(exclusive=True, group="jobs-sweep", exit_on_error=False)
+    async def _mark_sweep(self, name: str) -> None:
+        """Mark every job of the sweep `name` belongs to (its record says which), through the
+        one lookup `list/delete/wait --sweep` use."""
+        # lazy: read on demand, not loaded for the first paint (tui-paint)
+        from runai_tui.sweep import asweep_jobs, sweep_of
+
+        try:
+            found = sweep_of(await self.tui.client.adescribe(name))
+            names = (
+                []
+                if found is None
+                else await asweep_jobs(self.tui.client, found, list(self.table.jobs.values()))
+            )
+        except RunaiError as exc:
+            self.notify(exc.message, severity="error", markup=False)
+            return
+        if found is None:
+            self.notify(f"{name} is not a job of a sweep", severity="warning", markup=False)
+            return
+        for job in names:
+            if not self.table.is_marked(job):
+                self.table.toggle_mark(job)
+        self.notify(f"marked the {len(names)} jobs of sweep {found}", markup=False)
+        self.refresh_bindings()
+
     def action_delete(self) -> None:
         if self.table.marked():
             self._on_marked("delete")
@@ -374,8 +417,8 @@ class JobsScreen(AppScreen[None]):
 
     @work(exclusive=True, group="jobs-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self, name: str) -> None:
-        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
-        from runai_tui.tui.screens.fixes import plan_for_form
+        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        from runai_tui.tui.screens.remedies import plan_for_form
         from runai_tui.tui.screens.submit import SubmitScreen
 
         planned = await plan_for_form(self, name)
