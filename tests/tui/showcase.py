@@ -17,9 +17,11 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from runai_tui.knowledge.compare import RunSide
 from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
 from runai_tui.tui.app import RunaiTuiApp
+from runai_tui.tui.screens.compare import RunsCompareScreen
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -211,6 +213,44 @@ async def submit_checks(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+def sweep_runs() -> list[RunSide]:
+    """Four jobs of a sweep over trainer.lr, as compare gathers them: three trained (fixed loss
+    and images/s curves, each rank's TFLOP/s, an evaluation), one never logged a step."""
+    sides = []
+    for i, (lr, rate, speed) in enumerate(((0.01, 0.04, 21.0), (0.02, 0.07, 20.0),
+                                           (0.04, 0.05, 22.5)), 1):  # fmt: skip
+        name = f"lr-{i}"
+        records: list[dict[str, object]] = [
+            {"kind": "train", "step": s, "loss": round(2.2 / (1 + rate * s) + 0.02 * (s % 4), 4),
+             "images_per_sec": round(speed - 4.0 / s, 3),
+             "ranks": {"tflops": [0.41 * speed / 20, 0.40 * speed / 20]}}
+            for s in range(1, 61)
+        ]  # fmt: skip
+        records += [{"kind": "eval", "step": 60, "map": round(0.05 + rate, 4)},
+                    {"kind": "done", "step": 60}]  # fmt: skip
+        argv = ["runai", "training", "pytorch", "submit", name, "--workers", "1", "--",
+                "/data/scripts/vision/shell/train-retinanet-ddp.sh", "--lr", str(lr)]  # fmt: skip
+        sides.append(
+            RunSide(name, argv, "jobspec", records=records, values={"trainer.lr": str(lr)})
+        )
+    sides.append(
+        RunSide("lr-4", [*sides[0].argv[:4], "lr-4", *sides[0].argv[5:-1], "0.08"], "jobspec",
+                records_source="no metric lines in the master's log",
+                values={"trainer.lr": "0.08"})
+    )  # fmt: skip
+    return sides
+
+
+async def compare_runs(pilot: Pilot) -> None:
+    """`=` on a sweep's four marked jobs, with the runs as compare gathers them (sweep_runs)."""
+    await jobs_loaded(pilot)
+    sides = sweep_runs()
+    names = [side.label for side in sides]
+    pilot.app.push_screen(RunsCompareScreen(None, names, "the 4 marked jobs", sides=sides))
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "result", None) is not None)
+    await pilot.pause()
+
+
 @dataclass(frozen=True)
 class Shot:
     """One of the README's screenshots: docs/screenshots/NAME.svg, what it shows (its alt text),
@@ -227,6 +267,12 @@ SHOTS = [
     Shot("describe", "describe: every rank's figures and the curves", (110, 40), ranks_and_curves),
     Shot("logs", "the logs of every pod of a job, interleaved", (110, 30), logs_across_pods),
     Shot("submit", "the submit form: the command, its checks, the plan", (120, 40), submit_checks),
+    Shot(
+        "compare",
+        "compare: a sweep's four runs, the best marked, curves overlaid",
+        (120, 48),
+        compare_runs,
+    ),
 ]
 
 

@@ -18,7 +18,14 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel
 from tests.tui.helpers import wait_for
-from tests.tui.showcase import PROFILES_DIR, SIZE, jobs_loaded, make_app, profile_store
+from tests.tui.showcase import (
+    PROFILES_DIR,
+    SIZE,
+    compare_runs,
+    jobs_loaded,
+    make_app,
+    profile_store,
+)
 
 
 @pytest.fixture
@@ -119,3 +126,9 @@ def test_preflight_checklist(snap_compare, store) -> None:
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "report", None) is not None)
 
     assert snap_compare(make_app(store), terminal_size=(110, 44), run_before=run_before)
+
+
+def test_compare_runs_table_and_curves(snap_compare, store) -> None:
+    # `=` on a sweep's four marked jobs: the N-way table (grid first, the best marked, a run
+    # that never logged a step keeping its column) and every run's curves overlaid.
+    assert snap_compare(make_app(store), terminal_size=(120, 48), run_before=compare_runs)

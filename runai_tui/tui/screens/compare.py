@@ -115,9 +115,11 @@ def table_renderable(table: RunTable) -> Table:
     """The N-way table as `runai-tui compare` prints it, each run's name in its curves' colour
     and the best of each row in bold; names and values are text, never markup."""
     grid = Table(show_edge=False, box=None, padding=(0, 2, 0, 0))
-    grid.add_column("")
+    grid.add_column("", no_wrap=True)  # the section titles share it: never folded
     for i, label in enumerate(table.labels):
-        grid.add_column(Text(literal(label), style=f"bold {_style(i)}"), overflow="fold")
+        grid.add_column(
+            Text(literal(label), style=f"bold {_style(i)}"), overflow="fold", max_width=30
+        )
     grid.add_column("BEST")
     section = ""
     for row in table.rows:
@@ -136,7 +138,7 @@ class RunsCurves(PlotextPlot):
     """Every run's loss and images/s against step, one colour per run, a legend of names."""
 
     DEFAULT_CSS = """
-    RunsCurves { height: 30; border: round $accent; border-title-color: $accent; }
+    RunsCurves { height: 28; border: round $accent; border-title-color: $accent; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
