@@ -27,11 +27,11 @@ import sys
 import tarfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, BinaryIO, TypedDict
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -52,6 +52,7 @@ from trainer.data.shards import (
     FORMAT_VERSION,
     MANIFEST,
     READ_CHUNK,
+    ShardEntry,
     content_version,
     load_manifest,
     tar_member,
@@ -114,9 +115,9 @@ class Report:
 class Source:
     index: DetectionIndex
     images_dir: str
-    classes: list[dict[str, Any]]
+    classes: list[dict[str, object]]
     files: list[str]
-    stats: dict[str, Any]
+    stats: Mapping[str, object]
 
 
 # ---------------------------------------------------------------------------------------- sources
@@ -244,7 +245,7 @@ def sample_key(file_name: str) -> str:
 
 # ---------------------------------------------------------------------------------------- writing
 class HashingWriter:
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
         self.hash = hashlib.sha256()
         self.count = 0
@@ -255,6 +256,13 @@ class HashingWriter:
         return self.raw.write(data)
 
 
+class _OpenShard(TypedDict):
+    file: str
+    samples: int
+    boxes: int
+    estimate: int  # bytes the tar will have once closed
+
+
 class ShardWriter:
     """Rolls over to a new shard once the next sample would pass the target size."""
 
@@ -262,11 +270,11 @@ class ShardWriter:
         self.out_dir = out_dir
         self.prefix = prefix
         self.target = target_bytes
-        self.shards: list[dict[str, Any]] = []
+        self.shards: list[ShardEntry] = []
         self._ctx: Any = None
         self._writer: HashingWriter | None = None
         self._tar: tarfile.TarFile | None = None
-        self._current: dict[str, Any] = {}
+        self._current: _OpenShard = {"file": "", "samples": 0, "boxes": 0, "estimate": 0}
 
     def add(self, key: str, jpeg: bytes, meta: bytes, boxes: int) -> None:
         size = 1024 + _padded(len(jpeg)) + _padded(len(meta))
@@ -282,7 +290,7 @@ class ShardWriter:
         self._current["boxes"] += boxes
         self._current["estimate"] += size
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[ShardEntry]:
         if self._tar is not None:
             self._close()
         return self.shards
@@ -311,9 +319,15 @@ class ShardWriter:
         self._tar.close()
         self._ctx.__exit__(None, None, None)
         os.chmod(os.path.join(self.out_dir, self._current["file"]), 0o644)  # shared storage
-        del self._current["estimate"]
+        current = self._current
         self.shards.append(
-            {**self._current, "bytes": self._writer.count, "sha256": self._writer.hash.hexdigest()}
+            {
+                "file": current["file"],
+                "samples": current["samples"],
+                "boxes": current["boxes"],
+                "bytes": self._writer.count,
+                "sha256": self._writer.hash.hexdigest(),
+            }
         )
         self._ctx = self._tar = self._writer = None
 
@@ -399,7 +413,7 @@ def _write_shards(
     writer: ShardWriter,
     report: Report,
     log: Callable[[str], None],
-) -> list[dict[str, Any]]:
+) -> list[ShardEntry]:
     """Check every listed image and write the usable ones into shards, counting in ``report``
     what was left out; returns the shards (none are left behind on failure)."""
     seen: dict[str, str] = {}
@@ -454,7 +468,7 @@ def _manifest(
     images_dir: str,
     target: int,
     report: Report,
-    shards: list[dict[str, Any]],
+    shards: list[ShardEntry],
 ) -> dict[str, Any]:
     """The manifest: where the samples came from, what was left out and why, and the shards."""
     return {

@@ -19,9 +19,9 @@ import io
 import json
 import os
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 from trainer.errors import ConfigError, TrainerError
 
@@ -29,6 +29,16 @@ FORMAT = "trainer-shards"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 READ_CHUNK = 1 << 20
+
+
+class ShardEntry(TypedDict):
+    """A shard as the manifest lists it (``shards``); ShardInfo adds where its ids start."""
+
+    file: str
+    samples: int
+    boxes: int
+    bytes: int
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ class Manifest:
         }
 
 
-def content_version(classes: list[dict], shards: list[dict]) -> str:
+def content_version(classes: Sequence[Mapping[str, object]], shards: Sequence[ShardEntry]) -> str:
     """A short id of the corpus view: classes and every shard's name, count and checksum."""
     h = hashlib.sha256()
     h.update(json.dumps(classes, sort_keys=True).encode())
@@ -193,7 +203,9 @@ class RawSample:
 BLOCK = 512
 
 
-def _members(handle: Any, path: str, skip: Any = None) -> Iterator[tuple[str, bytes | None]]:
+def _members(
+    handle: Any, path: str, skip: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, bytes | None]]:
     """(name, data) of each regular file in a tar written by ``prepare`` (USTAR headers), read
     with a few large reads per member instead of tarfile's small stream buffer. ``skip(name)``
     true: the member's data is seeked over and None is given instead."""
