@@ -194,8 +194,9 @@ def trainer_args_problem(args: TrainerArgs) -> str:
     for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
         if args.values[name] < 1:
             return f"--{name.replace('_', '-')} {args.values[name]}: must be at least 1"
-    if args.max_steps < 0 or args.workers < 0:
-        return "--max-steps and --workers must be 0 or more"
+    for name in ("max_steps", "workers"):
+        if args.values[name] < 0:
+            return f"--{name.replace('_', '-')} {args.values[name]}: must be 0 or more"
     if args.batch_size % args.grad_accum:  # the trainer's words (trainer/config.py validate)
         return (
             f"--batch-size {args.batch_size} does not divide into --grad-accum "
@@ -217,7 +218,10 @@ def trainer_args_problem(args: TrainerArgs) -> str:
         if args.values[name] not in SWITCH_CHOICES:
             return f"--{name.replace('_', '-')} {args.values[name]!r}: expected auto, on or off"
     if args.min_size < 32 or args.max_size < args.min_size:
-        return f"--min-size {args.min_size} / --max-size {args.max_size}: need 32 <= min <= max"
+        return (
+            f"--min-size {args.min_size} / --max-size {args.max_size}: need 32 <= min-size <= "
+            "max-size"
+        )
     layers = args.trainable_backbone_layers
     if layers is not None and not 0 <= layers <= 5:
         return f"--trainable-backbone-layers {layers}: must be 0..5"

@@ -186,6 +186,12 @@ def test_a_rule_both_sides_check_is_said_in_the_trainers_words() -> None:
         ["--batch-size", "3", "--grad-accum", "2"],
         ["--ddp-comm-hook", "int8"],
         ["--epochs", "0"],
+        ["--max-steps", "-1"],
+        ["--workers", "-2"],
+        ["--ddp-bucket-mb", "-1"],
+        ["--min-size", "900", "--max-size", "800"],
+        ["--trainable-backbone-layers", "6"],
+        ["--synthetic-classes", "0"],
     ):
         words = ["--dataset", "synthetic", "--eval-every", "0", *words]
         with pytest.raises(ConfigError) as refused:
