@@ -62,9 +62,9 @@ class Plan:
     diff: list[Row]
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # --apply-fixes found no remedy at all (none applied, none replaced by a --set): nothing is
+    # --apply-remedies found no remedy at all (none applied, none replaced by a --set): nothing is
     # submitted, and the first note says why.
-    nothing_to_fix: bool = False
+    no_remedy: bool = False
 
     @property
     def remedies(self) -> list[Override]:
@@ -162,7 +162,7 @@ async def plan(
     client: RunaiClient,
     job: str,
     *,
-    apply_fixes: bool = False,
+    apply_remedies: bool = False,
     sets: Sequence[str] = (),
     name: str | None = None,
     project: str | None = None,
@@ -174,7 +174,7 @@ async def plan(
     described = read_submission(detail)
     found = described.rebuild()
     findings: list[Finding] = []
-    if apply_fixes:
+    if apply_remedies:
         findings = (await diagnose_job(client, job, detail=detail)).findings
         attach_for_job(findings, detail, local=client.backend.is_local, found=found)
     chosen, beaten = _choose(findings, sets)
@@ -203,7 +203,7 @@ async def plan(
         job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)
     )
     result.findings = findings
-    result.nothing_to_fix = apply_fixes and not result.remedies and not beaten
+    result.no_remedy = apply_remedies and not result.remedies and not beaten
     result.notes = _notes(result, found, detail)
     return result
 
@@ -245,7 +245,7 @@ def _notes(planned: Plan, found: Submitted, detail: JobDetail) -> list[str]:
     secrets taken from the profile as it is now, the remedies a --set replaced, and a job that
     still holds its pods."""
     job, notes = planned.job, []
-    if planned.nothing_to_fix:
+    if planned.no_remedy:
         codes = ", ".join(dict.fromkeys(f.code for f in planned.findings if f.severity != "info"))
         notes.append(
             f"no remedy to apply: {job}'s findings ({codes}) have none; nothing submitted"

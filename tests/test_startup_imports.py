@@ -68,13 +68,13 @@ ON_DEMAND_SCREENS = [
         "compare",
         "confirm",
         "describe",
-        "fixes",
         "help",
         "logs",
         "preflight",
         "profiles",
         "projects",
         "prompt",
+        "remedies",
         "submit",
     )
 ]

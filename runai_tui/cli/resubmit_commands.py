@@ -15,12 +15,16 @@ from runai_tui.text import literal
 
 def add_arguments(rs: argparse.ArgumentParser) -> None:
     rs.epilog = (
-        "e.g. runai-tui resubmit JOB --apply-fixes --yes. The new job is NAME-2 (NAME-3, "
+        "e.g. runai-tui resubmit JOB --apply-remedies --yes. The new job is NAME-2 (NAME-3, "
         "...) unless --name says otherwise; every override is shown before the submit."
     )
     rs.add_argument("job")
     rs.add_argument(
-        "--apply-fixes", action="store_true", help="apply the remedies diagnose proposes"
+        "--apply-remedies",
+        "--apply-fixes",  # the name it had first: scripts that use it keep working
+        dest="apply_remedies",
+        action="store_true",
+        help="apply the remedies diagnose proposes (--apply-fixes is the same)",
     )
     add_set_argument(rs, "override a field (repeatable); it wins over a remedy for the same field")
     rs.add_argument("--name", metavar="NEW", help="the new job's name (default: the next NAME-N)")
@@ -44,14 +48,14 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
         resubmit.plan(
             client,
             args.job,
-            apply_fixes=args.apply_fixes,
+            apply_remedies=args.apply_remedies,
             sets=args.sets,
             name=args.name,
             project=settings.project.value,
             project_explicit=settings.project.from_flag,
         )
     )
-    if planned.nothing_to_fix:
+    if planned.no_remedy:
         if args.json:
             print_json({**planned.to_dict(), "submitted": None})
         else:

@@ -1,6 +1,6 @@
 """The resubmit loop on the local cluster, shared by the modules that each run it with one real
 fault (one module each, so that the suite's workers can take them in parallel): the job fails,
-`diagnose` names the fault with its remedy, `resubmit --apply-fixes --yes` submits NAME-2 with it,
+`diagnose` names the fault with its remedy, `resubmit --apply-remedies --yes` submits NAME-2 with it,
 and the new job completes."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def loop(job: str, code: str, remedy: str) -> None:
 
     found = until(diagnosed, f"diagnose to find {code} in {job}")
     assert found[0]["remedy"]["set"] == [remedy], found
-    res = tui("resubmit", job, "--apply-fixes", "--yes")
+    res = tui("resubmit", job, "--apply-remedies", "--yes")
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"  --set {remedy}  remedy of {code}" in res.stdout
     assert f"Submitted job {job}-2 on the LOCAL cluster." in res.stdout

@@ -45,11 +45,13 @@ def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:
             "hint: pick another --name, or leave it out for quick-2",
         ]
 
-        res = tui("resubmit", "quick", "--apply-fixes", "--yes")
-        assert res.returncode == 0, res.stderr
-        assert res.stdout == (
-            "no remedy to apply: diagnose finds nothing wrong with quick; nothing submitted\n"
-        )
+        # --apply-fixes is the name --apply-remedies had first, kept for scripts that use it.
+        for flag in ("--apply-remedies", "--apply-fixes"):
+            res = tui("resubmit", "quick", flag, "--yes")
+            assert res.returncode == 0, (flag, res.stderr)
+            assert res.stdout == (
+                "no remedy to apply: diagnose finds nothing wrong with quick; nothing submitted\n"
+            )
 
         res = tui("resubmit", "quick", "--set", "workers=two", "--yes")
         assert res.returncode == 2

@@ -37,7 +37,7 @@ def test_a_rank_on_a_throttled_node_is_excluded_by_a_resubmit() -> None:
         found = [f for f in json.loads(res.stdout)["findings"] if f["code"] == "straggler"]
         assert found and found[0]["evidence"].startswith("rank 1:"), res.stdout
         assert found[0]["remedy"]["set"] == ["exclude_node=[local-1]"]
-        res = tui("resubmit", "slow", "--apply-fixes", "--yes")
+        res = tui("resubmit", "slow", "--apply-remedies", "--yes")
         assert res.returncode == 0, res.stdout + res.stderr
         assert "  --set exclude_node=[local-1]  remedy of straggler" in res.stdout
         assert any(line.startswith("≠ --exclude-node") for line in res.stdout.splitlines())

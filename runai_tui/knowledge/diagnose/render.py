@@ -50,5 +50,5 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
     out.append("")
     out.append(f"{errors} error(s), {len(report.findings) - errors} other finding(s)")
     if job is not None and any(f.remedy is not None for f in report.findings):
-        out.append(f"resubmit with the remedies: runai-tui resubmit {job} --apply-fixes")
+        out.append(f"resubmit with the remedies: runai-tui resubmit {job} --apply-remedies")
     return "\n".join(out)

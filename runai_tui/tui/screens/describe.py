@@ -101,7 +101,7 @@ class DescribeScreen(AppScreen[None]):
         Binding("s", "shell", "Shell"),
         Binding("c", "preflight", "Preflight"),
         Binding("h", "health", "Diagnose again"),
-        Binding("f", "fixes", "Fixes"),
+        Binding("f", "remedies", "Remedies"),
         Binding("R", "resubmit", "Resubmit"),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("r", "refresh", "Refresh"),
@@ -255,13 +255,13 @@ class DescribeScreen(AppScreen[None]):
             self.query_one(HealthPanel).update("reading the pods' logs…")
             self.diagnose_health(self.detail)
 
-    def action_fixes(self) -> None:
+    def action_remedies(self) -> None:
         """The remedies' overrides and the command-line difference they make."""
-        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
-        from runai_tui.tui.screens.fixes import FixesScreen
+        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        from runai_tui.tui.screens.remedies import RemediesScreen
 
-        fixes = FixesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
-        self.app.push_screen(fixes, self._resubmit_chosen)
+        remedies = RemediesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
+        self.app.push_screen(remedies, self._resubmit_chosen)
 
     def action_resubmit(self) -> None:
         """The submit form, filled from the job's submission with the remedies applied."""
@@ -273,8 +273,8 @@ class DescribeScreen(AppScreen[None]):
 
     @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self) -> None:
-        # lazy: the fixes screen pulls in resubmit (diagnose, plan): loaded when asked for
-        from runai_tui.tui.screens.fixes import plan_for_form
+        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        from runai_tui.tui.screens.remedies import plan_for_form
 
         planned = await plan_for_form(self, self.job.name)
         if planned is not None:

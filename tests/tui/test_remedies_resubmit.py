@@ -16,7 +16,7 @@ from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.health_view import REMEDY_MARK
 from runai_tui.tui.screens.compare import CompareScreen
 from runai_tui.tui.screens.describe import DescribeScreen
-from runai_tui.tui.screens.fixes import FixesScreen
+from runai_tui.tui.screens.remedies import RemediesScreen
 from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.health import HealthPanel
 from tests.tui.helpers import wait_for
@@ -66,10 +66,10 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         assert screen_text(app).count("remedy: --set large_shm=true") == 1
 
         await pilot.press("f")
-        assert isinstance(app.screen, FixesScreen)
-        fixes = app.screen
-        await wait_for(pilot, lambda: fixes.plan is not None, "the fixes")
-        shown = str(fixes.query_one("#fixes-plan", Static).render())
+        assert isinstance(app.screen, RemediesScreen)
+        remedy_screen = app.screen
+        await wait_for(pilot, lambda: remedy_screen.plan is not None, "the remedies")
+        shown = str(remedy_screen.query_one("#remedies-plan", Static).render())
         assert "--set large_shm=true  remedy of shm" in shown
         assert "≠ --large-shm" in shown and "≠ name" in shown
 
@@ -84,7 +84,7 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         assert form.argv is not None and "--large-shm" in form.argv
         assert form.argv[4] == "loader-2"
         # The form shows, and submits, the command `resubmit --dry-run` prints: the plan's.
-        assert fixes.plan is not None and form.argv == fixes.plan.prepared.argv
+        assert remedy_screen.plan is not None and form.argv == remedy_screen.plan.prepared.argv
         previewed = form.argv
 
         await pilot.press("ctrl+s")

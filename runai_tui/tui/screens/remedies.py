@@ -1,6 +1,6 @@
-"""FixesScreen (`f` on a job): the overrides its findings' remedies propose and the command-line
-difference they make against the first submission, as `runai-tui resubmit JOB --apply-fixes
---dry-run` prints them (runai_tui/resubmit.py), gathered in a worker. `R` goes on to the submit
+"""RemediesScreen (`f` on a job): the overrides its findings' remedies propose and the
+command-line difference they make against the first submission, as `runai-tui resubmit JOB
+--apply-remedies --dry-run` prints them (runai_tui/resubmit.py), gathered in a worker. `R` goes on to the submit
 form filled with them; nothing is submitted from here."""
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
     tui = screen.tui
     client = tui.client
     try:
-        planned = await resubmit.plan(client, job, apply_fixes=True, project=client.project,
+        planned = await resubmit.plan(client, job, apply_remedies=True, project=client.project,
                                       project_explicit=tui.project_explicit)  # fmt: skip
-        if planned.nothing_to_fix:
+        if planned.no_remedy:
             screen.notify(planned.notes[0], title="resubmit", markup=False)
             planned = await resubmit.plan(client, job, project=client.project,
                                           project_explicit=tui.project_explicit)  # fmt: skip
@@ -44,7 +44,7 @@ async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
     return planned
 
 
-class FixesScreen(ModalScreen[bool]):
+class RemediesScreen(ModalScreen[bool]):
     """Dismisses with True when the user asks for the resubmit form (`R`)."""
 
     BINDINGS = [
@@ -53,13 +53,13 @@ class FixesScreen(ModalScreen[bool]):
     ]
 
     DEFAULT_CSS = """
-    FixesScreen { align: center middle; }
-    FixesScreen > Vertical {
+    RemediesScreen { align: center middle; }
+    RemediesScreen > Vertical {
         width: 95%; height: 80%;
         border: thick $success; background: $surface; padding: 0 1;
     }
-    FixesScreen #fixes-status { height: auto; color: $text-muted; }
-    FixesScreen VerticalScroll { height: 1fr; }
+    RemediesScreen #remedies-status { height: auto; color: $text-muted; }
+    RemediesScreen VerticalScroll { height: 1fr; }
     """
 
     def __init__(self, client: RunaiClient, job: str, project_explicit: bool = False) -> None:
@@ -69,33 +69,33 @@ class FixesScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = f"fixes for {literal(self.job)}"
+            box.border_title = f"remedies for {literal(self.job)}"
             box.border_subtitle = "R resubmit with these · esc close"
-            yield Static("reading the job's findings…", id="fixes-status", markup=False)
+            yield Static("reading the job's findings…", id="remedies-status", markup=False)
             with VerticalScroll():
-                yield Static("", id="fixes-plan", markup=False)
+                yield Static("", id="remedies-plan", markup=False)
 
     def on_mount(self) -> None:
         self.gather()
 
-    @work(exclusive=True, group="fixes", exit_on_error=False)
+    @work(exclusive=True, group="remedies", exit_on_error=False)
     async def gather(self) -> None:
-        status = self.query_one("#fixes-status", Static)
+        status = self.query_one("#remedies-status", Static)
         client = self.client
         try:
-            self.plan = await resubmit.plan(client, self.job, apply_fixes=True,
+            self.plan = await resubmit.plan(client, self.job, apply_remedies=True,
                                             project=client.project,
                                             project_explicit=self.project_explicit)  # fmt: skip
         except Failure as error:
-            text = f"no fixes: {error.message}" + (f" — {error.hint}" if error.hint else "")
+            text = f"no remedies: {error.message}" + (f" — {error.hint}" if error.hint else "")
             status.update(Text(literal(text)))
             return
-        if self.plan.nothing_to_fix:
+        if self.plan.no_remedy:
             status.update(Text(literal(self.plan.notes[0])))
             return
         count = len(self.plan.remedies)
         status.update(Text(f"{count} override(s) from the findings' remedies; R opens the form"))
-        self.query_one("#fixes-plan", Static).update(
+        self.query_one("#remedies-plan", Static).update(
             Text("\n".join(literal(line) for line in self.plan.lines()))
         )
 
