@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from runai_tui import submission_record
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
-from runai_tui.knowledge.trainer_facts import parse_trainer_args, trainer_args
+from runai_tui.knowledge.trainer_facts import read_trainer_args
 from runai_tui.profiles import check_job_name
 
 if TYPE_CHECKING:
@@ -129,10 +129,10 @@ def output_dir_sets(profile: Profile, name: str, fields: Sequence[str]) -> list[
     the checkpoint another wrote. None when the grid itself varies the output dir."""
     if any(_field_key(f) == "trainer.output-dir" for f in fields):
         return []
-    words = trainer_args(profile)
-    if words is None:
+    args = read_trainer_args(profile)
+    if args is None:
         return []
-    base = parse_trainer_args(words).output_dir.rstrip("/") or "."
+    base = args.output_dir.rstrip("/") or "."
     return [f"trainer.output-dir={base}/{name}"]
 
 

@@ -16,8 +16,7 @@ from runai_tui.errors import UsageError
 from runai_tui.knowledge.findings import FIX_MEMLOCK, Finding, Severity, worst_first
 from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
-    parse_trainer_args,
-    trainer_args,
+    read_trainer_args,
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
@@ -152,11 +151,8 @@ def rule(
 
 
 def facts(profile: Profile) -> Facts:
-    words = trainer_args(profile)
-    if words is None:
-        return Facts(profile, None, "")
     try:
-        return Facts(profile, parse_trainer_args(words), "")
+        return Facts(profile, read_trainer_args(profile), "")
     except UsageError as error:
         return Facts(profile, None, error.message)
 

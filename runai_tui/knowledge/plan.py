@@ -35,8 +35,9 @@ from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
     channels_last_choice,
     compile_choice,
-    parse_trainer_args,
-    trainer_args,
+    parse_trainer_args,  # noqa: F401  (re-exported, as above)
+    read_trainer_args,
+    trainer_args,  # noqa: F401  (re-exported, as above)
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
@@ -417,14 +418,13 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
 def _plan_args(profile: Profile) -> TrainerArgs:
     """The trainer's arguments in PROFILE's command. Raises NotTrainerError when it runs no
     trainer, UsageError when the arguments break one of the trainer's rules."""
-    words = trainer_args(profile)
-    if words is None:
+    args = read_trainer_args(profile)
+    if args is None:
         shown = " ".join([*profile.command, *profile.args]) or "(the image's entrypoint)"
         raise NotTrainerError(
             f"profile '{profile.name}' does not run the trainer (command: {shown[:80]})",
             f"the plan reads the arguments of {ENTRY_SCRIPT} or `-m trainer`",
         )
-    args = parse_trainer_args(words)
     problem = trainer_args_problem(args)
     if problem:
         raise UsageError(f"args: {problem}", "fix the profile's args")

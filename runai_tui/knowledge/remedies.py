@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
 from runai_tui.knowledge.submitted import Submitted, submitted
-from runai_tui.knowledge.trainer_facts import TrainerArgs, parse_trainer_args, trainer_args
+from runai_tui.knowledge.trainer_facts import TrainerArgs, read_trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
 
@@ -103,11 +103,8 @@ def flow_list(items: Iterable[str]) -> str:
 def _trainer_flags(profile: Profile) -> TrainerArgs | None:
     """The trainer's flags as the profile passes them; None when its command does not run the
     trainer or passes a value the trainer would refuse."""
-    words = trainer_args(profile)
-    if words is None:
-        return None
     try:
-        return parse_trainer_args(words)
+        return read_trainer_args(profile)
     except UsageError:
         return None
 

@@ -136,6 +136,14 @@ def trainer_args(profile: Profile) -> list[str] | None:
     return None if start is None else words[start:]
 
 
+def read_trainer_args(profile: Profile) -> TrainerArgs | None:
+    """The trainer's flags as the profile passes them (lint, plan, the remedies, a sweep's output
+    dirs); None when its command does not run the trainer. Raises UsageError for a value the
+    trainer would refuse."""
+    words = trainer_args(profile)
+    return None if words is None else parse_trainer_args(words)
+
+
 def parse_trainer_args(words: Sequence[str]) -> TrainerArgs:
     """The flags of TRAINER_DEFAULTS as the trainer's argparse reads them (last one wins).
 
