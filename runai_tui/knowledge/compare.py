@@ -440,17 +440,16 @@ def _fixed(spec: str) -> Callable[[float | None], str]:
 
 
 def _differing(
-    section: str, per_side: list[list[tuple[str, str]]], shown: set[tuple[str, ...]]
+    section: str, per_side: list[list[tuple[str, str]]], grid: set[tuple[str, ...]]
 ) -> list[TableRow]:
     """The keys whose values are not the same on every side, in first-seen order; a row whose
-    cells repeat a row already shown (the grid's `trainer.lr` as `args --lr`) is left out."""
+    cells repeat a grid row's (the grid's `trainer.lr` as `args --lr`) is left out."""
     maps = [dict(pairs) for pairs in per_side]
     keys = list(dict.fromkeys(k for pairs in per_side for k, _ in pairs))
     rows = []
     for key in keys:
         cells = tuple(m.get(key, MISSING) for m in maps)
-        if len(set(cells)) > 1 and cells not in shown:
-            shown.add(cells)
+        if len(set(cells)) > 1 and cells not in grid:
             rows.append(TableRow(section, key, cells))
     return rows
 
@@ -467,14 +466,14 @@ def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
         TableRow("grid", key, tuple(side.values.get(key, MISSING) for side in sides))
         for key in grid
     ]
-    shown = {row.cells for row in rows}
+    grid_cells = {row.cells for row in rows}
     submissions = [
         [p for p in submission_fields(side.argv) if p[0] != "name"] if side.argv else []
         for side in sides
     ]
-    rows += _differing("settings", submissions, shown)
+    rows += _differing("settings", submissions, grid_cells)
     infos = [run_json_fields(side.run_info) if side.run_info else [] for side in sides]
-    rows += _differing("run.json", infos, shown)
+    rows += _differing("run.json", infos, grid_cells)
     figures = [run_figures(side.records) for side in sides]
     rows += [
         _metric_row("final loss", [f.final_loss for f in figures], _fixed(".4f"), LOWER),

@@ -137,3 +137,20 @@ def test_curves_are_each_runs_loss_and_images_per_second_against_step() -> None:
     assert curves.loss == [(1, 1.5), (2, 0.5), (3, 0.8)]
     assert curves.img_s == [(1, 20.0), (2, 22.0), (3, 21.0)]
     assert run_curves(sides[3]).loss == []
+
+
+def test_settings_that_differ_alike_are_each_shown_without_a_grid() -> None:
+    # Two flags that differ the same way both show: only a grid row's repeat is left out.
+    sides = [
+        RunSide("a", argv("a", "0.01", "--priority", "low"), records=[train(1, 1.0, 5.0)]),
+        RunSide("b", argv("b", "0.02", "--priority", "high"), records=[train(1, 1.0, 5.0)]),
+        RunSide("c", argv("c", "0.01", "--priority", "low")),
+    ]
+    table = run_table(sides)
+    settings = [(r.key, r.cells) for r in table.rows if r.section == "settings"]
+    assert settings == [
+        ("--priority", ("low", "high", "low")),
+        ("args --lr", ("0.01", "0.02", "0.01")),
+    ]
+    final = rows_of(table)["final loss"]
+    assert final.cells == ("1.0000", "1.0000", "-") and final.best == (0, 1)
