@@ -25,7 +25,6 @@ import torch
 import torch.distributed as dist
 
 from trainer import flight_recorder
-from trainer.engine import StopRequest
 
 TIMEOUT_SECONDS = 2.0
 STALL_SECONDS = 5.0
@@ -46,6 +45,10 @@ def main() -> int:
     flight_recorder.start(rank, "gloo")
     tensor = torch.ones(1000)
     if mode == "sigterm":
+        # Only here: trainer.engine imports torchvision, and with it torch._dynamo (4.5 of the
+        # 9 CPU-seconds this process takes to start); the hang modes need torch alone.
+        from trainer.engine import StopRequest
+
         StopRequest().install()
         dist.all_reduce(tensor, group=group)
         if rank == 1:
