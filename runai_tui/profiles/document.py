@@ -3,8 +3,9 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import yaml
 
@@ -20,7 +21,7 @@ class Document(NamedTuple):
     """Parsed YAML: `data`, the 1-based line of every field path in `lines` (("env", "X") -> 3)
     and the file's `path` (a label)."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
     lines: dict[tuple[str, ...], int]
     path: str
 
@@ -93,6 +94,7 @@ def parse_document(text: str, label: str) -> Document:
     data = _construct(loader, node, (), lines, problems, label)
     if problems:
         raise ProfileError(problems)
+    assert isinstance(data, dict)  # a mapping node constructs a dict
     return Document(data, lines, label)
 
 
@@ -103,10 +105,10 @@ def _construct(
     lines: dict[tuple[str, ...], int],
     problems: list[Problem],
     label: str,
-) -> Any:
+) -> object:
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             key = key if isinstance(key, str) else str(key)
@@ -129,18 +131,19 @@ def _construct(
     return loader.construct_object(node, deep=True)
 
 
-def merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+def merge(parent: Mapping[str, object], child: Mapping[str, object]) -> dict[str, object]:
     """Mappings merge recursively, lists and scalars replace, a `null` in the child deletes."""
     out = dict(parent)
     for key, value in child.items():
+        old = out.get(key)
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
+        elif isinstance(value, dict) and isinstance(old, dict):
+            out[key] = merge(old, value)
         else:
             out[key] = value
     return out
 
 
-def to_yaml(data: dict[str, Any]) -> str:
+def to_yaml(data: Mapping[str, object]) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from runai_tui.cli_generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
 
 RESTART = ("Always", "OnFailure", "Never")
 
-Check = Callable[[Any], Any]  # a value's check: the normalised value, or raises Invalid
+Check = Callable[[object], object]  # a value's check: the normalised value, or raises Invalid
 
 
 class SubField(NamedTuple):
@@ -49,7 +49,7 @@ class Field(NamedTuple):
     kind: str
     check: Check | None = None  # value/list: the value's check
     sub: tuple[SubField, ...] = ()  # group: its fixed sub-fields
-    key: Check | None = None  # mapping: each key's check
+    key: Callable[[object], str] | None = None  # mapping: each key's check
     value: Check | None = None  # mapping: each value's check
     # How command.py spells it: "" (no flag), "positional", "value", "count" (left out at 0),
     # "switch" (a bare flag when true), "group" (each sub-field's flag), "repeat" (the flag once
@@ -59,21 +59,21 @@ class Field(NamedTuple):
     item: str = "{}"  # repeat: one item as a flag value ({key}/{value} for mappings)
     cli: frozenset[str] = ALL  # CLI generations whose `submit` knows the flag
     text: bool = False  # `--set` takes the value exactly as written (no YAML parsing)
-    empty: Any = None  # the Profile attribute's value when the field is not set
+    empty: object = None  # the Profile attribute's value when the field is not set
 
     @property
     def flags(self) -> list[str]:
         return [s.flag for s in self.sub] if self.sub else [self.flag] if self.flag else []
 
 
-def _dns_list(value: Any) -> list[str]:
+def _dns_list(value: object) -> list[str]:
     return v.list_of(v.dns_label, "[pool-a, pool-b]")(value)
 
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def _node_name(value: Any) -> str:
+def _node_name(value: object) -> str:
     """A Kubernetes node name: a DNS-1123 subdomain (`ip-10-0-0-7.ec2.internal`)."""
     text = v.string(value)
     if len(text) > 253 or not _NODE_NAME.match(text):
@@ -84,11 +84,11 @@ def _node_name(value: Any) -> str:
     return text
 
 
-def _node_names(value: Any) -> list[str]:
+def _node_names(value: object) -> list[str]:
     return v.list_of(_node_name, "[node-7]")(value)
 
 
-def _capabilities(value: Any) -> list[str]:
+def _capabilities(value: object) -> list[str]:
     return v.list_of(v.capability, "[IPC_LOCK]")(value)
 
 
@@ -98,14 +98,14 @@ PRIORITIES = ("very-low", "low", "medium-low", "medium", "medium-high", "high", 
 _GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
 
 
-def _duration(value: Any) -> str:
+def _duration(value: object) -> str:
     """A Go duration as the CLI takes it: 30s, 5m, 1h30m, 24h."""
     if isinstance(value, str) and _GO_DURATION.match(value.strip()):
         return value.strip()
     raise v.Invalid("expected a duration such as 30s, 5m or 24h")
 
 
-def _groups(value: Any) -> str:
+def _groups(value: object) -> str:
     """Group IDs, as the CLI's comma-separated `ints`: [1001, 1002] or "1001,1002"."""
     items = value if isinstance(value, list) else str(value).split(",")
     try:
@@ -120,7 +120,7 @@ def _groups(value: Any) -> str:
 _TOLERATION_KEYS = ("operator", "key", "value", "effect", "seconds")
 
 
-def _tolerations(value: Any) -> list[str]:
+def _tolerations(value: object) -> list[str]:
     """Tolerations as the CLI takes them (`operator=Exists,key=K[,value=V][,effect=E][,seconds=N]`),
     from mappings with those keys or from that text."""
     example = "[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"
@@ -144,7 +144,7 @@ def _tolerations(value: Any) -> list[str]:
     return out
 
 
-def _secret_ref(value: Any) -> str:
+def _secret_ref(value: object) -> str:
     """A Kubernetes secret key: {secret: NAME, key: KEY} or the CLI's own `NAME,key=KEY`."""
     secret = key = ""
     if isinstance(value, dict) and set(value) == {"secret", "key"}:

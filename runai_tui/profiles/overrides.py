@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -27,10 +28,10 @@ from runai_tui.profiles.schema import (
 
 
 def apply_sets(
-    data: dict[str, Any],
+    data: Mapping[str, object],
     sets: list[str],
     origins: dict[tuple[str, ...], tuple[str, int | None]],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     out = merge({}, copy.deepcopy(data))  # the sets below write into nested mappings
     problems = []
     for item in sets:
@@ -117,7 +118,7 @@ def _trainer_hint(key: str) -> str:
 
 def _parse_set_value(
     raw: str, spec: FieldSpec | MappingSpec | GroupSpec, path: tuple[str, ...]
-) -> Any:
+) -> object:
     # Text fields (and mapping values) take the value exactly as written; typed fields parse it
     # as a YAML scalar or list. A command or args not written as a [list] is one argv word.
     row = BY_NAME[path[0]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -55,7 +55,7 @@ class FieldSpec(NamedTuple):
 class MappingSpec(NamedTuple):
     """A mapping with free keys (env, labels…): each `key` and `value` checked."""
 
-    key: Check
+    key: Callable[[object], str]
     value: Check
     help: str
 
@@ -169,7 +169,7 @@ class Profile:
     master_no_pvcs: bool = False
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict, repr=False)  # long: left out of repr
+    data: dict[str, object] = field(default_factory=dict, repr=False)  # long: left out of repr
     origins: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
 
 
@@ -207,13 +207,13 @@ def unsupported_fields(profile: Profile, generation: str) -> list[tuple[Field, s
 
 
 def validate_data(
-    data: dict[str, Any], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
+    data: Mapping[str, object], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
 ) -> tuple[dict[str, Any], list[Problem]]:
     """Check every field against SCHEMA. Returns the normalised data and every problem found."""
     problems: list[Problem] = []
     out: dict[str, Any] = {}
 
-    def problem(path: tuple[str, ...], value: Any, expected: str) -> None:
+    def problem(path: tuple[str, ...], value: object, expected: str) -> None:
         file, line = where(path)
         problems.append(Problem(file, line, ".".join(path), f"{show(value)}: {expected}"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from runai_tui import paths
 from runai_tui.atomic import atomic_write
@@ -108,10 +108,10 @@ class ProfileStore:
 
     def _resolve(
         self, doc: Document, name: str, chain: tuple[str, ...]
-    ) -> tuple[dict[str, Any], dict[tuple[str, ...], tuple[str, int | None]]]:
+    ) -> tuple[dict[str, object], dict[tuple[str, ...], tuple[str, int | None]]]:
         """Merge the parents of doc into one mapping; record which file and line set each path."""
         origins: dict[tuple[str, ...], tuple[str, int | None]] = {}
-        parent_data: dict[str, Any] = {}
+        parent_data: dict[str, object] = {}
         parent_name = doc.data.get("extends")
         if parent_name is not None:
             line = doc.lines.get(("extends",))
@@ -172,7 +172,10 @@ class ProfileStore:
         if problems:
             raise ProfileError(problems)
         data.pop("extends", None)
-        return make_profile(name, Path(doc.path), data, doc.data.get("extends"), origins)
+        parent = doc.data.get("extends")  # a name: _resolve has checked it
+        return make_profile(
+            name, Path(doc.path), data, parent if isinstance(parent, str) else None, origins
+        )
 
     def load(self, name: str, overrides: list[str] | None = None) -> Profile:
         path = self.path(name)
