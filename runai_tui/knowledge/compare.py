@@ -37,6 +37,7 @@ class RunSide:
     records_source: str = ""
     lacks: list[str] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)  # a sweep's combination, by grid field
+    sweep: str | None = None  # the sweep's ID, for a job of a sweep
 
 
 @dataclass(frozen=True)
@@ -456,7 +457,10 @@ def _differing(
 
 def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
     """Line up many runs, one column each. A run that never logged a step keeps its column:
-    its figures are `-` and its `ended` row says so."""
+    its figures are `-` and its `ended` row says so. `sweep`: the sweep compared, else the one
+    every run belongs to, if they all belong to one."""
+    if sweep is None and len({side.sweep for side in sides}) == 1:
+        sweep = sides[0].sweep
     for side in sides:
         lack = records_lack(side)
         if lack is not None and lack not in side.lacks:

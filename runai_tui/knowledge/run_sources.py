@@ -77,16 +77,18 @@ def output_dir(found: Submission, argv: list[str] | None) -> str:
     return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
 
 
-def sweep_values(found: Submission) -> dict[str, str]:
-    """A sweep's job's combination of the grid (FIELD -> VALUE), from its submission record: the
-    N-way table's first rows. Empty for a job of no sweep, or a record that cannot be read
-    (compare then shows the settings that differ, as for any job)."""
+def sweep_of(found: Submission) -> tuple[str | None, dict[str, str]]:
+    """A sweep's job's sweep ID and combination of the grid (FIELD -> VALUE), from its
+    submission record: the N-way table's title and first rows. (None, {}) for a job of no sweep,
+    or a record that cannot be read (compare then shows the settings that differ, as for any
+    job)."""
     if found.record is None:
-        return {}
+        return None, {}
     try:
-        return dict(submission_record.decode(found.record).values)
+        record = submission_record.decode(found.record)
     except ValueError:
-        return {}
+        return None, {}
+    return record.sweep, dict(record.values)
 
 
 async def gather_job(client: Any, name: str) -> RunSide:
@@ -94,7 +96,8 @@ async def gather_job(client: Any, name: str) -> RunSide:
     An unknown job raises RunaiError (not found)."""
     detail = await client.adescribe(name)
     found = read_submission(detail)
-    side = RunSide(label=name, values=sweep_values(found))
+    side = RunSide(label=name)
+    side.sweep, side.values = sweep_of(found)
     side.argv, side.argv_source = found.shown_argv()
     if side.argv is None:
         side.lacks.append("the submission (describe shows neither a submit argv nor a command)")

@@ -154,3 +154,13 @@ def test_settings_that_differ_alike_are_each_shown_without_a_grid() -> None:
     ]
     final = rows_of(table)["final loss"]
     assert final.cells == ("1.0000", "1.0000", "-") and final.best == (0, 1)
+
+
+def test_runs_all_of_one_sweep_name_it() -> None:
+    sides = sweep_sides()[:3]
+    for side in sides:
+        side.sweep = "lr.3fa9c1"
+    table = run_table(sides)
+    assert table.sweep == "lr.3fa9c1"
+    assert render_table(table)[0] == "compare 3 runs of sweep lr.3fa9c1: lr-1, lr-2, lr-3"
+    assert run_table([*sides, RunSide("other", records=[train(1, 1.0, 5.0)])]).sweep is None

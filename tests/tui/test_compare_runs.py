@@ -19,9 +19,9 @@ from tests.local.test_through_runai_tui import tui
 from tests.tui.helpers import RecordingApp, wait_for
 from tests.tui.screen_text import screen_text
 
-# The smallest real run: 2-process DDP (retinanet-local's master and worker), a ResNet-18 RetinaNet on 64-pixel synthetic
-# images, two steps. The sweep's jobs share the output dir, so none resumes another's
-# checkpoint (`--resume none`).
+# The smallest real run: 2-process DDP (retinanet-local's master and worker), a ResNet-18
+# RetinaNet on 64-pixel synthetic images, two steps. The sweep's jobs share the output dir, so
+# none resumes another's checkpoint (`--resume none`).
 TINY = textwrap.dedent(
     """\
     extends: retinanet-local
@@ -80,6 +80,11 @@ def check_cli(sweep: str, names: list[str]) -> None:
         best = min if better == "lower" else max
         top = best(row["numbers"].values())
         assert row["best"] == [n for n in names if row["numbers"][n] == top]
+
+    # The sweep's jobs by name: their records say they are one sweep.
+    res = tui("compare", *names)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == f"compare 3 runs of sweep {sweep}: {', '.join(names)}"
 
     # Four runs by name, one of which never logged a step: it keeps its column and says so.
     res = tui("compare", *names, "quiet")

@@ -249,6 +249,9 @@ class RunsCompareScreen(ModalScreen[None]):
 
     def present(self, sides: list[RunSide]) -> None:
         self.result = run_table(sides)
+        if self.result.sweep:
+            box = self.query_one(Vertical)
+            box.border_title = f"compare {len(sides)} runs of sweep {literal(self.result.sweep)}"
         lacks = [f"{side.label} lacks {what}" for side in sides for what in side.lacks]
         lines = [literal(line) for line in [self.how, *lacks]]
         self.query_one("#runs-status", Static).update(Text("\n".join(lines)))
