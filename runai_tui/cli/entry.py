@@ -7,7 +7,7 @@ Each subcommand is a row of SUBCOMMANDS: its name, its line in `runai-tui --help
 (one per group: profile_commands, job_commands, ...) whose ARGUMENTS[name] adds its arguments and
 whose COMMANDS[name] runs it. A command line that names a subcommand imports that module alone
 and builds that subparser alone, so `submit --dry-run` pays for no other command's imports; the
-top-level help and a mistyped command get the whole parser.
+top-level help and a mistyped command list every subcommand, without arguments: they import none.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import contextlib
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
@@ -116,9 +117,9 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser(names: Collection[str] = NAMES) -> argparse.ArgumentParser:
+def build_parser(names: Collection[str] = NAMES, arguments: bool = True) -> argparse.ArgumentParser:
     """The `runai-tui` parser with the subcommands NAMES (default: every one), each with its
-    arguments (which imports its module)."""
+    arguments (which imports its module) when ARGUMENTS."""
     parser = Parser(
         prog="runai-tui",
         description="Job profiles, a TUI and a headless CLI for PyTorch jobs on NVIDIA Run:ai. "
@@ -129,8 +130,10 @@ def build_parser(names: Collection[str] = NAMES) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for subcommand in SUBCOMMANDS:
         if subcommand.name in names:
-            module = importlib.import_module(subcommand.module)
-            module.ARGUMENTS[subcommand.name](sub.add_parser(subcommand.name, help=subcommand.help))
+            subparser = sub.add_parser(subcommand.name, help=subcommand.help)
+            if arguments:
+                module = importlib.import_module(subcommand.module)
+                module.ARGUMENTS[subcommand.name](subparser)
     return parser
 
 
@@ -155,6 +158,14 @@ def subcommands_for(argv: Sequence[str]) -> Collection[str]:
     if found.command is None:
         return ()
     return (found.command,) if found.command in _BY_NAME else NAMES
+
+
+def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for ARGV: the subcommand it names with its arguments, or none (the TUI); for the
+    help and the mistakes, every subcommand without its arguments, which neither the help nor
+    the errors show, so no command's module is imported."""
+    names = subcommands_for(argv)
+    return build_parser(names, arguments=len(names) <= 1)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -190,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         head, tail = raw[:split], raw[split + 1 :]
     debug = "--debug" in head
     try:
-        args = build_parser(subcommands_for(head)).parse_args(head)
+        args = parser_for(head).parse_args(head)
         if tail is not None and args.command != "exec":
             raise UsageError("'--' is only for: runai-tui exec JOB -- CMD", "see: runai-tui --help")
         args.cmd = tail or []
@@ -203,8 +214,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:
-            import traceback  # lazy: only on failure
-
             traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
@@ -216,8 +225,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if debug:
-            import traceback  # lazy: only on failure
-
             traceback.print_exc()
             return 1
         print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)

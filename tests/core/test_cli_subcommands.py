@@ -1,17 +1,22 @@
 """The subcommand table of runai_tui/cli/entry.py: a command line is parsed with only the
 subparser of the command it names (only that command's module imported), and comes out as the
-whole parser makes of it; help and mistakes get the whole parser, as before."""
+whole parser makes of it; help and mistakes get every subcommand, as before, but not their
+arguments, which neither shows: they import no command's module."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import io
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
 
-from runai_tui.cli.entry import NAMES, SUBCOMMANDS, build_parser, main, subcommands_for
+from runai_tui.cli.entry import NAMES, SUBCOMMANDS, build_parser, main, parser_for, subcommands_for
+from runai_tui.errors import UsageError
 
 
 def test_each_module_adds_and_runs_exactly_its_rows_of_the_table() -> None:
@@ -58,6 +63,39 @@ def test_a_command_line_parses_alike_with_its_subparser_alone(argv: list[str]) -
 )
 def test_help_and_mistakes_get_the_whole_parser(argv: list[str], needed: tuple[str, ...]) -> None:
     assert tuple(subcommands_for(argv)) == needed
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["-h"], ["-h", "submit"], ["frobnicate"], ["--backend", "bogus", "submit"], ["--re", "x"]],
+)
+def test_help_and_mistakes_read_as_with_the_whole_parser(argv: list[str]) -> None:
+    def shown(parser: argparse.ArgumentParser) -> tuple[str, str]:
+        """What the parser printed, and how it stopped: the help's exit or the usage error."""
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                parser.parse_args(argv)
+        except SystemExit as exited:
+            return out.getvalue(), f"exit {exited.code}"
+        except UsageError as error:
+            return out.getvalue(), f"usage error: {error}"
+        raise AssertionError(f"{argv} parsed")
+
+    assert shown(parser_for(argv)) == shown(build_parser())
+
+
+def test_the_top_level_help_imports_no_command_module() -> None:
+    probe = (
+        "import contextlib, io, sys\n"
+        "from runai_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        f"print(sorted(m for m in {sorted({row.module for row in SUBCOMMANDS})!r} "
+        "if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def printed_help(run: Callable[[list[str]], object], argv: list[str]) -> str:
