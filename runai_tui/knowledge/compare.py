@@ -8,6 +8,7 @@ trainer's records. A submit argv is read into `--flag value` pairs by the submis
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -422,10 +423,12 @@ def run_figures(records: list[dict[str, Any]]) -> RunFigures:
 
 
 def _best(values: list[float | None], better: str) -> tuple[int, ...]:
-    known = [v for v in values if v is not None]
-    if len(known) < 2:  # one figure alone is not "the best" of anything
+    """The columns of the best value; a nan or inf (a diverged run) is compared against but is
+    never the best."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite or sum(v is not None for v in values) < 2:  # one figure alone is no "best"
         return ()
-    top = min(known) if better == LOWER else max(known)
+    top = min(finite) if better == LOWER else max(finite)
     return tuple(i for i, v in enumerate(values) if v == top)
 
 
@@ -433,7 +436,9 @@ def _metric_row(
     key: str, values: list[float | None], text: Callable[[float | None], str], better: str
 ) -> TableRow:
     cells = tuple(text(v) for v in values)
-    return TableRow("metrics", key, cells, better, _best(values, better), tuple(values))
+    # A diverged run's nan or inf is shown as such, never as a JSON number (JSON has none).
+    finite = tuple(v if v is not None and math.isfinite(v) else None for v in values)
+    return TableRow("metrics", key, cells, better, _best(values, better), finite)
 
 
 def _fixed(spec: str) -> Callable[[float | None], str]:

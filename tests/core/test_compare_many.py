@@ -164,3 +164,17 @@ def test_runs_all_of_one_sweep_name_it() -> None:
     assert table.sweep == "lr.3fa9c1"
     assert render_table(table)[0] == "compare 3 runs of sweep lr.3fa9c1: lr-1, lr-2, lr-3"
     assert run_table([*sides, RunSide("other", records=[train(1, 1.0, 5.0)])]).sweep is None
+
+
+def test_a_diverged_run_is_shown_but_never_the_best() -> None:
+    sides = [
+        RunSide("lr-1", records=[train(1, 2.0, 5.0), train(2, 1.0, 5.0)]),
+        RunSide("lr-9", records=[train(1, 3.0, 5.0), train(2, float("nan"), 6.0)]),
+    ]
+    table = run_table(sides)
+    final = rows_of(table)["final loss"]
+    assert final.cells == ("1.0000", "nan") and final.best == (0,)
+    assert json.loads(json.dumps(table.to_dict()))["rows"][0]["numbers"] == {
+        "lr-1": 1.0,
+        "lr-9": None,
+    }
