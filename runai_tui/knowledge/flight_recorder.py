@@ -140,7 +140,7 @@ class Hang:
             "before a collective is stuck in data loading, a dead node, or code only it runs"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "process_group": self.pg,
             "seq": self.seq,

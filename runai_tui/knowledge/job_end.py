@@ -43,7 +43,7 @@ class WaitResult:
     def exit_code(self) -> int:
         return {"reached": 0, "failed": 1, "deleted": 1}.get(self.outcome, 2)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "job": self.job,
             "for": self.target,

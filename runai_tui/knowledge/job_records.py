@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from runai_tui.json_types import JSONObject
 from runai_tui.knowledge.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
 from runai_tui.models import JobDetail, master_pod
 
@@ -30,7 +31,7 @@ class RecordSource(Protocol):
 @dataclass
 class PodRecords:
     pod: str
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JSONObject] = field(default_factory=list)
 
 
 async def read_pod_records(client: RecordSource, name: str, pod: str) -> PodRecords:
@@ -71,11 +72,11 @@ async def read_progress(client: RecordSource, name: str) -> tuple[str | None, Tr
     return pod.name, progress
 
 
-def metric_rows(pods: list[PodRecords]) -> list[dict[str, Any]]:
+def metric_rows(pods: list[PodRecords]) -> list[dict[str, object]]:
     """One row per record and rank: a train record with every rank's figures gives a row per
     rank (its `rank_step_time`, `rank_data_time`, `rank_img_s`); any other record one row, rank 0
     (the rank that writes them). Nested values other than "ranks" are kept as they are."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for pod in pods:
         for record in pod.records:
             base = {k: v for k, v in record.items() if k != "ranks"}
@@ -94,7 +95,7 @@ def metric_rows(pods: list[PodRecords]) -> list[dict[str, Any]]:
     return rows
 
 
-def metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+def metric_columns(rows: list[dict[str, object]]) -> list[str]:
     """The CSV header: the lead columns, then every other key in order of first appearance."""
     columns = list(LEAD_COLUMNS)
     for row in rows:

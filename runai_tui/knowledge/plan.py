@@ -209,7 +209,7 @@ class Plan:
     # each {"chosen": ..., "why": ...} (precision_path below).
     path: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         if self.measured is None:
             data["measured"] = None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
@@ -142,14 +141,16 @@ class PodChecklist:
     def failed(self) -> bool:
         return any(status(i) == FAIL for i in self.items)
 
-    def to_dict(self, remedies: dict[tuple[str, str, str], Remedy] | None = None) -> dict[str, Any]:
+    def to_dict(
+        self, remedies: dict[tuple[str, str, str], Remedy] | None = None
+    ) -> dict[str, object]:
         """`remedies`: (check, fix, pod) -> the remedy of that fault (Preflight.to_dict)."""
         given = remedies or {}
         items = [item_dict(i, given.get((i.code, i.fix, self.pod))) for i in self.items]
         return {"pod": self.pod, "items": items}
 
 
-def fault_dict(fault: Finding) -> dict[str, Any]:
+def fault_dict(fault: Finding) -> dict[str, object]:
     """A fault (a check failed on one pod or more) as `preflight --json` gives it."""
     return {
         "check": fault.code,
@@ -181,7 +182,7 @@ class Preflight:
             self._faults = one_per_fault(failed)
         return self._faults
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         # Each failed item shows its fault's remedy, computed once for all the fault's pods.
         remedies = {
             (f.code, f.fix, pod): f.remedy for f in self.faults() if f.remedy for pod in f.all_pods

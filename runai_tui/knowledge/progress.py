@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from runai_tui.json_types import JSON, JSONObject
 
 # Enough points for a sparkline as wide as any terminal.
 LOSS_HISTORY = 400
@@ -39,7 +41,7 @@ class RankFigures:
     tflops: float | None = None
     mfu: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "rank": self.rank,
             "step": self.step,
@@ -62,7 +64,7 @@ class CurvePoint:
     img_s: tuple[float | None, ...]  # per rank; empty when the record has no "ranks"
 
 
-def rank_figures(record: dict[str, Any]) -> list[RankFigures]:
+def rank_figures(record: Mapping[str, object]) -> list[RankFigures]:
     """Every rank's figures in a train record (empty when it carries no "ranks" object)."""
     ranks = record.get("ranks")
     if not isinstance(ranks, dict):
@@ -147,7 +149,7 @@ class TrainingProgress:
     # Gradient bytes each rank handed to the all-reduce per step (the trainer's hook counts them).
     allreduce_bytes: float | None = None
     epochs: int | None = None  # the --epochs asked for
-    eval: dict[str, Any] = field(default_factory=dict)
+    eval: dict[str, object] = field(default_factory=dict)
     losses: deque[float] = field(default_factory=lambda: deque(maxlen=LOSS_HISTORY))
     lines_parsed: int = 0
     finished: str = ""  # "done" or "stopped" once the trainer says so
@@ -226,7 +228,7 @@ class TrainingProgress:
         return " · ".join(parts) if parts else "metrics seen, no values yet"
 
 
-def parse_metric_line(line: str) -> dict[str, Any] | None:
+def parse_metric_line(line: str) -> JSONObject | None:
     """Return the JSON object on a metric line, or None for any other line.
 
     The trainer prints one JSON object per line with a "kind" key; lines may carry a prefix
@@ -236,7 +238,7 @@ def parse_metric_line(line: str) -> dict[str, Any] | None:
     if start < 0 or '"kind"' not in line:
         return None
     try:
-        record = json.loads(line[start:].strip())
+        record: JSON = json.loads(line[start:].strip())
     except ValueError:
         return None
     if not isinstance(record, dict) or not isinstance(record.get("kind"), str):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
 
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
@@ -100,7 +99,7 @@ class Gpu:
     memory_used_mib: float | None
     memory_total_mib: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "index": self.index,
             "util_percent": self.util_percent,
@@ -140,7 +139,7 @@ class PodResources:
         fraction = self.memory_fraction
         return fraction is not None and fraction >= MEMORY_WARN
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "pod": self.pod,
             "phase": self.phase,
@@ -167,7 +166,7 @@ class TopReport:
     def exit_code(self) -> int:
         return 1 if any(p.error for p in self.pods) else 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"job": self.job, "pods": [p.to_dict() for p in self.pods]}
 
 

@@ -8,9 +8,8 @@ data wait and images/s; runai_tui.knowledge.progress). The diagnosis turns each 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from runai_tui.knowledge.progress import RankFigures, parse_metric_line, rank_figures
 
@@ -71,7 +70,7 @@ class Straggler:
             return f"{DATA_FIX}; if that is not it, {SLOW_FIX}"
         return DATA_FIX if self.starved else SLOW_FIX
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "rank": self.rank,
             "line": self.line,
@@ -86,7 +85,7 @@ class Straggler:
         }
 
 
-def find_stragglers(records: Iterable[tuple[int, dict[str, Any]]]) -> list[Straggler]:
+def find_stragglers(records: Iterable[tuple[int, Mapping[str, object]]]) -> list[Straggler]:
     """The stragglers among the ranks of the newest NEWEST train records `(line, record)`
     (oldest first) that carry every rank's figures. The newest world size decides: records of
     another world size (a resume on fewer pods) are left out.

@@ -12,7 +12,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from runai_tui.knowledge.diagnose.codes import line_codes, make_finding
 from runai_tui.knowledge.diagnose.nccl_net import (
@@ -64,7 +64,7 @@ class PodHealth:
     device: str = ""
     lines: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"pod": self.pod, "transport": self.transport, "device": self.device}
 
 

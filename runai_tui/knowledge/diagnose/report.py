@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from runai_tui.knowledge.diagnose import detectors, waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
@@ -44,7 +43,7 @@ class Diagnosis:
                 seen.append(f.code)
         return seen
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """`diagnose --json`: {"pods": [...], "findings": [...]}."""
         return {
             "pods": [p.to_dict() for p in self.pods],
@@ -52,7 +51,7 @@ class Diagnosis:
         }
 
 
-def finding_dict(f: Finding) -> dict[str, Any]:
+def finding_dict(f: Finding) -> dict[str, object]:
     """A finding as `diagnose --json` gives it."""
     return {
         "code": f.code,
