@@ -93,3 +93,14 @@ def test_resubmits_difference_is_compares_view_of_the_two_argvs() -> None:
     rows = {(r.key, r.a, r.b) for r in argv_diff(before, after)}
     assert ("name", "a", "a-2") in rows
     assert ("args --lr", "-", "0.01") in rows
+
+
+def test_compare_finds_the_run_directory_from_the_same_reading() -> None:
+    from runai_tui.knowledge.run_sources import DEFAULT_OUTPUT_DIR, output_dir
+
+    pods = [{"command": ["python", "-m", "trainer", "--output-dir", "o"]}]
+    found = read_submission(described("j", {"workingDir": "/w"}, pods))
+    assert output_dir(found, None) == "/w/o"
+    plain = read_submission(described("j", {"workingDir": "/w"}))
+    assert output_dir(plain, ["--", "sh", "x.sh", "--output-dir=/abs"]) == "/abs"
+    assert output_dir(plain, None) == f"/w/{DEFAULT_OUTPUT_DIR}"
