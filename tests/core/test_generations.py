@@ -16,6 +16,7 @@ import pytest
 
 from runai_tui import cli_generations as G
 from runai_tui.cli_generations import V2_EARLY, V2_LATE
+from runai_tui.models import VERB_PHASES, Phase, normalize_phase
 from runai_tui.runai.installed import COMMANDS, cache_path, parse_help
 from tests.fake_runai import help_pages
 from tests.fakes import fake_runai, rule
@@ -236,6 +237,26 @@ JOBS = [
     {"name": "broke", "phase": "Failed"},
     {"name": "held", "phase": "Stopped"},
 ]
+
+
+def test_a_live_or_waiting_job_suspends_and_a_stopped_one_resumes() -> None:
+    # The REST phases (docs/runai-cli.md §2.7); the other verbs apply in any phase.
+    assert {p for p in Phase if p.allows("suspend")} == {
+        Phase.CREATING,
+        Phase.INITIALIZING,
+        Phase.PENDING,
+        Phase.RUNNING,
+        Phase.DEGRADED,
+        Phase.RESUMING,
+        Phase.UPDATING,
+    }
+    assert {p for p in Phase if p.allows("resume")} == {Phase.STOPPED}
+    assert normalize_phase("Suspended").can_resume  # CLI v1's word for it
+    assert all(p.allows("delete") for p in Phase)
+    assert VERB_PHASES["suspend"] == (
+        "suspend applies to running or waiting jobs "
+        "(Creating, Degraded, Initializing, Pending, Resuming, Running, Updating)"
+    )
 
 
 def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits(
