@@ -20,8 +20,8 @@ from tests.tui.helpers import RecordingApp, wait_for
 from tests.tui.screen_text import screen_text
 
 # The smallest real run: 2-process DDP (retinanet-local's master and worker), a ResNet-18
-# RetinaNet on 64-pixel synthetic images, two steps. The sweep's jobs share the output dir, so
-# none resumes another's checkpoint (`--resume none`).
+# RetinaNet on 64-pixel synthetic images, two steps (the sweep gives each job its own
+# --output-dir under this one).
 TINY = textwrap.dedent(
     """\
     extends: retinanet-local
@@ -29,7 +29,7 @@ TINY = textwrap.dedent(
     args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
            --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size, "2",
            --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1",
-           --eval-every, "1", --amp, none, --device, cpu, --resume, none,
+           --eval-every, "1", --amp, none, --device, cpu,
            --output-dir, /data/runs/cmpsw]
     """
 )
@@ -66,10 +66,13 @@ def check_cli(sweep: str, names: list[str]) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["sweep"] == sweep and [job["label"] for job in doc["jobs"]] == names
+    assert all(job["lacks"] == [] for job in doc["jobs"])  # each its own run.json, read
     rows = {row["key"]: row for row in doc["rows"]}
     assert doc["rows"][0]["section"] == "grid"
     assert rows["trainer.lr"]["cells"] == dict(zip(names, LRS, strict=True))
     assert "args --lr" not in rows  # the grid's row says it
+    dirs = rows["args --output-dir"]["cells"]
+    assert dirs == {name: f"/data/runs/cmpsw/{name}" for name in names}
     assert rows["ended"]["cells"] == dict.fromkeys(names, "done")
     last = rows["last step"]["cells"]["cmpsw-1"]
     assert last.isdigit() and rows["last step"]["cells"] == dict.fromkeys(names, last)
