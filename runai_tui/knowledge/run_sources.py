@@ -19,11 +19,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from runai_tui import submission_record
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
-from runai_tui.knowledge.submitted import Submission, read_submission
+from runai_tui.knowledge.submitted import JobSubmission, read_submission
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -61,7 +60,7 @@ def _json_object(text: str) -> dict[str, Any]:
     return data
 
 
-def output_dir(found: Submission, argv: list[str] | None) -> str:
+def output_dir(found: JobSubmission, argv: list[str] | None) -> str:
     """The trainer's --output-dir from the master's command (else the argv), made absolute
     against the working directory; the trainer's default when neither says."""
     base = found.working_dir
@@ -77,16 +76,13 @@ def output_dir(found: Submission, argv: list[str] | None) -> str:
     return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
 
 
-def sweep_of(found: Submission) -> tuple[str | None, dict[str, str]]:
+def sweep_of(found: JobSubmission) -> tuple[str | None, dict[str, str]]:
     """A sweep's job's sweep ID and combination of the grid (FIELD -> VALUE), from its
     submission record: the N-way table's title and first rows. (None, {}) for a job of no sweep,
     or a record that cannot be read (compare then shows the settings that differ, as for any
     job)."""
-    if found.record is None:
-        return None, {}
-    try:
-        record = submission_record.decode(found.record)
-    except ValueError:
+    record = found.decoded_record()
+    if record is None:
         return None, {}
     return record.sweep, dict(record.values)
 

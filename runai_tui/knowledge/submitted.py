@@ -55,7 +55,7 @@ def _strings(value: object) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class Submission:
+class JobSubmission:
     """What describe shows of a job's submission: its jobspec (`spec`), the submit argv the
     cluster kept (`argv`, the local cluster's `spec.submitArgv`; None on a cluster), the
     submission record's text (`record`, None when runai-tui did not submit it) and the master
@@ -139,7 +139,7 @@ class Submission:
         return Submitted(profile, record.sets, how, borrowed, unknown)
 
 
-def read_submission(detail: JobDetail) -> Submission:
+def read_submission(detail: JobDetail) -> JobSubmission:
     """The job's submission as describe's raw document shows it."""
     raw = detail.raw or {}
     spec = raw.get("spec")
@@ -150,7 +150,7 @@ def read_submission(detail: JobDetail) -> Submission:
         for pod in (pods if isinstance(pods, list) else [])
         if isinstance(pod, dict) and (command := _strings(pod.get("command")))
     ]
-    return Submission(
+    return JobSubmission(
         job=detail.job.name,
         spec=spec,
         argv=_strings(spec.get("submitArgv")),
