@@ -15,6 +15,9 @@ from runai_tui.cli.common import client_for
 from runai_tui.duration import parse_duration
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import VERB_PHASES, Phase, normalize_phase
+from runai_tui.runai import runner
+from runai_tui.runai.bulk import Outcome, Selector, act, select
+from runai_tui.sweep import sweep_jobs
 
 if TYPE_CHECKING:
     from runai_tui.models import Job
@@ -53,9 +56,6 @@ def add_arguments(p: argparse.ArgumentParser, verb: str) -> None:
 
 
 def _selector(args: argparse.Namespace) -> Selector | None:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.bulk import Selector
-
     statuses = tuple(s.strip() for given in args.status for s in given.split(",") if s.strip())
     if args.selector is None and not statuses and args.older_than is None and args.sweep is None:
         if not args.jobs:
@@ -91,10 +91,6 @@ def _confirm(names: list[str]) -> bool:
 
 
 def cmd_bulk(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import runner
-    from runai_tui.runai.bulk import act, select
-
     verb = args.command
     selector = _selector(args)
     client = client_for(args)
@@ -112,8 +108,6 @@ def cmd_bulk(args: argparse.Namespace) -> int:
     if selector is not None:
         names = select(jobs or [], selector)
         if args.sweep is not None:
-            from runai_tui.sweep import sweep_jobs  # lazy: the sweep's lookup describes its jobs
-
             names = [n for n in sweep_jobs(client, args.sweep, jobs) if n in set(names)]
         if not names:
             what = selector.describe() + (f", sweep {args.sweep}" if args.sweep else "")
@@ -148,9 +142,6 @@ def cmd_bulk(args: argparse.Namespace) -> int:
 def _not_applicable(verb: str, names: list[str], jobs: list[Job]) -> list[Outcome]:
     """A failed Outcome for each named job whose state `verb` does not apply to (suspending a
     Failed job, resuming a Running one); a name the list lacks is left to runai."""
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.bulk import Outcome
-
     by_name = {job.name: job for job in jobs}
     return [
         Outcome(name, False, f"{name} is {by_name[name].status}: {VERB_PHASES[verb]}")

@@ -9,6 +9,10 @@ from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import RuntimeFailure, UsageError
+from runai_tui.knowledge import diagnose, preflight
+from runai_tui.knowledge import flight_recorder as fr
+from runai_tui.knowledge.remedies import attach_for_job
+from runai_tui.runai import runner
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -39,9 +43,6 @@ def add_preflight_arguments(pf: argparse.ArgumentParser) -> None:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge import diagnose
-
     if args.flight_recorder:
         if args.job or args.logs:
             raise UsageError(
@@ -64,10 +65,6 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
-        # lazy: off the dry-run start-up path; only this command loads it
-        from runai_tui.knowledge.remedies import attach_for_job
-        from runai_tui.runai import runner
-
         client = client_for(args)
         detail = client.describe(args.job)
         report = runner.run_sync(
@@ -86,9 +83,6 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _diagnose_dumps(directory: Path, as_json: bool) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge import flight_recorder as fr
-
     try:
         judgement = fr.judge(fr.read_dir(directory))
     except fr.DumpProblem as problem:
@@ -114,11 +108,6 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge import preflight
-    from runai_tui.knowledge.remedies import attach_for_job
-    from runai_tui.runai import runner
-
     client = client_for(args)
     detail = client.describe(args.job)
     report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))

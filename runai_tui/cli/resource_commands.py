@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import UsageError
+from runai_tui.knowledge import resources
+from runai_tui.runai import runner
 
 
 def add_arguments(tp: argparse.ArgumentParser) -> None:
@@ -29,10 +31,6 @@ def add_arguments(tp: argparse.ArgumentParser) -> None:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge import resources
-    from runai_tui.runai import runner
-
     if args.every <= 0:
         raise UsageError(f"--every {args.every:g}: must be > 0", "e.g. --every 2")
     client = client_for(args)

@@ -7,8 +7,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from runai_tui import resubmit
 from runai_tui.cli.common import add_set_argument, client_for, print_json, settings_for
 from runai_tui.errors import UsageError
+from runai_tui.runai import runner
 from runai_tui.runai.argv import display_argv
 from runai_tui.text import literal
 
@@ -36,10 +38,6 @@ def add_arguments(rs: argparse.ArgumentParser) -> None:
 
 
 def cmd_resubmit(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui import resubmit
-    from runai_tui.runai import runner
-
     if args.json and not (args.dry_run or args.yes):
         raise UsageError("--json goes with --dry-run or --yes", "add --dry-run, or --yes")
     settings = settings_for(args)

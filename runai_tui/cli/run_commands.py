@@ -12,6 +12,11 @@ from typing import Any
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import UsageError
+from runai_tui.knowledge import run_sources
+from runai_tui.knowledge.compare import compare, render, render_table, run_table
+from runai_tui.runai import runner
+from runai_tui.runai.client import Forwarding
+from runai_tui.sweep import sweep_jobs
 from runai_tui.text import literal
 
 
@@ -68,9 +73,6 @@ def parse_ports(text: str) -> tuple[int, int]:
 
 
 def cmd_port_forward(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.client import Forwarding
-
     local, remote = parse_ports(args.ports)
     client = client_for(args)
     for item in client.port_forward(args.job, local, remote, args.pod):
@@ -93,17 +95,11 @@ def _is_dir(text: str, forced: bool) -> bool:
 
 
 def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge import run_sources
-
     if _is_dir(text, args.run_dir):
         path = Path(text)
         if not path.is_dir():
             raise UsageError(f"{text}: no such run directory", "give the trainer's --output-dir")
         return run_sources.read_run_dir(path)
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import runner
-
     return runner.run_sync(run_sources.gather_job(client, text))
 
 
@@ -131,9 +127,6 @@ def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
 
 def sweep_job_names(client: Any, sweep: str) -> list[str]:
     """The jobs of a sweep, by the sweep ID in their submission records; none is a usage error."""
-    # lazy: the sweep module and the runai client stay off the start-up path
-    from runai_tui.sweep import sweep_jobs
-
     names = sweep_jobs(client, sweep)
     if len(names) < 2:
         found = ", ".join(names) or "no job"
@@ -145,9 +138,6 @@ def sweep_job_names(client: Any, sweep: str) -> list[str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge.compare import compare, render, render_table, run_table
-
     needs_client = args.sweep is not None or not all(
         _is_dir(text, args.run_dir) for text in args.runs
     )

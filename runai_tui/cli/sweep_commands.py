@@ -20,6 +20,7 @@ from runai_tui.cli.common import (
 )
 from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import blocking, lint
+from runai_tui.knowledge.plan import make_plan, measure
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
@@ -240,9 +241,6 @@ def _gpus(profile: Profile) -> int:
 
 def _step_time(args: argparse.Namespace, first: Plan, profile: Profile) -> tuple[float | None, str]:
     """Seconds per step and where they come from: a job's records, else --step-time."""
-    # lazy: off the dry-run start-up path; only --plan loads it
-    from runai_tui.knowledge.plan import measure
-
     job = args.job or profile.job_name or profile.name
     note = ""
     try:
@@ -258,9 +256,6 @@ def _step_time(args: argparse.Namespace, first: Plan, profile: Profile) -> tuple
 
 
 def _plan(args: argparse.Namespace, sweep_id: str, prepared: list[submission.Submission]) -> int:
-    # lazy: off the dry-run start-up path; only --plan loads it
-    from runai_tui.knowledge.plan import make_plan
-
     plans = [make_plan(p.profile, args.dataset_size) for p in prepared]
     seconds, source = _step_time(args, plans[0], prepared[0].profile)
     jobs: list[dict[str, Any]] = []

@@ -7,6 +7,8 @@ Logic: runai_tui/knowledge/job_records.py and runai_tui/knowledge/job_end.py.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import csv
 import json
 import sys
 import time
@@ -16,6 +18,15 @@ from typing import TYPE_CHECKING
 from runai_tui.cli.common import client_for, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
+from runai_tui.knowledge.job_records import (
+    metric_columns,
+    metric_rows,
+    read_job_records,
+    read_progress,
+)
+from runai_tui.knowledge.progress import figure_text, job_totals, mfu_text, record_age, tflops_text
+from runai_tui.runai import runner
+from runai_tui.sweep import asweep_jobs
 from runai_tui.text import literal
 
 if TYPE_CHECKING:
@@ -66,17 +77,6 @@ def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge.job_records import read_progress
-    from runai_tui.knowledge.progress import (
-        figure_text,
-        job_totals,
-        mfu_text,
-        record_age,
-        tflops_text,
-    )
-    from runai_tui.runai import runner  # lazy, as above
-
     pod, progress = runner.run_sync(read_progress(client_for(args), args.job))
     if not progress.ranks:
         why = "it has no pods yet" if pod is None else f"no per-rank record in {pod}'s log yet"
@@ -122,17 +122,11 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    # lazy: off the dry-run start-up path; only this command loads it
-    from runai_tui.knowledge.job_records import metric_columns, metric_rows, read_job_records
-    from runai_tui.runai import runner
-
     rows = metric_rows(runner.run_sync(read_job_records(client_for(args), args.job)))
     if args.json:
         print_json(rows)
         return 0
     if args.csv:
-        import csv  # lazy: only this command writes CSV
-
         writer = csv.DictWriter(sys.stdout, fieldnames=metric_columns(rows), lineterminator="\n")
         writer.writeheader()
         for row in rows:
@@ -169,9 +163,6 @@ def _json(value: object) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import runner
-
     if args.target not in TARGETS:
         raise UsageError(
             f"--for {args.target!r}: not one of {', '.join(TARGETS)}",
@@ -214,12 +205,6 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def _wait_sweep(args: argparse.Namespace) -> int:
     """`wait --sweep ID`: every job of the sweep waited on together; one line each, and the
     worst exit of them (0 all reached, 1 one failed or was deleted, 2 one timed out)."""
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    import asyncio
-
-    from runai_tui.runai import runner  # lazy, as above
-    from runai_tui.sweep import asweep_jobs  # lazy, as above
-
     client = client_for(args)
 
     def waiting(name: str) -> Callable[[Phase], None]:
