@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from textual.app import App
 
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.client import RunaiClient
@@ -18,6 +19,7 @@ from runai_tui.tui.screens.compare import RunsCompareScreen, RunsCurves
 from tests.local.test_through_runai_tui import tui
 from tests.tui.helpers import RecordingApp, wait_for
 from tests.tui.screen_text import screen_text
+from tests.tui.showcase import sweep_runs
 
 # The smallest real run: 2-process DDP (retinanet-local's master and worker), a ResNet-18
 # RetinaNet on 64-pixel synthetic images, two steps (the sweep gives each job its own
@@ -143,3 +145,26 @@ async def test_a_sweep_of_three_real_runs_compared_from_the_cli_and_in_the_tui(
         assert all(name in text for name in names)  # the table's header and the legend
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is jobs, "back on the jobs screen")
+
+
+async def test_the_runs_screen_shows_names_as_text_and_toggles_the_log_scale() -> None:
+    # Names and values are text, never markup; `l` puts both plots on a log scale and back.
+    sides = sweep_runs()
+    sides[0].label = "[bold red]not markup[/]"
+    sides[1].values = {"trainer.lr": "[i]0.02[/i]"}
+    app = App[None]()
+    async with app.run_test(size=(140, 60)) as pilot:
+        names = [side.label for side in sides]
+        await app.push_screen(RunsCompareScreen(None, names, "four runs", sides=sides))
+        screen = app.screen
+        assert isinstance(screen, RunsCompareScreen)
+        await wait_for(pilot, lambda: screen.result is not None, "the table")
+        text = screen_text(app)
+        assert "[bold red]not markup[/]" in text and "[i]0.02[/i]" in text
+        curves = screen.query_one(RunsCurves)
+        assert [c.label for c in curves.curves] == names
+        assert curves.border_subtitle == "y: linear · l toggles"
+        await pilot.press("l")
+        assert curves.border_subtitle == "y: log · l toggles"
+        await pilot.press("l")
+        assert curves.border_subtitle == "y: linear · l toggles"
