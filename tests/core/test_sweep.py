@@ -4,12 +4,17 @@ ID, and the record's sweep fields (old records still readable)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from runai_tui import submission_record, sweep
 from runai_tui.errors import UsageError
+from runai_tui.knowledge.plan import make_plan
 from runai_tui.local import jobspec
+from runai_tui.profiles import ProfileStore, apply_overrides
+from tests.core.test_cli import run
+from tests.fakes import fake_runai, rule
 
 
 def test_grid_values_split_on_commas_outside_brackets() -> None:
@@ -97,3 +102,79 @@ def test_a_record_without_a_sweep_reads_as_before() -> None:
     assert "sweep" not in submission_record.Record("p").encode()
     with pytest.raises(ValueError, match="sweep values"):
         submission_record.decode(json.dumps({**old, "sweep": "p.000000", "values": {"a": 1}}))
+
+
+def _without_record(argv: list[str]) -> list[str]:
+    return [w for w in argv if not w.startswith(submission_record.ANNOTATION + "=")]
+
+
+def test_the_dry_run_prints_submits_commands_with_the_sweep_in_each_record() -> None:
+    res = run("sweep", "--profile", "retinanet-local", "--grid", "trainer.lr=0.01,0.02",
+              "--set", "env.NCCL_DEBUG=WARN", "--name", "lr", "--dry-run", "--json",
+              env={"RUNAI_TUI_BACKEND": "local"})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert sweep.id_prefix(doc["sweep"]) == "lr"
+    assert [(j["name"], j["values"]) for j in doc["jobs"]] == [
+        ("lr-1", {"trainer.lr": "0.01"}), ("lr-2", {"trainer.lr": "0.02"}),
+    ]  # fmt: skip
+    for job in doc["jobs"]:
+        rate = job["values"]["trainer.lr"]
+        sets = ["--set", "env.NCCL_DEBUG=WARN", "--set", f"trainer.lr={rate}", "--set",
+                f"trainer.output-dir=/data/runs/retinanet-local/{job['name']}"]  # fmt: skip
+        alone = run("submit", "--profile", "retinanet-local", "--name", job["name"], *sets,
+                    "--dry-run", "--json", env={"RUNAI_TUI_BACKEND": "local"})  # fmt: skip
+        assert _without_record(job["argv"]) == _without_record(json.loads(alone.stdout)["argv"])
+        record = submission_record.decode(
+            submission_record.find({"annotations": dict(
+                w.partition("=")[::2] for w in job["argv"] if w.startswith("runai-tui.io/")
+            )}) or ""
+        )  # fmt: skip
+        assert (record.sweep, record.values, record.name) == (doc["sweep"], job["values"],
+                                                              job["name"])  # fmt: skip
+        assert record.sets[0] == "env.NCCL_DEBUG=WARN"
+
+
+def test_the_sweep_plan_sums_jobs_pods_gpus_and_gpu_hours(tmp_path: Path) -> None:
+    records = "".join(
+        f'{{"kind": "train", "step": {s}, "loss": 1.0, "step_time": 0.5}}\n' for s in (20, 40, 60)
+    )
+    fake = fake_runai(tmp_path, [rule("pytorch", "logs", "retinanet-tcp", stdout=records)])
+    res = run("sweep", "--profile", "retinanet-tcp", "--grid", "trainer.batch-size=2,4",
+              "--grid", "workers=1,2", "--plan", "--json", env=fake.env())  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["step_time"]["seconds"] == 0.5
+    assert doc["step_time"]["source"].startswith("measured from job retinanet-tcp")
+    base = ProfileStore().load("retinanet-tcp")  # 1 GPU a pod, the master's too
+    hours = 0.0
+    for job, (batch, workers) in zip(doc["jobs"], [(2, 1), (2, 2), (4, 1), (4, 2)], strict=True):
+        profile = apply_overrides(base, [f"trainer.batch-size={batch}", f"workers={workers}"])
+        plan = make_plan(profile)
+        assert (job["pods"], job["gpus"]) == (workers + 1, workers + 1)
+        assert (job["global_batch"], job["total_steps"]) == (plan.global_batch, plan.total_steps)
+        assert job["gpu_hours"] == pytest.approx(plan.total_steps * 0.5 / 3600 * (workers + 1))
+        hours += job["gpu_hours"]
+    assert doc["total"] == {"jobs": 4, "pods": 10, "gpus": 10, "hours": pytest.approx(
+        sum(j["hours"] for j in doc["jobs"])), "gpu_hours": pytest.approx(hours)}  # fmt: skip
+    text = run("sweep", "--profile", "retinanet-tcp", "--grid", "trainer.batch-size=2,4",
+               "--plan", "--step-time", "2", "--job", "ghost", env=fake.env())  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert "in all: 2 jobs, 6 pods, 6 GPUs; " in text.stdout
+    assert "step time: --step-time 2 s (estimate; measured: " in text.stdout
+    assert "note: the jobs' batches differ" in text.stdout
+
+
+def test_usage_errors_say_one_line_and_exit_2() -> None:
+    cases = [
+        (["--grid", "trainer.lr=1", "--job", "x"], "--dataset-size, --job and --step-time go"),
+        (["--grid", "trainer.lrr=1,2"], "--grid trainer.lrr: not a flag of the trainer"),
+        (["--grid", "trainer.lr=1", "--set", "workers=x"], "--set workers=x: workers: 'x'"),
+        (["--grid", "trainer.lr=1", "--name", "Bad"], "job name 'Bad-1'"),
+    ]
+    for extra, said in cases:
+        res = run("sweep", "--profile", "retinanet-local", "--dry-run", *extra,
+                  env={"RUNAI_TUI_BACKEND": "local"})  # fmt: skip
+        assert res.returncode == 2, (extra, res.stderr)
+        assert res.stderr.startswith(f"error: {said}"), (extra, res.stderr)
+        assert "Traceback" not in res.stderr

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
-from runai_tui.errors import RunaiError
+from runai_tui.errors import Failure, RunaiError
 from runai_tui.models import VERB_PHASES, Job, Phase
 from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.health_view import BACKGROUND_TAIL
@@ -352,7 +352,7 @@ class JobsScreen(AppScreen[None]):
                 if found is None
                 else await asweep_jobs(self.tui.client, found, list(self.table.jobs.values()))
             )
-        except RunaiError as exc:
+        except Failure as exc:  # a runai error, a timeout, an ID this version cannot read
             self.notify(exc.message, severity="error", markup=False)
             return
         if found is None:
