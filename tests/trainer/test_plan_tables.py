@@ -232,3 +232,20 @@ def test_trainer_settings_reach_the_trainer_as_set() -> None:
     assert plan.parse_trainer_args(words).values == {
         name: getattr(cfg, name) for name in plan.TRAINER_DEFAULTS
     }
+
+
+@pytest.mark.parametrize("name", ["retinanet-local", "retinanet-tcp", "retinanet-rdma"])
+def test_a_shipped_profiles_trainer_words_are_a_valid_trainer_config(name: str) -> None:
+    """The real-run tests on the local cluster shrink the model, the images and the precision
+    with `--set trainer.*` (tests/local/test_hang_rank.py); that the shipped profile's own words
+    are a run the trainer takes is shown here, by the trainer's own parser and validation."""
+    from runai_tui.knowledge.trainer_facts import trainer_args
+    from runai_tui.profiles import ProfileStore
+    from trainer.config import parse_config
+
+    words = trainer_args(ProfileStore().load(name))
+    assert words is not None
+    cfg = parse_config(words)
+    assert cfg.model == "retinanet_resnet50_fpn_v2"
+    if name == "retinanet-local":  # what the shrunk runs replace
+        assert (cfg.dataset, cfg.min_size, cfg.amp, cfg.max_steps) == ("synthetic", 128, "bf16", 20)
