@@ -15,12 +15,15 @@ from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import format_gpus, format_pods
 from runai_tui.profiles import ProfileStore
-from runai_tui.runai import installed
+from runai_tui.runai import installed, pod_logs, runner
+from runai_tui.runai.backend import select_backend
+from runai_tui.runai.client import RunaiClient
+from runai_tui.runai.interactive import run_interactive
+from runai_tui.sweep import sweep_jobs
 from runai_tui.text import natural_key
 
 if TYPE_CHECKING:
     from runai_tui.config import Settings
-    from runai_tui.runai.client import RunaiClient
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
@@ -72,8 +75,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     # Names as people read them (`t2` before `t10`), as the TUI's jobs table sorts them.
     jobs = sorted(client.list_jobs(), key=lambda job: natural_key(job.name))
     if args.sweep is not None:
-        from runai_tui.sweep import sweep_jobs  # lazy: the sweep's lookup describes its jobs
-
         kept = set(sweep_jobs(client, args.sweep, jobs))
         jobs = [job for job in jobs if job.name in kept]
     if args.json:
@@ -122,9 +123,6 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import runner
-
     if args.tail is not None and args.tail < 0:
         raise UsageError(f"--tail {args.tail}: give 0 or more lines", "e.g. --tail 100")
     client = client_for(args)
@@ -145,9 +143,6 @@ async def _log_lines(
 ) -> AsyncGenerator[str, None]:
     """The lines `logs` prints: one pod's, or every pod's prefixed by `[POD]`; after waiting for
     a Pending pod when following (said once on stderr)."""
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import pod_logs
-
     choice = pod_logs.LogChoice(args.follow, args.tail, since, args.previous)
     pod: str | None = args.pod
     detail = None
@@ -176,9 +171,6 @@ async def _log_lines(
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.interactive import run_interactive
-
     cmd = list(args.cmd)
     client = client_for(args)
     client.capabilities_for("exec")  # CLI v1 is refused before the command is built
@@ -235,10 +227,6 @@ def _info(args: argparse.Namespace) -> dict[str, Any]:
 
 def _backend_info(settings: Settings, timeout: float) -> dict[str, Any]:
     """The `backend` entry (and `runai_cli` when there is a backend) of `info`'s document."""
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.backend import select_backend
-    from runai_tui.runai.client import RunaiClient
-
     try:
         backend = select_backend(settings.backend.value)
     except RunaiError as exc:
@@ -291,9 +279,6 @@ def _print_info(info: dict[str, Any]) -> None:
 
 def _detected(client: RunaiClient) -> dict[str, Any]:
     """What runai-tui learned about the installed CLI: each capability and its source."""
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai import runner
-
     try:
         caps = client.capabilities_for(*installed.COMMANDS)
         if caps.override is None:
