@@ -21,10 +21,11 @@ def test_trainer_defaults_and_flags_match_the_config() -> None:
         kind = str(fields[name].type).replace(" | None", "")
         assert kind == plan.TRAINER_TYPES[name].__name__, name
     assert set(plan.TRAINER_TYPES) == set(plan.TRAINER_DEFAULTS)
-    # Every flag the plan reads is one of the trainer's (the flag table is checked against the
-    # trainer's parser below).
-    flags = set(trainer_facts.TRAINER_FLAGS)
-    assert {name.replace("_", "-") for name in plan.TRAINER_DEFAULTS} <= flags
+    # Every flag the plan reads is one of the flag table's, of the same kind (that table is
+    # checked against the trainer's own parser below).
+    for name, kind in plan.TRAINER_TYPES.items():
+        flag = trainer_facts.TRAINER_FLAGS[name.replace("_", "-")]
+        assert flag.kind in (kind.__name__, "switch" if kind is str else ""), name
     assert {k: v.lr for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
 
 
