@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, validate_data
@@ -69,14 +69,14 @@ class Record:
 
     profile: str
     sets: tuple[str, ...] = ()
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, object] = field(default_factory=dict)
     name: str | None = None
     redacted: tuple[str, ...] = ()
     sweep: str | None = None
     values: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> str:
-        doc: dict[str, Any] = {"v": VERSION, "profile": self.profile}
+        doc: dict[str, object] = {"v": VERSION, "profile": self.profile}
         if self.name is not None:
             doc["name"] = self.name
         doc |= {"sets": list(self.sets), "data": self.data}
@@ -176,14 +176,14 @@ def decode(text: str) -> Record:
     return Record(profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values))
 
 
-def find(document: Any) -> str | None:
+def find(document: object) -> str | None:
     """The annotation's value anywhere in describe's JSON (`spec.annotations` on the local
     cluster; Run:ai versions nest pod annotations differently): None when absent."""
     if isinstance(document, dict):
         notes = document.get("annotations")
         if isinstance(notes, dict) and isinstance(notes.get(ANNOTATION), str):
             return str(notes[ANNOTATION])
-        children: list[Any] = list(document.values())
+        children: list[object] = list(document.values())
     elif isinstance(document, list):
         children = document
     else:

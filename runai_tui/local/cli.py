@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, BinaryIO, TypeAlias, TypeVar
 
 from runai_tui import __version__
 from runai_tui.local import flags as F
@@ -33,6 +33,7 @@ from runai_tui.local.state import JobSpec, PodSpec, PodStatus
 from runai_tui.quantity import memory_bytes
 
 PROG = "runai-local"
+T = TypeVar("T")
 FOLLOW_POLL_SECONDS = 0.2
 
 
@@ -152,7 +153,7 @@ DEFAULT_POD_LIMIT = 10
 DEFAULT_EVENT_LIMIT = 50
 
 
-def _limited(items: list[Any], limit: int | None, default: int) -> list[Any]:
+def _limited(items: list[T], limit: int | None, default: int) -> list[T]:
     limit = default if limit is None else limit
     return items if limit < 0 else items[:limit]
 
@@ -375,7 +376,7 @@ def _offset_since(times: Path, cutoff: float, data: bytes) -> int:
     return start
 
 
-def _copy_new(path: Path, offset: int, inode: int, out: Any) -> tuple[int, int]:
+def _copy_new(path: Path, offset: int, inode: int, out: BinaryIO) -> tuple[int, int]:
     """Copy what was added to PATH since OFFSET; a new file (a restart, a resume) from its
     start. Returns the new (offset, inode)."""
     try:

@@ -53,7 +53,7 @@ class LocalConfig:
         return ["local"] if self.nodes <= 1 else [f"local-{i}" for i in range(self.nodes)]
 
 
-def _slow_nodes(source: str, value: Any) -> dict[str, float]:
+def _slow_nodes(source: str, value: object) -> dict[str, float]:
     """{node: share} from a mapping or `NODE=SHARE,NODE=SHARE`; a share is above 0, below 1."""
     if isinstance(value, str):
         pairs = [item.partition("=")[::2] for item in value.split(",") if item.strip()]
@@ -74,7 +74,7 @@ def _slow_nodes(source: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _shm_size(source: str, value: Any) -> str:
+def _shm_size(source: str, value: object) -> str:
     """`64Mi` (or `64M`, `1Gi`, a byte count) as a tmpfs size option (`64m`); "" when unset."""
     text = str(value or "").strip()
     if not text:
@@ -89,7 +89,7 @@ def config_path() -> Path:
     return paths.local_config_file()
 
 
-def _number(source: str, name: str, value: Any, kind: type) -> Any:
+def _number(source: str, name: str, value: object, kind: type) -> Any:
     try:
         number = kind(value)
     except (TypeError, ValueError):
@@ -103,7 +103,7 @@ def _number(source: str, name: str, value: Any, kind: type) -> Any:
 
 
 def load_config() -> LocalConfig:
-    raw: dict[str, Any] = {}
+    raw: dict[str, object] = {}
     path = config_path()
     if path.is_file():
         import yaml  # only when a config file exists: keeps `runai-local list` fast
