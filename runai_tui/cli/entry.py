@@ -45,8 +45,14 @@ _RUN = "runai_tui.cli.run_commands"
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("submit", "submit a job from a profile", _PROFILES),
     Subcommand("profiles", "list, show, validate and create profiles", _PROFILES),
-    Subcommand("lint", "check profiles for what breaks or slows a job", _PROFILES),
-    Subcommand("plan", "the distributed plan: world size, batch, lr, steps, comms", _PROFILES),
+    Subcommand(
+        "lint", "check profiles for what breaks or slows a job", "runai_tui.cli.lint_commands"
+    ),
+    Subcommand(
+        "plan",
+        "the distributed plan: world size, batch, lr, steps, comms",
+        "runai_tui.cli.lint_commands",
+    ),
     Subcommand(
         "sweep",
         "submit a grid of jobs from one profile (--grid FIELD=V1,V2), or plan it",

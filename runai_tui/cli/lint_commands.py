@@ -1,0 +1,129 @@
+"""`lint` and `plan`: what a profile would break or slow, and its distributed plan, before it
+runs (runai_tui/knowledge/checks.py, remedies.py and plan.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from runai_tui.cli.common import add_set_argument, client_for, print_json
+from runai_tui.errors import Failure, UsageError
+from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
+from runai_tui.knowledge.plan import make_plan, measure
+from runai_tui.knowledge.remedies import attach, remedy_dict, remedy_line
+from runai_tui.profiles import Profile, ProfileError, ProfileStore, apply_overrides
+
+_SET_FIRST = "override a field first, as submit does (repeatable)"
+
+
+def add_lint_arguments(li: argparse.ArgumentParser) -> None:
+    """`lint` (runai_tui/knowledge/checks.py)."""
+    li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
+    add_set_argument(li, _SET_FIRST)
+    li.add_argument("--json", action="store_true", help='{"findings": [...]}')
+
+
+def add_plan_arguments(pl: argparse.ArgumentParser) -> None:
+    """`plan` (runai_tui/knowledge/plan.py)."""
+    pl.add_argument("profile", metavar="PROFILE")
+    add_set_argument(pl, _SET_FIRST)
+    pl.add_argument(
+        "--dataset-size", type=int, metavar="N", help="train images (default: documented size)"
+    )
+    pl.add_argument(
+        "--json", action="store_true", help="one JSON object (keys: see docs/profiles.md)"
+    )
+    pl.add_argument(
+        "--job", metavar="JOB", help="measure step time from this job (default: the job name)"
+    )
+    pl.add_argument("--no-measure", action="store_true", help="do not look for a job's records")
+
+
+def _lint_targets(
+    store: ProfileStore, targets: list[str], sets: list[str]
+) -> tuple[list[tuple[str, Profile]], int]:
+    """Load each target (name or path) with overrides: ([(label, profile)], problems reported)."""
+
+    loaded, problems = [], 0
+    for target in targets or store.names():
+        try:
+            if target.endswith((".yaml", ".yml")) or os.sep in target:
+                profile = store.load_path(Path(target))
+            else:
+                profile = store.load(target)
+            if sets:
+                profile = apply_overrides(profile, sets)
+            loaded.append((target, profile))
+        except ProfileError as exc:
+            for problem in exc.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            problems += len(exc.problems)
+        except UsageError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            if exc.hint:
+                print(f"hint: {exc.hint}", file=sys.stderr)
+            problems += 1
+    return loaded, problems
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
+    found = []
+    for label, profile in loaded:
+        findings = lint(profile)
+        attach(findings, profile)
+        found += [(label, finding) for finding in findings]
+    if args.json:
+        print_json(
+            {
+                "findings": [
+                    {**finding_dict(label, finding), "remedy": remedy_dict(finding)}
+                    for label, finding in found
+                ]
+            }
+        )
+    else:
+        for label, finding in found:
+            print(finding_line(label, finding))
+            if finding.remedy is not None:
+                print(f"  {remedy_line(finding.remedy)}")
+        counts = {s: sum(1 for _, f in found if f.severity == s) for s in ("error", "warning")}
+        infos = len(found) - sum(counts.values())
+        print(
+            f"{len(loaded)} profile(s) checked: {counts['error']} error(s), "
+            f"{counts['warning']} warning(s), {infos} info",
+            file=sys.stderr,
+        )
+    if problems:
+        return 2
+    return exit_code(finding for _, finding in found)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    profile = ProfileStore().load(args.profile)
+    if args.sets:
+        profile = apply_overrides(profile, args.sets)
+    plan = make_plan(profile, args.dataset_size)
+    if not args.no_measure:
+        job = args.job or profile.job_name or profile.name
+        try:
+            plan = measure(plan, client_for(args), job)
+        except Failure as exc:  # no runai, not logged in: the plan stands without a measure
+            plan.measure_note = f"none ({exc.message})"
+    if args.json:
+        print_json(plan.to_dict())
+    else:
+        print("\n".join(plan.lines()))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"lint": cmd_lint, "plan": cmd_plan}
+
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "lint": add_lint_arguments,
+    "plan": add_plan_arguments,
+}
