@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -43,8 +44,7 @@ def backend_for(args: argparse.Namespace) -> Backend:
 
 
 def client_for(args: argparse.Namespace) -> RunaiClient:
-    # lazy: the runai client, asyncio and subprocess stay off the start-up path
-    from runai_tui.runai.client import RunaiClient
+    from runai_tui.runai.client import RunaiClient  # off the dry run (docs/performance.md)
 
     settings = settings_for(args)
     return RunaiClient(
@@ -76,8 +76,6 @@ def add_set_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    import json  # lazy: only --json output needs it (the dry run prints none)
-
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
