@@ -23,6 +23,7 @@ from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS
 from runai_tui.models import JobDetail
 from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
+from runai_tui.profiles.fields import Field
 
 # `runai … submit` words before the job name, and flags that are not profile fields but that a
 # resubmit may drop without changing the job (the project is chosen again; the record is new).
@@ -206,18 +207,24 @@ def flag_pairs(words: Sequence[str], kind: Callable[[str], str]) -> list[tuple[s
     return out
 
 
+# The field table by runai flag: a field's own flag, and the flags of a field's parts (`--cpu`
+# of `cpu.request`).
+_BY_FLAG = {row.flag: row for row in FIELDS if row.flag and not row.sub}
+_BY_SUB = {s.flag: (row, s) for row in FIELDS for s in row.sub}
+
+
+def _field_of(flag: str) -> Field | None:
+    return _BY_FLAG.get("-e" if flag == "--environment-variable" else flag)
+
+
 def _runai_kind(flag: str) -> str:
     """A runai submit flag's kind, from the field table."""
     if flag == "--command":
         return SWITCH
-    if flag in _DROPPED or flag in ("-e", "--environment-variable", "--annotation"):
-        return VALUE
-    for row in FIELDS:
-        if row.flag == flag and not row.sub:
-            return SWITCH if row.emit == "switch" else VALUE
-        if any(s.flag == flag for s in row.sub):
-            return VALUE
-    return GUESS
+    row = _field_of(flag)
+    if row is not None:
+        return SWITCH if row.emit == "switch" else VALUE
+    return VALUE if flag in _BY_SUB or flag in _DROPPED else GUESS
 
 
 def runai_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -268,8 +275,6 @@ def data_from_argv(argv: Sequence[str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if words and not is_flag(words[0]):
         data["job_name"] = words.pop(0)
-    by_flag = {row.flag: row for row in FIELDS if row.flag and not row.sub}
-    by_sub = {s.flag: (row, s) for row in FIELDS for s in row.sub}
     command = False
     for flag, value in runai_pairs(words):
         if flag == "--command":
@@ -277,16 +282,16 @@ def data_from_argv(argv: Sequence[str]) -> dict[str, Any]:
             continue
         if not flag:
             raise ValueError(f"{value!r} is no flag's value")
-        row = by_flag.get("-e" if flag == "--environment-variable" else flag)
+        row = _field_of(flag)
         if row is not None and row.emit == "switch":
             data[row.name] = True
             continue
-        if value is None and (row is not None or flag in by_sub or flag in _DROPPED):
+        if value is None and (row is not None or flag in _BY_SUB or flag in _DROPPED):
             raise ValueError(f"{flag}: no value after it")
         if flag in _DROPPED or (flag == "--annotation" and str(value).startswith(_RECORD)):
             continue  # the record says how, not what, was submitted
-        if flag in by_sub:
-            parent, sub = by_sub[flag]
+        if flag in _BY_SUB:
+            parent, sub = _BY_SUB[flag]
             data.setdefault(parent.name, {})[sub.name] = _scalar(str(value), False)
             continue
         if row is None or value is None:
