@@ -198,8 +198,7 @@ def flag_pairs(words: Sequence[str], kind: Callable[[str], str]) -> list[tuple[s
             out.append((flag, inline))
             continue
         how = kind(flag)
-        takes = how == VALUE or (how == GUESS and i < len(words) and not is_flag(words[i]))
-        if how != SWITCH and takes and i < len(words):
+        if i < len(words) and (how == VALUE or (how == GUESS and not is_flag(words[i]))):
             out.append((flag, words[i]))
             i += 1
         else:
