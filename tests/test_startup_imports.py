@@ -2,13 +2,12 @@
 `runai-tui submit --dry-run` imports (benchmarks/fig_cli.py times it) and of what the TUI loads
 before its first paint (benchmarks/fig_tui_paint.py), not a timing.
 
-The modules below are the lazy imports that matter (tens of milliseconds, or a whole UI or
-framework): the process machinery, the client, the TUI and torch, the knowledge each command
-loads for itself, the screens opened on demand; and the smaller ones the two figures were trimmed
-of when they sat on their ceilings (the other commands' modules, the profiles before the first
-paint; docs/performance.md, Start-up). Plain Python (typing, dataclasses, NamedTuples) is
-welcome on these paths. Every other import sits at the top of its module: an import inside a function says
-why on the line above it (or its own line)."""
+The modules below are what these paths leave out (tens of milliseconds, or a whole UI or
+framework): the process machinery, the client, the TUI and torch; the other commands' modules
+with what they import at their tops (the subcommand table); the screens opened on demand; the
+profiles before the first paint (docs/performance.md, Start-up). Plain Python (typing,
+dataclasses) is welcome on these paths. Every other import sits at the top of its module: an
+import inside a function says why on the line above it (or its own line)."""
 
 from __future__ import annotations
 
@@ -29,7 +28,8 @@ HEAVY = [
     "textual",
     "rich",
     "torch",
-    # What single commands load for themselves (lazy in runai_tui/cli/*_commands.py).
+    # What other commands' modules import (at their tops: entry.py imports only the module of the
+    # command that runs).
     "runai_tui.runai.runner",
     "runai_tui.runai.bulk",
     "runai_tui.runai.interactive",
@@ -44,7 +44,6 @@ HEAVY = [
     "runai_tui.knowledge.resources",
     "runai_tui.knowledge.flight_recorder",
     "runai_tui.knowledge.run_sources",
-    "runai_tui.profiles.docs",
     "runai_tui.resubmit",
     "runai_tui.tui",
     # The other commands' modules: entry.py imports only the module of the command that runs.
@@ -55,6 +54,7 @@ HEAVY = [
     "runai_tui.cli.resource_commands",
     "runai_tui.cli.resubmit_commands",
     "runai_tui.cli.run_commands",
+    "runai_tui.cli.lint_commands",
     "runai_tui.knowledge.job_end",
     # The dry run checks no CLI's flags and reads no CLI cache. (It does build the submission
     # record, with json: it prints the argv the submit sends.)

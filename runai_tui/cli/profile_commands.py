@@ -22,6 +22,7 @@ from runai_tui.cli.common import (
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.checks import blocking, lint
 from runai_tui.profiles import ProfileError, ProfileStore
+from runai_tui.profiles.docs import field_rows
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
 
@@ -143,9 +144,6 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"Created {path}")
         return 0
     if action == "fields":
-        # lazy: off the dry-run start-up path; only this command loads it
-        from runai_tui.profiles.docs import field_rows
-
         print(table([list(row) for row in field_rows()], ["FIELD", "FLAG", "CLI", "WHAT"]))
         return 0
     raise UsageError(f"unknown profiles action {action!r}")
