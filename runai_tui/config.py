@@ -16,6 +16,7 @@ key, the value and the fix.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -29,6 +30,11 @@ from runai_tui import paths
 from runai_tui.cli_generations import parse_override
 from runai_tui.errors import UsageError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
 BACKEND_CHOICES = ("auto", "runai", "local")
@@ -38,6 +44,7 @@ ENV_REFRESH = "RUNAI_TUI_REFRESH"
 ENV_NOTIFY = "RUNAI_TUI_NOTIFY"
 ENV_RUNAI_CLI = "RUNAI_TUI_RUNAI_CLI"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_TOML_LINE_RE = re.compile(r"at line (\d+)")  # where tomllib's error message says it is
 
 
 T = TypeVar("T")
@@ -57,15 +64,16 @@ class Setting(Generic[T]):
         return self.source.startswith("flag ")
 
 
-class Settings(NamedTuple):
+@dataclass(frozen=True)
+class Settings:
     """Each Setting, and the config `file` consulted (it may not exist)."""
 
     backend: Setting[str]
     project: Setting[str | None]
     refresh: Setting[float]
-    file: Path
     notify: Setting[bool]
-    runai_cli: Setting[str | None] = Setting("runai_cli", None, "default")
+    runai_cli: Setting[str | None]
+    file: Path
 
     def all(self) -> list[Setting[Any]]:
         return [self.backend, self.project, self.refresh, self.notify, self.runai_cli]
@@ -151,14 +159,10 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
         raise UsageError(
             f"{path}: cannot read the config file: {reason}", f"fix or remove {path}"
         ) from None
-    if sys.version_info >= (3, 11):  # imported only when there is a file to read
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"at line (\d+)", str(exc))
+        found = _TOML_LINE_RE.search(str(exc))
         where = f"{path}:{found.group(1)}" if found else str(path)
         raise UsageError(
             f"{where}: not valid TOML: {exc}",
@@ -167,8 +171,6 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
     lines = {key: _line_of(text, key) for key in data}
     for key in data:
         if key not in KEYS:
-            import difflib  # lazy: only an unknown key needs it
-
             close = difflib.get_close_matches(key, KEYS, n=1)
             line = lines[key]
             where = f"{path}:{line}" if line else str(path)
@@ -219,10 +221,10 @@ def load_settings(
             raise UsageError(f"{where}: {exc}", fix) from None
         resolved[name] = Setting(name, value, source)
     return Settings(
-        resolved["backend"],
-        resolved["project"],
-        resolved["refresh"],
-        path,
-        resolved["notify"],
-        resolved["runai_cli"],
+        backend=resolved["backend"],
+        project=resolved["project"],
+        refresh=resolved["refresh"],
+        notify=resolved["notify"],
+        runai_cli=resolved["runai_cli"],
+        file=path,
     )
