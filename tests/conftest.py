@@ -65,11 +65,38 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
+# The longest modules, longest first: each module's summed test durations in a whole-suite run
+# (3 workers on 2 cores, docs/performance.md "The test suite"). Re-measure when a real run is
+# added or cut: a long module handed out late is the suite's tail.
+LONGEST_FIRST = (
+    "tests/trainer/test_comm_hooks.py",
+    "tests/trainer/test_ddp.py",
+    "tests/local/test_resubmit_throttled_node.py",
+    "tests/trainer/test_finite_steps.py",
+    "tests/trainer/test_rank_figures.py",
+    "tests/tui/test_gloo_job_health.py",
+    "tests/local/test_through_runai_tui.py",
+    "tests/trainer/test_shards_ddp.py",
+    "tests/hang/test_gloo_hang.py",
+    "tests/local/test_resubmit_small_shm.py",
+    "tests/trainer/test_fast_path.py",
+    "tests/local/test_sweep.py",
+    "tests/local/test_hang_rank.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules that hold a slow test (a real training run, a real terminal) go first.
+    """The longest modules go first (LONGEST_FIRST), then the other modules that hold a slow test
+    (a real training run, a real terminal), then the rest.
 
     The suite's workers take whole modules (`--dist loadscope`, in pyproject.toml), in the order
     they are collected; a module of one 70 s training run that is handed out last runs alone
-    while the other worker idles. Longest first keeps both busy to the end."""
+    while the other workers idle. Longest first keeps them busy to the end."""
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)  # stable: else as collected
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+
+    def order(item: pytest.Item) -> tuple[int, bool]:
+        module = item.nodeid.split("::")[0]
+        return rank.get(module, len(rank)), module not in slow
+
+    items.sort(key=order)  # stable: else as collected
