@@ -31,6 +31,7 @@ from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
 from runai_tui.knowledge.trainer_facts import read_trainer_args
 from runai_tui.profiles import check_job_name
+from runai_tui.runai import runner
 
 if TYPE_CHECKING:
     from runai_tui.models import Job, JobDetail
@@ -223,7 +224,4 @@ async def asweep_jobs(
 
 def sweep_jobs(client: RunaiClient, sweep: str, jobs: Sequence[Job] | None = None) -> list[str]:
     """`asweep_jobs` for the headless CLI (blocking)."""
-    # lazy: the runner (asyncio, subprocess) stays off the start-up path
-    from runai_tui.runai import runner
-
     return runner.run_sync(asweep_jobs(client, sweep, jobs))

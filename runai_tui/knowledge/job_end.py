@@ -6,6 +6,7 @@ Core: the client is a parameter (anything with `adescribe`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -89,8 +90,6 @@ async def wait_for(
     if target not in TARGETS:
         raise UsageError(f"--for {target!r}: not one of {', '.join(TARGETS)}", "e.g. --for done")
     if sleep is None:
-        import asyncio  # lazy: headless commands import asyncio only when they run
-
         sleep = asyncio.sleep
     started = time.monotonic()
     phase = ""

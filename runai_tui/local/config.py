@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from runai_tui import paths
 from runai_tui.local.errors import LocalError
 
@@ -106,8 +108,6 @@ def load_config() -> LocalConfig:
     raw: dict[str, object] = {}
     path = config_path()
     if path.is_file():
-        import yaml  # only when a config file exists: keeps `runai-local list` fast
-
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

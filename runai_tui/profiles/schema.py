@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,8 +101,6 @@ def field_paths() -> list[str]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib  # lazy: only a misspelt name needs it
-
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

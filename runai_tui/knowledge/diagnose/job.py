@@ -3,12 +3,13 @@ read as it streams in. The client is a parameter (knowledge never imports runai/
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, flight_recorder
 from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
@@ -48,11 +49,6 @@ async def diagnose_job(
         )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
-
-    import asyncio  # lazy: `diagnose --log` needs no event loop
-
-    # lazy: nor the Flight Recorder's dump reader (its dataclasses, pickle)
-    from runai_tui.knowledge import flight_recorder
 
     dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
     slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
