@@ -433,7 +433,7 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
 
 
 def cmd_port_forward(p: Parsed, argv: list[str]) -> int:
-    # lazy: asyncio; every other runai-local command starts without it
+    # asyncio off runai-local's start (docs/performance.md)
     from runai_tui.local import portforward
 
     name = _one_name(p)

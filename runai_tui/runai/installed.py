@@ -73,6 +73,7 @@ HINT_V1 = (
     "Interface), then put it first on PATH or set RUNAI_TUI_RUNAI to it"
 )
 
+
 @dataclass(frozen=True)
 class CobraHelp:
     """What one `--help` listed: its local `flags` (`--name` and `-x`) and its subcommands."""
@@ -296,8 +297,7 @@ class Capabilities:
         ):
             rows.append(self._row(f"{key} {word}", key, word))
 
-        # lazy: the field table (the profiles, YAML) only for submit's flags; the TUI's first
-        # job list asks `list` and `pytorch` alone (benchmarks/fig_tui_paint.py)
+        # off the first paint and the job list (docs/performance.md)
         from runai_tui.profiles import FIELDS
 
         for row in FIELDS:
@@ -311,8 +311,7 @@ class Capabilities:
 
 
 def _submit_flag_by_generation(flag: str, generation: str) -> bool:
-    # lazy: the field table (the profiles, YAML) only for submit's flags; the TUI's first job
-    # list asks `list` and `pytorch` alone (benchmarks/fig_tui_paint.py)
+    # off the first paint and the job list (docs/performance.md)
     from runai_tui.profiles import FIELDS
 
     for row in FIELDS:
@@ -415,4 +414,3 @@ def check_verb(verb: str, caps: Capabilities) -> None:
             f"{caps.why('pytorch').replace('does not list it', f'does not list {verb}')}",
             "update the runai CLI (suspend and resume came after 2.20)",
         )
-

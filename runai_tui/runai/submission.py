@@ -138,7 +138,7 @@ def submit(
     client: RunaiClient, submission: Submission, warn: Callable[[str], None] = _no_warning
 ) -> SubmitResult:
     """Check the profile against what the installed CLI accepts, then submit (blocking)."""
-    # lazy: the runner (asyncio, subprocess) stays off the dry-run start-up path
+    # off the dry run (docs/performance.md)
     from runai_tui.runai import runner
 
     return runner.run_sync(asubmit(client, submission, warn))

@@ -134,8 +134,7 @@ class RunaiTuiApp(App[int]):
     @property
     def store(self) -> ProfileStore:
         if self._store is None:
-            # lazy: the profiles (and YAML) stay off the first paint (tui-paint); the screens
-            # that list or submit profiles load them
+            # off the first paint (docs/performance.md)
             from runai_tui.profiles import ProfileStore
 
             self._store = ProfileStore()
@@ -238,7 +237,7 @@ class RunaiTuiApp(App[int]):
     # -- global actions ------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.help import HelpScreen
 
         screen = self.screen
@@ -285,7 +284,7 @@ class RunaiTuiApp(App[int]):
 
     def choose_project(self, on_switched: Callable[[], object] | None = None) -> None:
         """Pick the project from `runai project list`; every later call uses it (`-p`)."""
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.projects import ProjectsDialog
 
         def answered(project: str | None) -> None:
@@ -311,7 +310,7 @@ class RunaiTuiApp(App[int]):
 
     def confirm_delete(self, job: Job, on_deleted: Callable[[], object] | None = None) -> None:
         """Ask (Cancel focused), then delete `job` and call `on_deleted`."""
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.confirm import ConfirmDialog
 
         name = job.name
@@ -338,7 +337,7 @@ class RunaiTuiApp(App[int]):
     ) -> None:
         """Ask once, listing every job (Cancel focused); then run `verb` (delete, suspend,
         resume) on each, report each failure and what succeeded, and call `on_done`."""
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.confirm import ConfirmDialog
 
         label = verb.capitalize()

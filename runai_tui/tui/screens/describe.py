@@ -257,7 +257,7 @@ class DescribeScreen(AppScreen[None]):
 
     def action_remedies(self) -> None:
         """The remedies' overrides and the command-line difference they make."""
-        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        # on demand: the remedies screen loads resubmit (docs/performance.md)
         from runai_tui.tui.screens.remedies import RemediesScreen
 
         remedies = RemediesScreen(self.tui.client, self.job.name, self.tui.project_explicit)
@@ -273,7 +273,7 @@ class DescribeScreen(AppScreen[None]):
 
     @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self) -> None:
-        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        # on demand: the remedies screen loads resubmit (docs/performance.md)
         from runai_tui.tui.screens.remedies import plan_for_form
 
         planned = await plan_for_form(self, self.job.name)

@@ -183,7 +183,7 @@ class JobsScreen(AppScreen[None]):
         """Read the tail of the logs of a few jobs not yet diagnosed, newest first, one at a
         time, and mark their rows; the next refresh continues with the next few."""
 
-        # lazy: off the TUI's first paint (the tui-paint figure); the pass starts after it
+        # off the first paint (docs/performance.md)
         from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
@@ -271,7 +271,7 @@ class JobsScreen(AppScreen[None]):
         self._update_title()
 
     def action_describe(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.describe import DescribeScreen
 
         job = self._selected()
@@ -279,7 +279,7 @@ class JobsScreen(AppScreen[None]):
             self.app.push_screen(DescribeScreen(job))
 
     def action_logs(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.logs import LogsScreen
 
         job = self._selected()
@@ -298,7 +298,7 @@ class JobsScreen(AppScreen[None]):
         self.tui.exec_into(job.name, None, after=self.refresh_jobs)
 
     def action_preflight(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.preflight import PreflightScreen
 
         job = self._selected()
@@ -311,7 +311,7 @@ class JobsScreen(AppScreen[None]):
             self.tui.forwards.tensorboard(job.name)
 
     def action_compare(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.compare import CompareScreen, RunsCompareScreen
 
         marked = self.table.marked()
@@ -342,7 +342,7 @@ class JobsScreen(AppScreen[None]):
     async def _mark_sweep(self, name: str) -> None:
         """Mark every job of the sweep `name` belongs to (its record says which), through the
         one lookup `list/delete/wait --sweep` use."""
-        # lazy: read on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.sweep import asweep_jobs, sweep_of
 
         try:
@@ -404,7 +404,7 @@ class JobsScreen(AppScreen[None]):
         self.tui.confirm_bulk(verb, names, on_done=done)
 
     def action_new_job(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.submit import SubmitScreen
 
         self.app.push_screen(SubmitScreen(), self._submitted)
@@ -417,7 +417,7 @@ class JobsScreen(AppScreen[None]):
 
     @work(exclusive=True, group="jobs-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self, name: str) -> None:
-        # lazy: the remedies screen pulls in resubmit (diagnose, plan): loaded when asked for
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.remedies import plan_for_form
         from runai_tui.tui.screens.submit import SubmitScreen
 
@@ -431,7 +431,7 @@ class JobsScreen(AppScreen[None]):
             self.refresh_jobs()
 
     def action_profiles(self) -> None:
-        # lazy: a screen opened on demand, not loaded for the first paint (tui-paint)
+        # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.profiles import ProfilesScreen
 
         self.app.push_screen(ProfilesScreen(), self._submitted)
