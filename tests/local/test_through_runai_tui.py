@@ -79,15 +79,16 @@ def test_a_new_runai_tui_process_sees_jobs_of_an_earlier_one(user_profile: Path)
 
 
 # retinanet-local's own arguments, but ResNet-18 at 64 px for its ResNet-50 v2 at 128 px, and
-# --amp auto for its bf16: P6 and P7 are 1x1 at 64 px, the run that met a NaN in bf16 on an
-# AVX-512-BF16 CPU before those levels ran in fp32 (trainer/README.md, bf16 on a CPU). auto picks
-# bf16 on such a CPU (faster there) and fp32 where bf16 is emulated (AVX2: 5-15x slower).
+# fp32 for its bf16: P6 and P7 are 1x1 at 64 px, the run that met a NaN in bf16 on an
+# AVX-512-BF16 CPU before those levels ran in fp32 (trainer/README.md, bf16 on a CPU). Not --amp
+# auto: it times 3 bf16 passes at start, emulated on an AVX2 CPU (5-15x fp32), for a choice this
+# test does not look at (tests/trainer/test_amp.py does).
 SMALL_RETINANET = """\
 extends: retinanet-local
 args: [--dataset, synthetic, --epochs, "1", --max-steps, "20", --batch-size, "2",
        --model, retinanet_resnet18_fpn, --min-size, "64", --max-size, "64", --workers, "0",
        --output-dir, /data/runs/retinanet-local, --checkpoint-every, "10", --log-every, "1",
-       --eval-every, "1", --amp, auto]
+       --eval-every, "1", --amp, none]
 """
 
 
@@ -98,7 +99,8 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
     if not (repo_root / "scripts" / "train-retinanet-ddp.sh").is_file():
         pytest.skip("scripts/train-retinanet-ddp.sh (the trainer's entry script) is not there yet")
     # The shipped profile with a smaller model: this test is about the path from `submit` to the
-    # checkpoint on the PVC, not the model (test_hang_rank.py runs the shipped profile as it is).
+    # checkpoint on the PVC, not the model (tests/trainer/test_plan_tables.py shows the shipped
+    # profile's own words are a run the trainer takes).
     folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "retinanet-small.yaml").write_text(SMALL_RETINANET)
