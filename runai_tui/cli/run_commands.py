@@ -13,7 +13,7 @@ from typing import Any
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import UsageError
 from runai_tui.knowledge import run_sources
-from runai_tui.knowledge.compare import compare, render, render_table, run_table
+from runai_tui.knowledge.compare import RunSide, compare, render, render_table, run_table
 from runai_tui.runai import runner
 from runai_tui.runai.client import Forwarding
 from runai_tui.sweep import sweep_jobs
@@ -94,13 +94,21 @@ def _is_dir(text: str, forced: bool) -> bool:
     return forced or "/" in text or text in (".", "..")
 
 
-def _side(args: argparse.Namespace, text: str, client: Any) -> Any:
-    if _is_dir(text, args.run_dir):
-        path = Path(text)
-        if not path.is_dir():
-            raise UsageError(f"{text}: no such run directory", "give the trainer's --output-dir")
-        return run_sources.read_run_dir(path)
-    return runner.run_sync(run_sources.gather_job(client, text))
+def _run_dir(text: str) -> RunSide:
+    path = Path(text)
+    if not path.is_dir():
+        raise UsageError(f"{text}: no such run directory", "give the trainer's --output-dir")
+    return run_sources.read_run_dir(path)
+
+
+def _sides(args: argparse.Namespace, names: list[str], client: Any) -> list[RunSide]:
+    """Every run's side, in the order given: the run directories read here, the jobs together
+    (run_sources.gather_jobs)."""
+    dirs = {text: _run_dir(text) for text in names if _is_dir(text, args.run_dir)}
+    jobs = [text for text in names if text not in dirs]
+    gathered = runner.run_sync(run_sources.gather_jobs(client, jobs)) if jobs else []
+    by_job = dict(zip(jobs, gathered, strict=True))
+    return [dirs[text] if text in dirs else by_job[text] for text in names]
 
 
 def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
@@ -143,7 +151,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     client = client_for(args) if needs_client else None
     names = _compare_names(args, client)
-    sides = [_side(args, text, client) for text in names]
+    sides = _sides(args, names, client)
     table = run_table(sides, args.sweep)
     pair = compare(sides[0], sides[1]) if len(sides) == 2 else None
     if args.json:

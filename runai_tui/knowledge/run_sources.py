@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -127,3 +128,20 @@ async def gather_job(client: Any, name: str) -> RunSide:
         "run directories: runai-tui compare DIR_A DIR_B)"
     )
     return side
+
+
+# Jobs read at once: each read runs `runai` (describe, logs) as processes of its own.
+GATHER_AT_ONCE = 8
+
+
+async def gather_jobs(client: Any, names: list[str]) -> list[RunSide]:
+    """Many jobs' sides, in the order given, GATHER_AT_ONCE read at a time: N jobs take about
+    as long as the slowest few, not the sum (benchmarks/compare_gather.py). An unknown job
+    raises RunaiError, as gather_job does."""
+    limit = asyncio.Semaphore(GATHER_AT_ONCE)
+
+    async def one(name: str) -> RunSide:
+        async with limit:
+            return await gather_job(client, name)
+
+    return list(await asyncio.gather(*(one(name) for name in names)))

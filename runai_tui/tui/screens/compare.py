@@ -28,7 +28,7 @@ from runai_tui.knowledge.compare import (
     run_table,
     table_cells,
 )
-from runai_tui.knowledge.run_sources import gather_job
+from runai_tui.knowledge.run_sources import gather_job, gather_jobs
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
 
@@ -237,10 +237,8 @@ class RunsCompareScreen(ModalScreen[None]):
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def gather(self) -> None:
         status = self.query_one("#runs-status", Static)
-        sides = []
         try:
-            for name in self.jobs:
-                sides.append(await gather_job(self.client, name))
+            sides = await gather_jobs(self.client, self.jobs)
         except Failure as error:
             text = f"compare failed: {error.message}"
             status.update(Text(literal(text + (f" — {error.hint}" if error.hint else ""))))
