@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal, NamedTuple
+from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
 
@@ -29,7 +29,8 @@ SEVERITIES: tuple[Severity, ...] = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_ORDER: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-class Remedy(NamedTuple):
+@dataclass(frozen=True)
+class Remedy:
     """Profile overrides that fix a finding, in the form `--set` takes (`large_shm=true`), and
     in words what they change (with the arithmetic where there is one)."""
 
