@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from runai_tui.cli.common import client_for, print_json
-from runai_tui.errors import UsageError
+from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge import run_sources
 from runai_tui.knowledge.compare import RunSide, compare, render, render_table, run_table
 from runai_tui.runai import runner
@@ -134,11 +134,13 @@ def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
 
 
 def sweep_job_names(client: Any, sweep: str) -> list[str]:
-    """The jobs of a sweep, by the sweep ID in their submission records; none is a usage error."""
+    """The jobs of a sweep, by the sweep ID in their submission records. Fewer than two left is
+    the cluster's state, not the command's fault (exit 1, as for an unknown job); a malformed ID
+    is a usage error (sweep_jobs says so)."""
     names = sweep_jobs(client, sweep)
     if len(names) < 2:
         found = ", ".join(names) or "no job"
-        raise UsageError(
+        raise RuntimeFailure(
             f"sweep {sweep}: {found} found (compare needs two or more)",
             "runai-tui list shows the jobs; a sweep's ID is printed when it is submitted",
         )

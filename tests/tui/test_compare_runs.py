@@ -168,3 +168,19 @@ async def test_the_runs_screen_shows_names_as_text_and_toggles_the_log_scale() -
         assert curves.border_subtitle == "y: log · l toggles"
         await pilot.press("l")
         assert curves.border_subtitle == "y: linear · l toggles"
+
+
+def test_compare_refuses_fewer_than_two_runs_and_says_when_a_sweep_has_none_left() -> None:
+    res = tui("compare", "lr-1")
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[0] == "error: compare needs two or more runs, got 1"
+    res = tui("compare", "lr-1", "lr-2", "lr-1")
+    assert res.returncode == 2 and "lr-1 given more than once" in res.stderr
+    res = tui("compare", "--sweep", "lr.3fa9c1", "lr-1")
+    assert res.returncode == 2 and "with runs besides it (lr-1)" in res.stderr
+    # A well-formed ID whose jobs are gone: the cluster's state, as for an unknown job.
+    res = tui("compare", "--sweep", "lr.3fa9c1")
+    assert res.returncode == 1
+    assert res.stderr.splitlines()[0] == (
+        "error: sweep lr.3fa9c1: no job found (compare needs two or more)"
+    )
