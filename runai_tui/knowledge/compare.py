@@ -410,10 +410,11 @@ def run_figures(records: list[dict[str, Any]]) -> RunFigures:
     summary = summarize(records, None)
     train = [r for r in records if r.get("kind") == "train"]
     losses = [v for r in train if (v := _number(r, "loss")) is not None]
+    finite = [v for v in losses if math.isfinite(v)]  # min() is undefined with a nan among them
     tflops = _median([v for r in train if (v := _job_tflops(r)) is not None])
     return RunFigures(
         final_loss=summary.final_loss,
-        best_loss=min(losses) if losses else None,
+        best_loss=min(finite) if finite else (losses[-1] if losses else None),
         img_s=summary.img_s_total,
         tflops=tflops,
         best_map=summary.best_map,

@@ -170,11 +170,14 @@ def test_a_diverged_run_is_shown_but_never_the_best() -> None:
     sides = [
         RunSide("lr-1", records=[train(1, 2.0, 5.0), train(2, 1.0, 5.0)]),
         RunSide("lr-9", records=[train(1, 3.0, 5.0), train(2, float("nan"), 6.0)]),
+        RunSide("lr-10", records=[train(1, float("nan"), 5.0), train(2, 4.0, 6.0)]),
     ]
     table = run_table(sides)
     final = rows_of(table)["final loss"]
-    assert final.cells == ("1.0000", "nan") and final.best == (0,)
+    assert final.cells == ("1.0000", "nan", "4.0000") and final.best == (0,)
     assert json.loads(json.dumps(table.to_dict()))["rows"][0]["numbers"] == {
         "lr-1": 1.0,
         "lr-9": None,
+        "lr-10": 4.0,
     }
+    assert rows_of(table)["best loss"].cells == ("1.0000", "3.0000", "4.0000")
