@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple, get_args, get_type_hints
 
 from runai_tui.errors import UsageError
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 ENTRY_SCRIPT = "train-retinanet-ddp.sh"
 
 
-class TrainerArgs(NamedTuple):
+@dataclass(frozen=True)
+class TrainerArgs:
     """The trainer flags the plan and the checks read, each with the trainer's default
     (trainer/config.py), and `given`: the ones the profile sets."""
 
@@ -61,7 +63,7 @@ class TrainerArgs(NamedTuple):
 
 
 TRAINER_DEFAULTS: dict[str, Any] = {
-    name: value for name, value in TrainerArgs._field_defaults.items() if name != "given"
+    field.name: field.default for field in fields(TrainerArgs) if field.name != "given"
 }
 
 
