@@ -1,0 +1,165 @@
+"""`runai-tui sweep` on the real local cluster: three short training jobs that differ in learning
+rate, each run to completion (the shared `lr_sweep`); the sweep as one thing afterwards (list,
+wait, the verbs, the TUI's mark-the-sweep key); a bad grid and taken names that submit nothing;
+a failure part-way and the one command that deletes what was submitted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from runai_tui import submission_record
+from runai_tui.runai.backend import select_backend
+from runai_tui.runai.client import RunaiClient
+from runai_tui.tui.screens.jobs import JobsScreen
+from tests.local.conftest import SWEEP_RATES, LocalSweep, gate_command, run_local
+from tests.local.test_through_runai_tui import tui
+from tests.tui.helpers import RecordingApp, notifications, wait_for
+
+
+def listed() -> list[str]:
+    res = tui("list", "--json")
+    assert res.returncode == 0, res.stderr
+    return sorted(job["name"] for job in json.loads(res.stdout))
+
+
+@pytest.mark.slow
+def test_a_sweep_of_three_learning_rates_runs_each_job_to_completion(
+    lr_sweep: LocalSweep,
+) -> None:
+    assert lr_sweep.names == ["lr-1", "lr-2", "lr-3"]
+    assert [job["values"] for job in lr_sweep.submitted["jobs"]] == [
+        {"trainer.lr": rate} for rate in SWEEP_RATES
+    ]
+    assert lr_sweep.waited["sweep"] == lr_sweep.id
+    ended = {r["job"]: (r["outcome"], r["phase"]) for r in lr_sweep.waited["jobs"]}
+    assert ended == {name: ("reached", "Completed") for name in lr_sweep.names}
+    for name, rate in zip(lr_sweep.names, SWEEP_RATES, strict=True):
+        # Each job trained at its own rate, in its own output dir (none resumed another's).
+        run = json.loads((lr_sweep.data() / "runs" / "sweep-tiny" / name / "run.json").read_text())
+        assert run["config"]["lr"] == float(rate)
+        # (the local cluster maps /data to its PVC folder)
+        assert run["config"]["output_dir"].endswith(f"/project-001/runs/sweep-tiny/{name}")
+        described = run_local("training", "pytorch", "describe", name, "-o", "json",
+                              env=lr_sweep.env)  # fmt: skip
+        record = submission_record.decode(submission_record.find(json.loads(described.out)) or "{}")
+        assert (record.sweep, record.values, record.name) == (
+            lr_sweep.id, {"trainer.lr": rate}, name,
+        )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_list_and_the_verbs_take_the_sweep_and_leave_a_job_of_the_same_name_pattern(
+    lr_sweep: LocalSweep,
+) -> None:
+    res = lr_sweep.tui("list", "--sweep", lr_sweep.id, "--json")
+    assert res.returncode == 0, res.stderr
+    assert [job["name"] for job in json.loads(res.stdout)] == lr_sweep.names
+    everything = json.loads(lr_sweep.tui("list", "--json").stdout)
+    assert lr_sweep.other in {job["name"] for job in everything}  # lr-4: named alike, not of it
+    text = lr_sweep.tui("list", "--sweep", lr_sweep.id).stdout
+    assert [line.split()[0] for line in text.splitlines()[1:]] == lr_sweep.names
+    # A completed job cannot be suspended: each of the sweep's is named, and nothing else.
+    res = lr_sweep.tui("suspend", "--sweep", lr_sweep.id)
+    assert res.returncode == 1
+    for name in lr_sweep.names:
+        assert f"error: {name} is Completed" in res.stderr
+    assert lr_sweep.other not in res.stderr
+    res = lr_sweep.tui("list", "--sweep", "lr")
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: --sweep 'lr' is not a sweep ID")
+
+
+@pytest.mark.slow
+async def test_the_jobs_screen_marks_the_selected_jobs_sweep_in_one_key(
+    lr_sweep: LocalSweep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, lr_sweep.env[var])
+    client = RunaiClient(select_backend("local"))
+    app = RecordingApp(client, refresh_interval=0.5)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, JobsScreen)
+        await wait_for(pilot, lambda: screen.loaded, "first refresh")
+        assert screen.table.select_name("lr-2")
+        await pilot.press("M")
+        try:
+            await wait_for(pilot, lambda: len(screen.table.marked()) == 3, "the sweep marked")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; notifications: {notifications(app)}") from None
+        assert screen.table.marked() == lr_sweep.names
+        assert f"marked the 3 jobs of sweep {lr_sweep.id}" in notifications(app)
+        screen.table.clear_marks()
+        assert screen.table.select_name(lr_sweep.other)
+        await pilot.press("M")
+        await wait_for(
+            pilot, lambda: "lr-4 is not a job of a sweep" in notifications(app), "the refusal"
+        )
+        assert screen.table.marked() == []
+
+
+def test_a_bad_grid_value_submits_nothing() -> None:
+    res = tui("sweep", "--profile", "retinanet-local", "--grid", "trainer.lr=0.01,abc,0.04",
+              "--grid", "trainer.batch-size=2,4", "--name", "bad", "-y")  # fmt: skip
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[0] == (
+        "error: --grid trainer.lr: 'abc': expected a number (the trainer's --lr); nothing submitted"
+    )
+    assert "Traceback" not in res.stderr
+    assert listed() == []
+
+
+def test_names_that_would_collide_submit_nothing(tmp_path: Path) -> None:
+    taken = run_local("training", "pytorch", "submit", "clash-2", "--command", "--",
+                      *gate_command(tmp_path / "never"))  # fmt: skip
+    assert taken.code == 0, taken.err
+    res = tui("sweep", "--profile", "retinanet-local", "--grid", "trainer.lr=0.01,0.02,0.04",
+              "--name", "clash", "-y")  # fmt: skip
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[0] == "error: job name clash-2 is taken: nothing submitted"
+    assert listed() == ["clash-2"]
+    tui("delete", "clash-2", "--yes")
+
+
+SLEEPER = """\
+job_name: sleeper
+image: busybox:1
+workers: 1
+command: [sh, -c, "exec sleep 120"]
+"""
+
+
+def test_a_failure_part_way_stops_the_rest_and_one_command_deletes_what_was_submitted() -> None:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sleeper.yaml").write_text(SLEEPER)
+    # The second PVC's folder on this machine is a file: runai-local refuses that job's submit.
+    pvc_root = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui" / "local" / "pvc"
+    pvc_root.mkdir(parents=True, exist_ok=True)
+    (pvc_root / "broken").write_text("not a folder")
+    grid = "pvcs=[{claim: good, path: /data}],[{claim: broken, path: /data}]"
+    res = tui("sweep", "--profile", "sleeper", "--grid", grid, "--grid", "env.TAG=a,b", "-y")
+    assert res.returncode == 1, res.stderr
+    sweep_id = next(
+        line.split()[1].rstrip(":") for line in res.stdout.splitlines() if line.startswith("sweep ")
+    )
+    assert "Submitted job sleeper-1." in res.stdout and "Submitted job sleeper-2." in res.stdout
+    assert "Submitted job sleeper-3." not in res.stdout
+    err = res.stderr.splitlines()
+    assert err[0].startswith("error: sleeper-3: ") and "broken" in err[0]
+    assert (
+        f"error: sweep {sweep_id} stopped: submitted sleeper-1, sleeper-2; 2 not submitted" in err
+    )
+    assert f"hint: delete them: runai-tui delete --sweep {sweep_id} -y" in err
+    assert listed() == ["sleeper-1", "sleeper-2"]
+    # The sweep's verbs on running jobs, then the one command the failure named.
+    suspended = tui("suspend", "--sweep", sweep_id)
+    assert suspended.returncode == 0, suspended.stderr
+    assert "suspended 2 of 2 jobs" in suspended.stderr
+    deleted = tui("delete", "--sweep", sweep_id, "-y")
+    assert deleted.returncode == 0, deleted.stderr
+    assert listed() == []
