@@ -10,6 +10,7 @@ of each (python -m runai_tui.knowledge.docs docs/profiles.md). Core module: no T
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from runai_tui.errors import UsageError
@@ -48,7 +49,8 @@ def finding_line(profile: str, finding: Finding) -> str:
     )
 
 
-class RuleFinding(NamedTuple):
+@dataclass(frozen=True)
+class RuleFinding:
     """What a rule found: `message` and `fix`; `severity` and `field` (None: the rule's)."""
 
     message: str
@@ -66,7 +68,8 @@ def nccl_ib_disabled(env: dict[str, str]) -> bool:
         return False
 
 
-class Facts(NamedTuple):
+@dataclass(frozen=True)
+class Facts:
     """The `profile` plus what several rules derive from it: the `trainer`'s arguments (None when
     the command does not run the trainer) and `trainer_error` (why they do not parse, "" when
     they do)."""

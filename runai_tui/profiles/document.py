@@ -4,8 +4,8 @@ field, reject duplicate keys; merge a child over its parent; dump resolved data.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import yaml
 
@@ -17,7 +17,8 @@ MAX_PROFILE_BYTES = 256 * 1024
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class Document(NamedTuple):
+@dataclass(frozen=True)
+class Document:
     """Parsed YAML: `data`, the 1-based line of every field path in `lines` (("env", "X") -> 3)
     and the file's `path` (a label)."""
 

@@ -16,7 +16,8 @@ from runai_tui.profiles.validators import Invalid, show
 # Problems
 
 
-class Problem(NamedTuple):
+@dataclass(frozen=True)
+class Problem:
     """One thing wrong with a profile: where (`file`, `line` or None), which `field` ("" for the
     whole file), and the `message`: what value, what is expected."""
 

@@ -4,8 +4,8 @@ field; validated loads; atomic, validated saves."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from runai_tui import paths
 from runai_tui.atomic import atomic_write
@@ -28,7 +28,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "shipped_profiles"
 
 
-class ProfileEntry(NamedTuple):
+@dataclass(frozen=True)
+class ProfileEntry:
     """One listed profile: `name`, `path`, `origin` ("project" or "user"), its `description`,
     the shipped profile it hides (`shadows`) and why it does not load (`error`, None when it
     does)."""

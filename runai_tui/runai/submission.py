@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runai_tui import submission_record
 from runai_tui.profiles import FIELDS, Problem, ProfileError, apply_overrides, check_job_name
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     from runai_tui.runai.installed import Capabilities
 
 
-class Submission(NamedTuple):
+@dataclass(frozen=True)
+class Submission:
     """A profile with its overrides applied and the exact command line that submits it (what the
     dry run prints and the submit sends); `sets` are every override applied since the profile
     file (a resubmit adds its own to the first submission's), `name`, `project` and
