@@ -172,6 +172,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.plan:
         return _plan(args, sweep_id, prepared)
     out = sys.stderr if args.json else sys.stdout
+    _lint_once(prepared)  # on stderr, as submit says them, dry run or not
     if args.dry_run:
         if args.json:
             print_json({"sweep": sweep_id, "jobs": [_job_dict(p) for p in prepared]})
@@ -183,7 +184,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     client = client_for(args)
     taken = [job.name for job in client.list_jobs()]
     sweep.check_free([p.name or "" for p in prepared], taken, sweep.id_prefix(sweep_id))
-    _lint_once(prepared)
     print(_values_table(sweep_id, prepared), file=out)
     if not args.yes and not _confirm(len(prepared)):
         print("Nothing submitted.", file=out)
