@@ -21,6 +21,7 @@ _UNITS = {
 }
 _PART = r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d|w)"
 _WHOLE = re.compile(rf"^(?:{_PART})+$")
+_PART_RE = re.compile(_PART)
 HINT = "use a number and a unit: 30s, 5m, 3h, 1h30m, 7d, 2w"
 
 
@@ -29,7 +30,7 @@ def parse_duration(text: str, flag: str) -> float:
     value = text.strip()
     if not _WHOLE.match(value):
         raise UsageError(f"{flag} {text!r} is not a duration", HINT)
-    return sum(float(n) * _UNITS[u] for n, u in re.findall(_PART, value))
+    return sum(float(n) * _UNITS[u] for n, u in _PART_RE.findall(value))
 
 
 def go_duration(seconds: float) -> str:

@@ -449,7 +449,7 @@ HINT_NOT_FOUND = (
     "if it is listed, your login may be stale: run: runai login"
 )
 # cobra/pflag: `Error: unknown flag: --x`, `unknown shorthand flag: 'x' in -x`.
-_UNKNOWN_FLAG_RE = r"unknown (?:shorthand )?flag: ('[^']+' in -\S+|-{1,2}[\w.-]+)"
+_UNKNOWN_FLAG_RE = re.compile(r"unknown (?:shorthand )?flag: ('[^']+' in -\S+|-{1,2}[\w.-]+)")
 HINT_UNKNOWN_FLAG = (
     "`runai-tui info` lists what this runai CLI accepts; drop the setting that needs the flag, "
     "update the runai CLI, or set runai_cli if its help cannot be read"
@@ -519,7 +519,7 @@ def classify_failure(
         return RunaiError(ErrorKind.NOT_FOUND, line, HINT_NOT_FOUND, output=output)
     if returncode == 0:
         return None
-    unknown = re.search(_UNKNOWN_FLAG_RE, output)
+    unknown = _UNKNOWN_FLAG_RE.search(output)
     if unknown:
         return RunaiError(
             ErrorKind.OTHER,
@@ -535,18 +535,20 @@ def classify_failure(
 
 # kubectl's words, which `runai ... port-forward` prints through client-go (the exact runai text is
 # UNCONFIRMED; runai-local prints the same): `Forwarding from 127.0.0.1:6006 -> 6006`.
-_FORWARDING_RE = r"Forwarding from (\[[0-9a-fA-F:]+\]|[\w.-]+):(\d+) -> (\d+)"
-_PORT_IN_USE_RE = r"address already in use|unable to listen on (?:any of the requested )?port"
+_FORWARDING_RE = re.compile(r"Forwarding from (\[[0-9a-fA-F:]+\]|[\w.-]+):(\d+) -> (\d+)")
+_PORT_IN_USE_RE = re.compile(
+    r"address already in use|unable to listen on (?:any of the requested )?port", re.IGNORECASE
+)
 
 
 def parse_forwarding(line: str) -> tuple[str, int, int] | None:
     """(local host, local port, remote port) from a `Forwarding from H:L -> R` line, else None."""
-    m = re.search(_FORWARDING_RE, line)
+    m = _FORWARDING_RE.search(line)
     return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
 def says_port_in_use(output: str) -> bool:
-    return re.search(_PORT_IN_USE_RE, output, re.IGNORECASE) is not None
+    return _PORT_IN_USE_RE.search(output) is not None
 
 
 def parse_version(text: str) -> str:
