@@ -168,6 +168,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.dataset_size is not None or args.job is not None or args.step_time is not None
     ):
         raise UsageError("--dataset-size, --job and --step-time go with --plan", "add --plan")
+    if args.step_time is not None and not args.step_time > 0:
+        raise UsageError(f"--step-time {args.step_time:g}: must be more than 0", "e.g. 0.35")
     sweep_id, prepared = _prepare_all(args)
     if args.plan:
         return _plan(args, sweep_id, prepared)
