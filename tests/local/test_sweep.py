@@ -1,7 +1,8 @@
 """`runai-tui sweep` on the real local cluster: three short training jobs that differ in learning
 rate, each run to completion (the shared `lr_sweep`); the sweep as one thing afterwards (list,
 wait, the verbs, the TUI's mark-the-sweep key); a bad grid and taken names that submit nothing;
-a failure part-way and the one command that deletes what was submitted."""
+a failure part-way and the one command that deletes what was submitted; the sweep's runs
+compared (`compare --sweep ID`, by name beside a job that never logged, `=` in the TUI)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 from runai_tui import submission_record
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from runai_tui.tui.screens.compare import RunsCompareScreen, RunsCurves
 from runai_tui.tui.screens.jobs import JobsScreen
 from tests.local.conftest import SWEEP_RATES, LocalSweep, gate_command, run_local
 from tests.local.test_through_runai_tui import tui
 from tests.tui.helpers import RecordingApp, notifications, wait_for
+from tests.tui.screen_text import screen_text
 
 
 def listed() -> list[str]:
@@ -163,3 +166,90 @@ def test_a_failure_part_way_stops_the_rest_and_one_command_deletes_what_was_subm
     deleted = tui("delete", "--sweep", sweep_id, "-y")
     assert deleted.returncode == 0, deleted.stderr
     assert listed() == []
+
+
+@pytest.mark.slow
+def test_compare_lines_up_the_sweeps_runs_and_a_job_that_never_logged(
+    lr_sweep: LocalSweep,
+) -> None:
+    names = lr_sweep.names
+    res = lr_sweep.tui("compare", "--sweep", lr_sweep.id, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["sweep"] == lr_sweep.id and [job["label"] for job in doc["jobs"]] == names
+    assert all(job["lacks"] == [] for job in doc["jobs"])  # each its own run.json, read
+    rows = {row["key"]: row for row in doc["rows"]}
+    assert doc["rows"][0]["section"] == "grid"
+    assert rows["trainer.lr"]["cells"] == dict(zip(names, SWEEP_RATES, strict=True))
+    assert "args --lr" not in rows  # the grid's row says it
+    assert rows["args --output-dir"]["cells"] == {
+        name: f"/data/runs/sweep-tiny/{name}" for name in names
+    }
+    assert rows["ended"]["cells"] == dict.fromkeys(names, "done")
+    last = rows["last step"]["cells"]["lr-1"]
+    assert last.isdigit() and rows["last step"]["cells"] == dict.fromkeys(names, last)
+    for key, better in (("final loss", "lower"), ("best loss", "lower"),
+                        ("images/s (median, all ranks)", "higher"), ("best mAP", "higher")):  # fmt: skip
+        row = rows[key]
+        assert row["better"] == better and all(v is not None for v in row["numbers"].values())
+        top = (min if better == "lower" else max)(row["numbers"].values())
+        assert row["best"] == [n for n in names if row["numbers"][n] == top]
+
+    # By name, the sweep's jobs say they are one sweep; lr-4 (not of it) never logged a step:
+    # it keeps its column and says so.
+    res = lr_sweep.tui("compare", *names)
+    assert res.stdout.splitlines()[0] == f"compare 3 runs of sweep {lr_sweep.id}: lr-1, lr-2, lr-3"
+    res = lr_sweep.tui("compare", *names, lr_sweep.other)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    assert out[0] == "compare 4 runs: lr-1, lr-2, lr-3, lr-4"
+    assert (
+        "lr-4 lacks trainer metric records (no metric lines in the master's log): it never "
+        "logged a step"
+    ) in out
+    header = next(line for line in out if line.split()[-1:] == ["BEST"])
+    assert header.split() == [*names, "lr-4", "BEST"]
+    lr = next(line for line in out if line.startswith("trainer.lr "))
+    assert lr.split() == ["trainer.lr", *SWEEP_RATES, "-"]
+    final = next(line for line in out if line.startswith("final loss "))
+    assert final.count("*") >= 1 and final.split()[-2:] == ["-", "lower"]
+    ended = next(line for line in out if line.startswith("ended "))
+    assert ended.split()[1:4] == ["done"] * 3 and ended.endswith("never logged a step")
+
+
+@pytest.mark.slow
+async def test_equals_on_the_marked_sweep_opens_its_table_and_overlaid_curves(
+    lr_sweep: LocalSweep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, lr_sweep.env[var])
+    client = RunaiClient(select_backend("local"))
+    app = RecordingApp(client, refresh_interval=0.5)
+    async with app.run_test(size=(150, 60)) as pilot:
+        jobs = app.screen
+        assert isinstance(jobs, JobsScreen)
+        await wait_for(pilot, lambda: jobs.loaded, "first refresh")
+        assert jobs.table.select_name("lr-2")
+        await pilot.press("M")  # the sweep's three jobs
+        await wait_for(pilot, lambda: len(jobs.table.marked()) == 3, "the sweep marked")
+        assert jobs.table.toggle_mark(lr_sweep.other)  # and one that never logged a step
+        await pilot.press("equals_sign")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsCompareScreen), "the screen")
+        screen = app.screen
+        assert isinstance(screen, RunsCompareScreen)
+        await wait_for(pilot, lambda: screen.result is not None, "the comparison")
+        assert screen.result is not None
+        names = [*lr_sweep.names, lr_sweep.other]
+        assert screen.result.labels == names  # the table's order
+        rows = {row.key: row for row in screen.result.rows}
+        assert rows["trainer.lr"].cells == (*SWEEP_RATES, "-")
+        assert rows["ended"].cells == ("done", "done", "done", "never logged a step")
+        curves = screen.query_one(RunsCurves).curves
+        assert [c.label for c in curves] == names
+        steps = len(curves[0].loss)  # one train record per step (--log-every 1)
+        assert steps > 0 and [len(c.loss) for c in curves] == [steps] * 3 + [0]
+        assert [len(c.img_s) for c in curves] == [steps] * 3 + [0]
+        text = screen_text(app)
+        assert "compare 4 runs" in text and "lr-4 lacks trainer metric records" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is jobs, "back on the jobs screen")
