@@ -24,7 +24,7 @@ into whatever buckets the run has.
 # (the bucket must be annotated dist.GradBucket, the result torch.futures.Future[torch.Tensor]).
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -86,6 +86,17 @@ def bucket_cap_mb(
         )
         return one
     return asked or None
+
+
+class PowerSGDCheckpoint(TypedDict):
+    """One rank's PowerSGD state in a checkpoint: its step, generator and error feedback."""
+
+    hook: str  # the --ddp-comm-hook label it was saved under
+    iter: int
+    rng: list[object]  # numpy_state_to_plain
+    numel_before: int
+    numel_after: int
+    parameters: dict[str, dict[str, torch.Tensor]]  # parameter name -> its state slices
 
 
 class GradientComm:
@@ -169,7 +180,7 @@ class GradientComm:
         return default_hooks.allreduce_hook(state, bucket)
 
     def _counted_powersgd(
-        self, _state: Any, bucket: dist.GradBucket
+        self, _state: object, bucket: dist.GradBucket
     ) -> torch.futures.Future[torch.Tensor]:
         state = self.powersgd
         assert state is not None
@@ -265,7 +276,7 @@ class GradientComm:
         for name in names:
             self._pieces.pop(name, None)
 
-    def state_dict(self) -> dict[str, Any] | None:
+    def state_dict(self) -> PowerSGDCheckpoint | None:
         """This rank's hook state as plain data for a checkpoint (None: the hook has none)."""
         state = self.powersgd
         if state is None:
@@ -279,7 +290,7 @@ class GradientComm:
             "parameters": {**self._pieces, **self._slices()},
         }
 
-    def load_state_dict(self, saved: dict[str, Any]) -> None:
+    def load_state_dict(self, saved: PowerSGDCheckpoint) -> None:
         state = self.powersgd
         assert state is not None
         state.iter = int(saved["iter"])
