@@ -25,6 +25,12 @@ def diagnosed(app) -> list[str]:
     return [call[1] for call in app.client.calls if call[0] == "describe"]
 
 
+def marked(table: JobTable, name: str) -> bool:
+    """The row's HEALTH cell is set. A background pass marks its last job and ends without
+    yielding, so the last job of a pass marked means the pass is over."""
+    return str(table.get_cell(name, "health")) != ""
+
+
 async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
     failed = [make_job(f"f{i}", Phase.FAILED, age_s=100 + i) for i in range(7)]
     running = make_job("run", Phase.RUNNING)
@@ -37,7 +43,7 @@ async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
     async with app.run_test(size=(110, 20)) as pilot:
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: len(diagnosed(app)) == HEALTH_JOBS_PER_PASS)
-        await wait_for(pilot, lambda: not app.screen._diagnosing)
+        await wait_for(pilot, lambda: marked(table, "f2"))
         # Newest first; a Running job is never read in the background.
         assert diagnosed(app) == ["f0", "f1", "f2"]
         assert str(table.get_cell("f0", "health")) == "✗ cuda-oom"
@@ -49,10 +55,10 @@ async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
         assert all(call[3] is False for call in client.calls if call[0] == "logs")
         await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(diagnosed(app)) == 6)
-        await wait_for(pilot, lambda: not app.screen._diagnosing)
+        await wait_for(pilot, lambda: marked(table, "f5"))
         await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(diagnosed(app)) == 7)
-        await wait_for(pilot, lambda: not app.screen._diagnosing)
+        await wait_for(pilot, lambda: marked(table, "f6"))
         await refreshed(pilot, app)
         await pilot.pause(0.2)
         assert len(diagnosed(app)) == 7  # each job once
