@@ -7,10 +7,10 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from runai_tui.cli_generations import parse_override
 from runai_tui.config import load_settings
 from runai_tui.errors import UsageError
 from runai_tui.runai.backend import Backend, select_backend
-from runai_tui.runai.generations import parse_override
 
 if TYPE_CHECKING:
     from runai_tui.config import Settings
