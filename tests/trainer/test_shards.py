@@ -65,6 +65,13 @@ def ids(batch_item) -> list[int]:
     return [t["index"] for t in batch_item[2]]
 
 
+def played_by(s: ShardStream, worker: int) -> list:
+    """The items loader worker `worker` yields, through the stream's own iteration: in this
+    process it is worker 0, and the rotation makes it play `worker`'s slot."""
+    s.configure(s.epoch, worker, s.start)
+    return list(s)
+
+
 def test_prepare_leaves_out_corrupt_and_duplicate_and_turns_rotated_upright(oid, shards):
     root, cases = oid
     manifest = json.loads((shards / "manifest.json").read_text())
@@ -220,7 +227,7 @@ def test_every_shard_goes_to_one_rank_and_worker_and_ranks_get_equal_steps(shard
             count = 0
             for worker in range(workers):
                 s = stream(manifest, rank, world, workers, batch, epoch=epoch)
-                batches = list(s._batches(worker))
+                batches = played_by(s, worker)
                 count += len(batches)
                 seen += [i for b in batches for i in ids(b)]
                 shard_samples = sum(x.samples for x in s.slot_shards(worker))
@@ -230,18 +237,18 @@ def test_every_shard_goes_to_one_rank_and_worker_and_ranks_get_equal_steps(shard
         assert set(seen) <= set(range(manifest.num_samples))
         steps = steps_in_epoch(manifest, 5, epoch, world, workers, batch)
         assert steps == min(per_rank) > 0
-    orders = [[ids(b) for b in stream(manifest, epoch=e)._batches(0)] for e in (0, 1)]
+    orders = [[ids(b) for b in stream(manifest, epoch=e)] for e in (0, 1)]
     assert orders[0] != orders[1]  # reshuffled per epoch
 
 
 def test_stream_resumes_exactly_mid_buffer_and_mid_drain(shards):
     manifest = load_manifest(str(shards / "manifest.json"))
-    full = list(stream(manifest, buffer=5)._batches(0))
+    full = list(stream(manifest, buffer=5))
     assert len(full) == 12
     for k in (1, 4, 9, 11):  # buffer filling / steady state / draining
         s = stream(manifest, buffer=5)
         s.configure(0, 0, {0: full[k - 1][3]["state"]})
-        rest = list(s._batches(0))
+        rest = list(s)
         assert [ids(b) for b in rest] == [ids(b) for b in full[k:]], k
 
 
@@ -355,11 +362,13 @@ def test_the_next_shard_is_fetched_into_the_cache_while_one_is_read(shards, tmp_
     cold = stream(manifest, buffer=1)
     cold.cache = ShardCache(str(tmp_path / "cache"))
     order = cold.slot_shards(0)
-    batches = cold._batches(0)
+    batches = iter(cold)
     first = next(batches)
-    ahead, thread, _ = cold._ahead
-    assert ahead in order[1:]  # the shard after the one being read
-    thread.join(30)
+    # While a shard is read, the one after it lands in the cache (whole: it is renamed in).
+    ahead = order[first[3]["io"]["lookups"]]  # after the shards opened for the first batch
+    deadline = time.monotonic() + 30
+    while not os.path.exists(cold.cache.cached_path(ahead)) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert os.path.getsize(cold.cache.cached_path(ahead)) == ahead.bytes
     infos = [first[3]] + [b[3] for b in batches]
     # Fetched ahead is not a hit: nothing was in the cache before this reader needed it.
@@ -367,7 +376,7 @@ def test_the_next_shard_is_fetched_into_the_cache_while_one_is_read(shards, tmp_
     assert sum(i["io"]["lookups"] for i in infos) == len(order)
     warm = stream(manifest, buffer=1)
     warm.cache = ShardCache(str(tmp_path / "cache"))
-    infos = [b[3] for b in warm._batches(0)]
+    infos = [b[3] for b in warm]
     assert (
         sum(i["io"]["hits"] for i in infos) == sum(i["io"]["lookups"] for i in infos) == len(order)
     )
