@@ -89,6 +89,8 @@ def test_a_training_step_never_makes_the_host_wait_for_the_gpu() -> None:
         torch.cuda.set_sync_debug_mode("error" if step == 3 else "default")
         try:
             inputs, device_targets = engine.BatchCopier(ctx.device).copy(images, targets)
+            # The step's private parts, not train_one_epoch: the loop reads each step's loss to
+            # the host on purpose (refuse_non_finite), so only the parts around it can be checked.
             losses = engine._forward_backward(
                 ctx, cfg, model, None, inputs, device_targets, torch.bfloat16
             )
