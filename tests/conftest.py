@@ -69,6 +69,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # (3 workers on 2 cores, docs/performance.md "The test suite"). Re-measure when a real run is
 # added or cut: a long module handed out late is the suite's tail.
 LONGEST_FIRST = (
+    "tests/trainer/test_finite_steps.py",  # 200 CPU-s alone: the emulated-bf16 grid cells
     "tests/trainer/test_comm_hooks.py",
     "tests/trainer/test_ddp.py",
     "tests/local/test_resubmit_throttled_node.py",
