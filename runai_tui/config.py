@@ -16,7 +16,6 @@ key, the value and the fix.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -29,11 +28,6 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from runai_tui import paths
 from runai_tui.cli_generations import parse_override
 from runai_tui.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -159,6 +153,10 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
         raise UsageError(
             f"{path}: cannot read the config file: {reason}", f"fix or remove {path}"
         ) from None
+    if sys.version_info >= (3, 11):
+        import tomllib  # only when config.toml exists: off the dry run (docs/performance.md)
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # as above
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -171,6 +169,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int | None]]
     lines = {key: _line_of(text, key) for key in data}
     for key in data:
         if key not in KEYS:
+            import difflib  # only for a misspelt key (docs/performance.md)
+
             close = difflib.get_close_matches(key, KEYS, n=1)
             line = lines[key]
             where = f"{path}:{line}" if line else str(path)

@@ -17,7 +17,6 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
@@ -199,6 +198,12 @@ def command(name: str | None) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _print_traceback() -> None:
+    import traceback  # only on a failure with --debug: off every start (docs/performance.md)
+
+    traceback.print_exc()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     head, tail = raw, None
@@ -220,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -231,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if debug:
-            traceback.print_exc()
+            _print_traceback()
             return 1
         print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("hint: rerun with --debug for the traceback", file=sys.stderr)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +101,8 @@ def field_paths() -> list[str]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # only for a misspelt name (docs/performance.md)
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
