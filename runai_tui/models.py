@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 
 class Phase(str, enum.Enum):
@@ -142,7 +142,7 @@ class Job:
     requested_pods: int | None = None
     gpus: float | None = None
     created: datetime | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: Mapping[str, object] = field(default_factory=dict, repr=False)
     framework: str = ""  # "PyTorch", "TensorFlow", "MPI", "XGBoost", "JAX"; "" when not said
 
     @property
@@ -183,7 +183,7 @@ class JobDetail:
     events: list[Event] = field(default_factory=list)
     resources: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. the local cluster's "no effect here"
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: Mapping[str, object] = field(default_factory=dict, repr=False)
 
     def resource_rows(self) -> list[tuple[str, str]]:
         """The requested resources as `gpu.perWorker: 1` rows, leaving out what is unset."""
