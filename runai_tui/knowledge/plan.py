@@ -15,8 +15,9 @@ trainer/config.py or with the real torchvision models.
 from __future__ import annotations
 
 import statistics
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.knowledge.checks import nccl_ib_disabled
@@ -561,7 +562,23 @@ def apply_measure(
     return plan
 
 
-def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan:
+class LogLines(Protocol):
+    """A job's log read once (a RunaiClient)."""
+
+    def logs(
+        self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None
+    ) -> Iterator[str]: ...
+
+
+class LogStream(Protocol):
+    """A job's log as it arrives (a RunaiClient)."""
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncIterator[str]: ...
+
+
+def measure(plan: Plan, client: LogLines, job: str, tail: int = MEASURE_TAIL) -> Plan:
     """Fill plan.measured from job's master log (client: a RunaiClient), or say why not."""
     progress = TrainingProgress()
     try:
@@ -573,7 +590,7 @@ def measure(plan: Plan, client: Any, job: str, tail: int = MEASURE_TAIL) -> Plan
 
 
 async def read_progress(
-    client: Any, job: str, tail: int = MEASURE_TAIL
+    client: LogStream, job: str, tail: int = MEASURE_TAIL
 ) -> tuple[TrainingProgress | None, RunaiError | None]:
     """The async twin for the TUI: job's master log read once (no follow) into a progress."""
     progress = TrainingProgress()
