@@ -29,7 +29,7 @@ def driver_class_with_handle(base: type[Driver]) -> type[Driver]:
     """`base`, whose instances set `app.terminal_driver` to themselves."""
 
     class DriverWithHandle(base):  # type: ignore[valid-type,misc]
-        def __init__(self, app: Any, *args: Any, **kwargs: Any) -> None:
+        def __init__(self, app: HasDriver, *args: object, **kwargs: object) -> None:
             super().__init__(app, *args, **kwargs)
             app.terminal_driver = self
 
