@@ -49,7 +49,7 @@ def coco_map(index: DetectionIndex, predictions: Predictions, image_indices: lis
     """mAP over ``image_indices``; prediction boxes are xyxy pixels of the original image size."""
     COCO, COCOeval = _coco_modules()
     images: list[dict[str, int]] = []
-    annotations: list[dict[str, Any]] = []
+    annotations: list[dict[str, object]] = []
     for i in image_indices:
         h, w = int(index.heights[i]), int(index.widths[i])
         images.append({"id": i + 1, "height": h, "width": w})

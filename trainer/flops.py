@@ -224,7 +224,7 @@ class FlopMeter:
         self._seen.clear()
         return pixels * self.count.per_pixel if pixels else images * self.count.per_image
 
-    def run_info(self) -> dict[str, Any]:
+    def run_info(self) -> dict[str, object]:
         """What run.json records."""
         return {
             "per_image": self.count.per_image,
