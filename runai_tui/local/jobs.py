@@ -266,7 +266,9 @@ def delete(jobdir: Path) -> None:
     paths.deleting.touch()  # a supervisor mid-start checks this before each pod
     grace = 5.0
     with contextlib.suppress(StateError):
-        grace = float(read_json(paths.spec).get("graceSeconds", 5.0))
+        seconds = read_json(paths.spec).get("graceSeconds", 5.0)
+        if isinstance(seconds, int | float | str):
+            grace = float(seconds)
     status: JobStatus = {}
     with contextlib.suppress(StateError), locked(paths.lock):
         current = state.check_status(read_json(paths.status), paths.status)

@@ -198,7 +198,7 @@ def write_json_atomic(path: Path, data: object) -> None:
         fh.write("\n")
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, object]:
     """Read a JSON object; a missing, truncated or non-object file raises StateError."""
     try:
         text = path.read_text(encoding="utf-8")
