@@ -19,7 +19,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -379,18 +379,15 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_spec(spec: dict[str, Any], path: Path) -> JobSpec:
+def check_spec(spec: Mapping[str, object], path: Path) -> JobSpec:
     """SPEC as read from PATH, its shape checked (StateError naming the field otherwise)."""
     for key in ("name", "project", "id", "createdAt", "workingDir"):
         _expect(isinstance(spec.get(key), str), path, key, "a string")
     _expect(_is_int(spec.get("worldSize")), path, "worldSize", "an integer")
     _expect(isinstance(spec.get("graceSeconds"), (int, float)), path, "graceSeconds", "a number")
     _expect(isinstance(spec.get("baseEnv"), dict), path, "baseEnv", "a mapping")
-    gpu = (
-        (spec.get("resources") or {}).get("gpu")
-        if isinstance(spec.get("resources"), dict)
-        else None
-    )
+    resources = spec.get("resources")
+    gpu = resources.get("gpu") if isinstance(resources, dict) else None
     _expect(
         isinstance(gpu, dict) and _is_int(gpu.get("total")),
         path,
@@ -420,7 +417,7 @@ def check_spec(spec: dict[str, Any], path: Path) -> JobSpec:
     return cast(JobSpec, spec)
 
 
-def check_status(status: dict[str, Any], path: Path) -> JobStatus:
+def check_status(status: Mapping[str, object], path: Path) -> JobStatus:
     """STATUS as read from PATH, its shape checked (StateError naming the field otherwise)."""
     _expect(isinstance(status.get("phase"), str), path, "phase", "a string")
     pods = _expect_list(status.get("pods"), path, "pods", "a list", nonempty=False)
