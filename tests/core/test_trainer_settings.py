@@ -81,7 +81,11 @@ def test_an_auto_on_off_switch_alone_does_not_take_the_next_flag_as_its_value() 
         ("amp", "bf17", "'bf17': expected one of auto, none, fp16, bf16"),
         ("sync-bn", "maybe", "'maybe': expected true or false (--sync-bn or --no-sync-bn)"),
         ("compile", "yes", "'yes': expected one of auto, on, off"),
-        ("ddp-comm-hook", "int8", "'int8': expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)"),
+        (
+            "ddp-comm-hook",
+            "int8",
+            "'int8': expected none, bf16, fp16, powersgd or powersgd:RANK (e.g. powersgd:2)",
+        ),
     ],
 )
 def test_a_value_the_trainer_would_refuse_is_refused(name: str, value: str, message: str) -> None:
