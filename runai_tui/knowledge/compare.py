@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from runai_tui.json_types import JSONObject
 from runai_tui.knowledge.progress import job_totals, rank_figures, tflops_text
 from runai_tui.knowledge.submitted import (
     command_pairs,
@@ -33,8 +33,8 @@ class RunSide:
     label: str  # the job name or the run directory
     argv: list[str] | None = None  # the resolved submission, when recorded
     argv_source: str = ""  # where `argv` came from
-    run_info: dict[str, Any] | None = None  # the trainer's run.json
-    records: list[dict[str, Any]] = field(default_factory=list)  # the trainer's metric records
+    run_info: JSONObject | None = None  # the trainer's run.json
+    records: list[JSONObject] = field(default_factory=list)  # the trainer's metric records
     records_source: str = ""
     lacks: list[str] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)  # a sweep's combination, by grid field
@@ -60,8 +60,8 @@ class Comparison:
     run_json: list[Row]
     metrics: list[Row]
 
-    def to_dict(self) -> dict[str, Any]:
-        def rows(items: list[Row]) -> list[dict[str, Any]]:
+    def to_dict(self) -> dict[str, object]:
+        def rows(items: list[Row]) -> list[dict[str, object]]:
             return [{"key": r.key, "a": r.a, "b": r.b, "same": r.same} for r in items]
 
         return {
@@ -143,7 +143,7 @@ def render_rows(rows: list[Row], a: str = "A", b: str = "B") -> list[str]:
 _RUN_KEYS = ("config", "world_size", "backend", "device", "data", "versions", "env", "ranks")
 
 
-def _flat(value: Any, prefix: str) -> list[tuple[str, str]]:
+def _flat(value: object, prefix: str) -> list[tuple[str, str]]:
     if isinstance(value, dict):
         out: list[tuple[str, str]] = []
         for key, inner in value.items():
@@ -156,7 +156,7 @@ def _flat(value: Any, prefix: str) -> list[tuple[str, str]]:
     return [(prefix, _text(value))]
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -166,7 +166,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def run_json_fields(info: dict[str, Any]) -> list[tuple[str, str]]:
+def run_json_fields(info: Mapping[str, object]) -> list[tuple[str, str]]:
     """run.json flattened to dotted keys (`config.lr`, `data.corpus.manifest_version`,
     `data.topology.world_size`, `data.seed`…), the identifying parts only (no start time)."""
     out: list[tuple[str, str]] = []
@@ -195,7 +195,7 @@ class MetricSummary:
     finished: str
 
 
-def _number(record: dict[str, Any], key: str) -> float | None:
+def _number(record: Mapping[str, object], key: str) -> float | None:
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -206,7 +206,7 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(records: list[dict[str, Any]], world_size: int | None) -> MetricSummary:
+def summarize(records: Sequence[Mapping[str, object]], world_size: int | None) -> MetricSummary:
     train = [r for r in records if r.get("kind") == "train"]
     evals = [r for r in records if r.get("kind") == "eval" and _number(r, "map") is not None]
     img_s = _median([v for r in train if (v := _number(r, "images_per_sec")) is not None])
@@ -360,7 +360,7 @@ class RunTable:
     def labels(self) -> list[str]:
         return [side.label for side in self.sides]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         labels = self.labels
         return {
             "sweep": self.sweep,
@@ -401,12 +401,12 @@ class RunFigures:
     ended: str
 
 
-def _job_tflops(record: dict[str, Any]) -> float | None:
+def _job_tflops(record: Mapping[str, object]) -> float | None:
     ranks = rank_figures(record)
     return job_totals(ranks).tflops if ranks else _number(record, "tflops")
 
 
-def run_figures(records: list[dict[str, Any]]) -> RunFigures:
+def run_figures(records: Sequence[Mapping[str, object]]) -> RunFigures:
     summary = summarize(records, None)
     train = [r for r in records if r.get("kind") == "train"]
     losses = [v for r in train if (v := _number(r, "loss")) is not None]
