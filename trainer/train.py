@@ -58,7 +58,8 @@ from trainer.model import build_model, enable_channels_last, parameter_groups
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
 
-Checkpoint = tuple[str, checkpoint.Contents]  # (path, contents) of the checkpoint a run resumes from
+# (path, contents) of the checkpoint a run resumes from
+Checkpoint = tuple[str, checkpoint.Contents]
 
 
 def train(cfg: TrainConfig, ctx: DistContext) -> int:
