@@ -9,10 +9,7 @@ from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.knowledge import diagnose, preflight
-from runai_tui.knowledge import flight_recorder as fr
-from runai_tui.knowledge.remedies import attach_for_job
-from runai_tui.runai import runner
+from runai_tui.knowledge import diagnose
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -65,6 +62,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--log {exc.filename}: {exc.strerror}", "check the file") from None
     elif args.job:
+        # a job's pass only, off `diagnose --log` (a waited path): the event loop, the remedies
+        # with the profiles and YAML
+        from runai_tui.knowledge.remedies import attach_for_job
+        from runai_tui.runai import runner
+
         client = client_for(args)
         detail = client.describe(args.job)
         report = runner.run_sync(
@@ -83,6 +85,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _diagnose_dumps(directory: Path, as_json: bool) -> int:
+    # off `diagnose --log`: the dump reader (pickle, its dataclasses)
+    from runai_tui.knowledge import flight_recorder as fr
+
     try:
         judgement = fr.judge(fr.read_dir(directory))
     except fr.DumpProblem as problem:
@@ -108,6 +113,11 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
+    # with `diagnose` in this module: kept off `diagnose --log`
+    from runai_tui.knowledge import preflight
+    from runai_tui.knowledge.remedies import attach_for_job
+    from runai_tui.runai import runner
+
     client = client_for(args)
     detail = client.describe(args.job)
     report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))

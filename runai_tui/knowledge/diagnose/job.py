@@ -3,13 +3,12 @@ read as it streams in. The client is a parameter (knowledge never imports runai/
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, flight_recorder
+from runai_tui.knowledge import MAX_CONCURRENT_PODS
 from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
@@ -49,6 +48,11 @@ async def diagnose_job(
         )
     diagnosers = [PodDiagnoser(p) for p in pods]
     unavailable: list[Finding] = []
+
+    # off `diagnose --log`, a waited path: no event loop, no dump reader (docs/performance.md)
+    import asyncio
+
+    from runai_tui.knowledge import flight_recorder  # the same: off `diagnose --log`
 
     dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
     slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)

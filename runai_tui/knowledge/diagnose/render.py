@@ -5,7 +5,6 @@ from __future__ import annotations
 from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
 from runai_tui.knowledge.diagnose.report import Diagnosis
 from runai_tui.knowledge.findings import ERROR, pods_named
-from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.text import literal
 
 
@@ -39,6 +38,9 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
         out.append(f"  what:     {literal(f.message)}")
         out.append(f"  fix:      {f.fix}")
         if f.remedy is not None:
+            # off `diagnose --log` (a saved log has no remedy): no profiles, no YAML
+            from runai_tui.knowledge.remedies import remedy_line
+
             out.append(f"  {remedy_line(f.remedy).replace('remedy: ', 'remedy:   ', 1)}")
         total = report.counts.get(key, 0)
         if shown[key] == FINDINGS_PER_CODE and total > FINDINGS_PER_CODE:
