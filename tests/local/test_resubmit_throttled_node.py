@@ -14,19 +14,19 @@ from tests.local.resubmit_loop import tiny, user_profile
 from tests.local.test_through_runai_tui import tui
 
 
-# Rank 1 runs at 30% of a core from its first instruction, torch's import included, so the first
-# job lasts about 3.3 times rank 1's CPU work (at 15% it was 7 times: 251-275 s for the test in
-# clean-clone runs). 30% makes rank 1's forward pass about 3.3 times rank 0's whatever the host's
-# load (the quota stops it for 70 ms of every 100 ms, on top of what the load takes from both
-# ranks alike): twice the straggler rule's 1.5. Its own guard is twice the suite's 300 s.
+# Rank 1 runs at 15% of a core from its first instruction, torch's import included, so the test
+# lasts about 7 times rank 1's CPU work: 120-165 s on our 2-core machines, and over the suite's
+# 300 s hang guard when the shared host is slow. Its own guard is twice that. Not 30%: in a
+# whole-suite run at load 5-9 no straggler was then found (inferred: while rank 1 is stopped,
+# rank 0 has a core to itself, so the load does not slow both ranks alike).
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_rank_on_a_throttled_node_is_excluded_by_a_resubmit() -> None:
-    # The machine stands for two nodes; local-1 gives its pods 30% of the CPU. The worker
+    # The machine stands for two nodes; local-1 gives its pods 15% of the CPU. The worker
     # (rank 1) lands there and becomes a straggler; the remedy keeps the new job off local-1.
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "local.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("nodes: 2\nslow_nodes: {local-1: 0.3}\n")
+    config.write_text("nodes: 2\nslow_nodes: {local-1: 0.15}\n")
     user_profile("slow", tiny("slow", steps=4))
     try:
         assert tui("submit", "--profile", "slow").returncode == 0
