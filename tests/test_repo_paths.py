@@ -26,6 +26,8 @@ ELSEWHERE = {
     # Paths inside the local cluster's seeded claim (project-001), not in this checkout.
     ("runai_tui/local/README.md", "scripts/vision/shell/"),
     ("runai_tui/local/README.md", "scripts/vision/train/trainer"),
+    # A module merged into tests/tui/test_gloo_job_health.py, named with its past figures.
+    ("docs/performance.md", "tests/local/test_resubmit_gloo_interface.py"),
 }
 
 
