@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from runai_tui.errors import Failure
 from runai_tui.knowledge.compare import (
@@ -31,6 +31,7 @@ from runai_tui.knowledge.compare import (
 from runai_tui.knowledge.run_sources import gather_job, gather_jobs
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
+from runai_tui.tui.widgets.curves import LossAndThroughputPlot
 
 
 class CompareScreen(ModalScreen[None]):
@@ -134,40 +135,25 @@ def table_renderable(table: RunTable) -> Table:
     return grid
 
 
-class RunsCurves(PlotextPlot):
+class RunsCurves(LossAndThroughputPlot):
     """Every run's loss and images/s against step, one colour per run, a legend of names."""
 
     DEFAULT_CSS = """
     RunsCurves { height: 28; border: round $accent; border-title-color: $accent; }
     """
+    THROUGHPUT_TITLE = "images/s (all ranks)"
+    SUBTITLE_HINT = " · l toggles"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.curves: list[RunCurves] = []
-        self.log_scale = False
-
-    def on_mount(self) -> None:
-        self.border_title = "curves"
-        self.draw()
 
     def show(self, curves: list[RunCurves]) -> None:
         self.curves = curves
         self.draw()
 
-    def toggle_log_scale(self) -> None:
-        self.log_scale = not self.log_scale
-        self.draw()
-
-    def draw(self) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        scale = "log" if self.log_scale else "linear"
-        self.border_subtitle = f"y: {scale} · l toggles"
-        plt.subplots(2, 1)
+    def plot_series(self, plt: Plot) -> None:
         top, bottom = plt.subplot(1, 1), plt.subplot(2, 1)  # each call below names its plot
-        top.title("loss")
-        bottom.title("images/s (all ranks)")
-        bottom.xlabel("step")
         for i, run in enumerate(self.curves):
             for plot, points in ((top, run.loss), (bottom, run.img_s)):
                 shown = [(s, v) for s, v in points if v > 0]  # a log scale has no 0
@@ -179,9 +165,6 @@ class RunsCurves(PlotextPlot):
                         color=run_colour(i),
                         label=run.label,
                     )
-        top.yscale(scale)
-        bottom.yscale(scale)
-        self.refresh()
 
 
 class RunsCompareScreen(ModalScreen[None]):

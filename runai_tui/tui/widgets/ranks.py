@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from runai_tui.knowledge.progress import (
     TrainingProgress,
@@ -17,6 +17,7 @@ from runai_tui.knowledge.progress import (
     record_age,
     tflops_text,
 )
+from runai_tui.tui.widgets.curves import LossAndThroughputPlot
 
 COLUMNS = ("RANK", "STEP", "IMG/S", "DATA WAIT", "STEP TIME", "FORWARD", "TFLOP/S", "MFU", "AGE")
 
@@ -62,45 +63,28 @@ class RanksPanel(Static):
         self.update(ranks_table(progress, now))
 
 
-class CurvesPanel(PlotextPlot):
+class CurvesPanel(LossAndThroughputPlot):
     """Two plots: loss, and images/s per rank, against step."""
 
     DEFAULT_CSS = """
     CurvesPanel { height: 24; border: round $accent; border-title-color: $accent; }
     """
+    THROUGHPUT_TITLE = "images/s per rank"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.log_scale = False
         self.progress = TrainingProgress()
-
-    def on_mount(self) -> None:
-        self.border_title = "curves"
-        self.draw()
 
     def show(self, progress: TrainingProgress) -> None:
         self.progress = progress
         self.draw()
 
-    def toggle_log_scale(self) -> None:
-        self.log_scale = not self.log_scale
-        self.draw()
-
-    def draw(self) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        scale = "log" if self.log_scale else "linear"
-        self.border_subtitle = f"y: {scale}"
+    def plot_series(self, plt: Plot) -> None:
         points = list(self.progress.curve)
-        plt.subplots(2, 1)
-        top, bottom = plt.subplot(1, 1), plt.subplot(2, 1)  # each call below names its plot
-        top.title("loss")
         loss = [(p.step, p.loss) for p in points if p.loss is not None and p.loss > 0]
         if loss:
-            top.plot([s for s, _ in loss], [v for _, v in loss], marker="braille")
-        top.yscale(scale)
-        bottom.title("images/s per rank")
-        bottom.xlabel("step")
+            plt.subplot(1, 1).plot([s for s, _ in loss], [v for _, v in loss], marker="braille")
+        bottom = plt.subplot(2, 1)
         for rank in range(max((len(p.img_s) for p in points), default=0)):
             series = [
                 (p.step, value)
@@ -114,5 +98,3 @@ class CurvesPanel(PlotextPlot):
                     marker="braille",
                     label=f"rank {rank}",
                 )
-        bottom.yscale(scale)
-        self.refresh()
