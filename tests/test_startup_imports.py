@@ -163,3 +163,22 @@ def test_every_import_inside_a_function_says_why() -> None:
     assert found == [], "imports belong at the top of the module, or say why not:\n" + "\n".join(
         found
     )
+
+
+# Imports inside functions stay few: each one left keeps a layer's rule or 20 ms off a path a
+# user waits for (docs/performance.md, "Imports inside functions").
+FUNCTION_IMPORTS_CEILING = 40
+
+
+def test_imports_inside_functions_stay_under_the_ceiling() -> None:
+    inside = {
+        (path, node.lineno)
+        for path in sorted((REPO / "runai_tui").rglob("*.py"))
+        for func in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(func)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    }
+    assert len(inside) <= FUNCTION_IMPORTS_CEILING, sorted(
+        f"{path.relative_to(REPO)}:{line}" for path, line in inside
+    )
