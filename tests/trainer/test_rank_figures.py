@@ -49,15 +49,16 @@ def rank_of(pid: int) -> int | None:
 
 
 def throttle_rank_loader(launcher: int, rank: int, done: threading.Event) -> None:
-    """Keep `rank`'s loader workers stopped 99% of the time (a batch every 6 s or so) until `done`:
-    long enough that the wait stays most of a step even when a loaded machine (the suite's other
-    worker) stretches the compute to a few seconds."""
+    """Keep `rank`'s loader workers stopped 99% of the time (a batch every 12 s or so) until
+    `done`: long enough that the wait stays most of a step even when a loaded machine (the
+    suite's other workers) stretches the compute to several seconds (at 6 s, a clean-clone CI
+    run once measured rank 1's median wait under half its step)."""
     while not done.is_set():
         trainers = [p for p in children_of(launcher) if rank_of(p) == rank]
         workers = [w for t in trainers for w in children_of(t)]
         for pid in workers:
             with_signal(pid, signal.SIGSTOP)
-        done.wait(6.0)
+        done.wait(12.0)
         for pid in workers:
             with_signal(pid, signal.SIGCONT)
         done.wait(0.02)

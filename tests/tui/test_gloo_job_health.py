@@ -94,4 +94,7 @@ async def test_a_wrong_gloo_interface_is_fixed_by_a_resubmit_and_shown_on_both_p
             await wait_for(pilot, lambda: not isinstance(app.screen, DescribeScreen), "jobs")
         # The HEALTH column: the one fault's code, no "+N" for its second pod.
         assert str(table.get_cell("ifbad", "health")) == "✗ socket-ifname"
-        assert str(table.get_cell("ifbad-2", "health")) == "ok"
+        # The fault is gone from the fixed job. Its health may still carry a straggler warning:
+        # that rule measures the ranks' timing, which the suite's other workers disturb.
+        fixed = str(table.get_cell("ifbad-2", "health"))
+        assert fixed in ("ok", "! straggler"), fixed
