@@ -82,8 +82,11 @@ def lint_examples_text() -> str:
 
 def diagnose_codes_table() -> str:
     return table(
-        ["Code", "Severity", "What it means", "Example of its evidence"],
-        ([f"`{c.code}`", c.severity, c.message, code_span(c.example)] for c in CODES.values()),
+        ["Code", "Severity", "Retry", "What it means", "Example of its evidence"],
+        (
+            [f"`{c.code}`", c.severity, c.retry, c.message, code_span(c.example)]
+            for c in CODES.values()
+        ),
     )
 
 

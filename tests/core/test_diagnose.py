@@ -69,7 +69,7 @@ def test_every_code_has_a_fixture_and_its_example_line_is_found() -> None:
     # Codes found from things other than a log line: tests/hang/ has the dumps, the others
     # their own modules.
     from_elsewhere = {"stalled", "log-unavailable", "straggler", "pending", "hang-rank"}
-    from_elsewhere.add("flight-recorder-unreadable")
+    from_elsewhere |= {"flight-recorder-unreadable", "pod-lost"}
     covered = set().union(*EXPECTED.values()) | from_elsewhere
     assert covered == set(CODES)
     for spec in CODES.values():
@@ -220,7 +220,8 @@ def test_the_docs_document_every_code_with_its_evidence() -> None:
     assert DIAGNOSE_CODES.doc == "docs/health.md"
     doc = (Path(__file__).parents[2] / DIAGNOSE_CODES.doc).read_text()
     for spec in CODES.values():
-        assert f"| `{spec.code}` | {spec.severity} | {spec.message} | `{spec.example}` |" in doc
+        row = f"| `{spec.code}` | {spec.severity} | {spec.retry} | {spec.message} | `{spec.example}` |"
+        assert row in doc
     assert DIAGNOSE_CODES.current(doc) == diagnose_codes_table(), DIAGNOSE_CODES.stale
     assert "runai-tui diagnose" in doc and "runai-tui preflight" in doc
 

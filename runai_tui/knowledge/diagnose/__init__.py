@@ -10,6 +10,8 @@ Core (no Textual, no Rich). One concern per module:
 - joblogs.py    JobLogs (what a detector sees) and the Detector type
 - detectors.py  the codes no single line shows (tcp-fallback, data-starved, stalled)
 - waiting.py    pending: why a waiting job waits (knowledge/pending.py reads the events)
+- lost.py       pod-lost: a pod killed from outside (node lost, eviction), from describe
+- retry.py      the retry decision: what the catalogue (each code's `retry`) says to do
 - report.py     Diagnosis, combine (pods + detectors into one report), DETECTORS
 - saved.py      saved logs (`--log FILE`), read in blocks
 - job.py        the async pass over a job's pods (diagnose_job; diagnose_waiting: describe only)
@@ -17,7 +19,8 @@ Core (no Textual, no Rich). One concern per module:
 
 A new code:
 
-1. a row in codes.CODES: code, severity (findings.ERROR / WARNING / INFO), message, fix (a fix
+1. a row in codes.CODES: code, severity (findings.ERROR / WARNING / INFO), retry (RUN_AGAIN,
+   REMEDY or NEVER: what a retry can do), message, fix (a fix
    text another check gives too comes from knowledge/findings.py), example (a line of evidence);
 2. a code found in a single line: its `pattern` and `needles` in that row, and that is all (the
    line prefilter takes its needles from the table);

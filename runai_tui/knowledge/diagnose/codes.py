@@ -4,13 +4,20 @@
 and docs/health.md read. A row with a `pattern` is found line by line: the line prefilter
 (prefilter.py) lets through every line holding one of the row's `needles`, and the pattern decides.
 A row without a pattern is found by a detector (detectors.py) from what the pods' logs said as
-a whole (the transport, the trainer's records, the job).
+a whole (the transport, the trainer's records, the job, describe's events).
+
+Every row also says what a retry can do about its fault (`retry`, the retry catalogue that
+`runai-tui watch --recover` follows and docs/health.md lists): RUN_AGAIN (the node or the network
+failed, not the job: the same submission, resumed from its checkpoints, can pass), REMEDY (the
+same submission fails the same way; a remedy, applied with --apply-remedies, changes the cause)
+or NEVER (no retry helps: the input, the code or the data must change, or a person must look).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from runai_tui.knowledge.findings import (
     ERROR,
@@ -25,6 +32,18 @@ from runai_tui.knowledge.stragglers import FIX as STRAGGLER_FIX
 
 EVIDENCE_MAX = 300  # characters of an evidence line that are kept
 
+Retry = Literal["run again", "needs a remedy", "never"]
+RUN_AGAIN: Retry = "run again"
+REMEDY: Retry = "needs a remedy"
+NEVER: Retry = "never"
+# What each kind means, as the watcher says it when it acts on it or stops.
+RETRY_MEANS: dict[Retry, str] = {
+    RUN_AGAIN: "a fault of a node or the network, not of the job: the same submission, resumed "
+    "from its checkpoints, can pass",
+    REMEDY: "the same submission fails the same way: a remedy (--apply-remedies) changes the cause",
+    NEVER: "no retry helps: the job's input, code or data must change, or a person must look",
+}
+
 
 @dataclass(frozen=True)
 class Code:
@@ -33,6 +52,7 @@ class Code:
 
     code: str
     severity: Severity
+    retry: Retry  # what a retry can do about it (the retry catalogue)
     message: str
     fix: str
     example: str  # a line of evidence, as NCCL / PyTorch / the trainer print it
@@ -50,6 +70,7 @@ CODES: dict[str, Code] = {
         Code(
             "memlock",
             ERROR,
+            REMEDY,
             "NCCL could not register memory for RDMA (ibv_reg_mr failed): the locked-memory "
             "limit (memlock) is too low, so IB fails or falls back to TCP",
             FIX_MEMLOCK + "; check with `runai-tui preflight JOB`",
@@ -61,6 +82,7 @@ CODES: dict[str, Code] = {
         Code(
             "tcp-fallback",
             WARNING,
+            REMEDY,
             "InfiniBand/RoCE was asked for but NCCL uses sockets (TCP): all-reduce is far slower",
             "check NCCL_IB_HCA matches a device in /sys/class/infiniband, the RDMA resource "
             "(openshift.io/mlxrdma) and IPC_LOCK are granted, memlock is unlimited; "
@@ -70,6 +92,7 @@ CODES: dict[str, Code] = {
         Code(
             "nccl-timeout",
             ERROR,
+            RUN_AGAIN,
             "a collective (all-reduce, broadcast...) timed out: a rank hung, died or the network "
             "between pods stalled",
             "find the rank that stopped first (other findings, the logs of every pod); check the "
@@ -88,6 +111,7 @@ CODES: dict[str, Code] = {
         Code(
             "nccl-error",
             ERROR,
+            RUN_AGAIN,
             "an NCCL call failed (system, remote or internal error): a peer died, the network "
             "dropped, or NCCL could not set up its transport",
             "read the NCCL WARN lines just above it and the other pods' first error (a rank that "
@@ -104,6 +128,7 @@ CODES: dict[str, Code] = {
         Code(
             "shm",
             ERROR,
+            REMEDY,
             "a DataLoader worker or NCCL ran out of shared memory (/dev/shm)",
             FIX_SHM + " (the trainer's --workers), or a lower --prefetch-factor",
             "ERROR: Unexpected bus error encountered in worker. This might be caused by "
@@ -118,6 +143,7 @@ CODES: dict[str, Code] = {
         Code(
             "cuda-oom",
             ERROR,
+            REMEDY,
             "the GPU ran out of memory",
             "lower --batch-size (keep the global batch with --grad-accum), use --amp bf16, "
             "or a smaller --max-size",
@@ -132,6 +158,7 @@ CODES: dict[str, Code] = {
         Code(
             "rendezvous",
             ERROR,
+            RUN_AGAIN,
             "a pod could not reach the master (rendezvous / TCP store): the workers cannot "
             "join the job",
             "check the master pod is running and MASTER_ADDR/MASTER_PORT resolve and answer "
@@ -151,6 +178,7 @@ CODES: dict[str, Code] = {
         Code(
             "exit-barrier",
             INFO,
+            RUN_AGAIN,
             "torchrun's agent on this pod found the master's store closed in its exit barrier: "
             "the master pod ended first. Harmless: this pod's workers had finished; the error "
             "lines after it are that barrier's",
@@ -164,6 +192,7 @@ CODES: dict[str, Code] = {
         Code(
             "socket-ifname",
             ERROR,
+            REMEDY,
             "the network interface that GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME names does not "
             "exist in the pod: the process group cannot start",
             "set the variable to an interface the pod has (`runai-tui preflight JOB` lists them; "
@@ -179,6 +208,7 @@ CODES: dict[str, Code] = {
         Code(
             "dataloader-killed",
             ERROR,
+            REMEDY,
             "a DataLoader worker process died (often the kernel's OOM killer: the pod's "
             "memory limit)",
             "raise the pod's memory limit (memory.limit), or lower --workers / --prefetch-factor",
@@ -192,6 +222,7 @@ CODES: dict[str, Code] = {
         Code(
             "nan-loss",
             ERROR,
+            NEVER,
             "the loss or the gradients became NaN or infinite: training diverged, or a "
             "precision's kernels failed (the trainer's line names the precision and the step)",
             "lower --lr (or raise --warmup-steps), use --clip-grad, or --amp bf16 instead "
@@ -207,6 +238,7 @@ CODES: dict[str, Code] = {
         Code(
             "trainer-error",
             ERROR,
+            NEVER,
             "the trainer refused its input (a bad argument, a missing file or directory) and "
             "stopped",
             "fix the trainer arguments in the profile's args; `runai-tui lint` checks some of them",
@@ -218,6 +250,7 @@ CODES: dict[str, Code] = {
         Code(
             "process-failed",
             WARNING,
+            NEVER,
             "a training process exited with an error (torchrun's ChildFailedError) and no other "
             "finding explains why",
             "read the lines just above it in this pod's log (the process's own error), and the "
@@ -231,6 +264,7 @@ CODES: dict[str, Code] = {
         Code(
             "data-starved",
             WARNING,
+            NEVER,
             "the GPUs wait for data: data wait is more than a third of the step time",
             "raise the trainer's --workers (and --prefetch-factor), keep the dataset on fast "
             "storage, or give the pod more CPU",
@@ -240,6 +274,7 @@ CODES: dict[str, Code] = {
         Code(
             "straggler",
             WARNING,
+            REMEDY,
             "one rank is slower than the others (its median step or forward time at least 1.5x "
             "theirs), or its data wait dominates its step: the whole job runs at its pace",
             STRAGGLER_FIX,
@@ -248,8 +283,20 @@ CODES: dict[str, Code] = {
             "newest 6 records",
         ),
         Code(
+            "pod-lost",
+            ERROR,
+            RUN_AGAIN,
+            "a pod was killed from outside while the job ran (its node lost or rebooted, an "
+            "eviction, a SIGKILL): nothing in the logs says the training itself failed",
+            "submit it again: it resumes from the newest checkpoint (`runai-tui watch JOB "
+            "--recover` does it unattended); if it keeps happening on one node, exclude it "
+            "(exclude_node)",
+            "PodFailed: pod retinanet-tcp-worker-1 killed by SIGKILL",
+        ),
+        Code(
             "stalled",
             ERROR,
+            RUN_AGAIN,
             "the job is Running but the trainer stopped reporting: it is probably hung",
             "look for the first error on every pod (nccl-timeout, rendezvous...), check the "
             "pods' transport; delete and resubmit to resume from the last checkpoint",
@@ -258,6 +305,7 @@ CODES: dict[str, Code] = {
         Code(
             "pending",
             WARNING,
+            REMEDY,
             "the job waits: the cluster cannot schedule or start a pod (the evidence says why)",
             "follow the fix given with the reason",
             "FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
@@ -265,6 +313,7 @@ CODES: dict[str, Code] = {
         Code(
             "log-unavailable",
             INFO,
+            RUN_AGAIN,
             "this pod's log could not be read",
             "wait for the pod to start, or check it with `runai-tui describe JOB`",
             "pod retinanet-tcp-worker-1 has not started yet",
@@ -272,6 +321,7 @@ CODES: dict[str, Code] = {
         Code(
             "hang-rank",
             ERROR,
+            REMEDY,
             "the Flight Recorder dumps name the rank that never entered a collective the others "
             "waited in (knowledge/flight_recorder.py)",
             "look at that rank's pod and node first: its log's last lines, preflight on it",
@@ -280,6 +330,7 @@ CODES: dict[str, Code] = {
         Code(
             "flight-recorder-unreadable",
             WARNING,
+            NEVER,
             "the job's Flight Recorder dumps could not be judged",
             "copy the dump directory and run `runai-tui diagnose --flight-recorder DIR`",
             "/data/runs/x/flight-recorder/rank-1: truncated or not a Flight Recorder dump",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.diagnose import detectors, waiting
+from runai_tui.knowledge.diagnose import detectors, lost, waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
 from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding, one_per_fault
@@ -18,6 +18,7 @@ DETECTORS: tuple[Detector, ...] = (
     detectors.straggler,
     detectors.stalled,
     waiting.pending,
+    lost.pod_lost,
 )
 
 
