@@ -54,9 +54,10 @@ test-pythons:
 	scripts/test-pythons.sh $(PYTHONS)
 
 # The suite (benchmarks/run.py): every figure a ratio against a yardstick measured in the same run.
-# BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/.
+# BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/;
+# a whole run (no --only, no --quick) also writes its table into docs/performance.md, "The figures".
 bench: $(VENV)/.installed-test
-	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/run.py --doc docs/performance.md $(BENCH_ARGS)
 
 # The generated parts of the docs, made again: the field, lint-rule and diagnose-code tables of
 # docs/profiles.md and docs/health.md, and the README's screenshots (docs/screenshots/).

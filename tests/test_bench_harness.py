@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.harness import Figure
-from benchmarks.run import main, table
+from benchmarks.harness import REPO, Figure
+from benchmarks.run import DOC_BEGIN, DOC_END, main, table, write_doc
 
 
 def test_suite_runs_the_cli_figure_and_writes_the_report(tmp_path: Path, capsys) -> None:
@@ -105,3 +105,23 @@ def test_compile_time_is_the_first_steps_excess_over_the_later_ones(tmp_path: Pa
     metrics.write_text("\n".join(json.dumps(r) for r in records) + '\n{"kind": "eval"}\n')
     assert first_step_excess(metrics) == 151 - 17
     assert first_step_excess(tmp_path / "missing.jsonl") is None
+
+
+def test_a_whole_run_writes_its_table_into_the_doc(tmp_path: Path) -> None:
+    """docs/performance.md's figures are the last whole `make bench`'s: the block between the
+    markers is made from the report, every figure and extra row one line, the rest kept."""
+    fig = Figure("cli", "headless submit --dry-run wall", "s", ours=0.1, yardstick=0.05)
+    fig.judge("<=", 2.5)
+    fig.details["extra_rows"] = {"cli CPU": {"ours": "90 ms", "ratio": 1.5, "met": True}}
+    machine = {"date": "2026-11-28 12:48 UTC", "nproc": 2, "cpu": "X", "python": "3.11.7"}
+    report = {"machine": {**machine, "load_avg": [1.5, 1, 1]}, "figures": [fig.to_json()]}
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# Before\n\n{DOC_BEGIN}\nold\n{DOC_END}\n\nAfter\n", encoding="utf-8")
+    write_doc(doc, report)
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# Before\n") and text.endswith(f"{DOC_END}\n\nAfter\n")
+    assert "old" not in text and "2026-11-28 12:48 UTC" in text
+    assert "| `cli`: headless submit --dry-run wall | 100.0 ms | 50.0 ms | 2.00x |" in text
+    assert "| `cli CPU` | 90 ms | - | 1.50x |  | yes |" in text
+    shipped = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert shipped.index(DOC_BEGIN) < shipped.index(DOC_END)

@@ -27,7 +27,7 @@ ELSEWHERE = {
     ("runai_tui/local/README.md", "scripts/vision/shell/"),
     ("runai_tui/local/README.md", "scripts/vision/train/trainer"),
     # A module merged into tests/tui/test_gloo_job_health.py, named with its past figures.
-    ("docs/performance.md", "tests/local/test_resubmit_gloo_interface.py"),
+    ("docs/performance-log.md", "tests/local/test_resubmit_gloo_interface.py"),
 }
 
 
