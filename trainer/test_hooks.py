@@ -7,20 +7,29 @@ RUNAI_TUI_TEST_HOOK_DIST_TIMEOUT_SECONDS=N     the collective timeout in seconds
                                               --dist-timeout counts minutes)
 RUNAI_TUI_TEST_HOOK_COMPILE_BACKEND=NAME       the torch.compile backend of --compile (tests use
                                               "eager": the wiring without minutes of codegen)
+RUNAI_TUI_TEST_HOOK_CPUINFO=PATH               read the CPU's flags from PATH, not /proc/cpuinfo
+                                              (--amp auto on a CPU without native bf16)
 """
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 STALL_ENV = "RUNAI_TUI_TEST_HOOK_STALL"
 TIMEOUT_ENV = "RUNAI_TUI_TEST_HOOK_DIST_TIMEOUT_SECONDS"
 COMPILE_ENV = "RUNAI_TUI_TEST_HOOK_COMPILE_BACKEND"
+CPUINFO_ENV = "RUNAI_TUI_TEST_HOOK_CPUINFO"
 
 
 def compile_backend() -> str:
     return os.environ.get(COMPILE_ENV, "") or "inductor"
+
+
+def cpuinfo(default: Path) -> Path:
+    value = os.environ.get(CPUINFO_ENV, "")
+    return Path(value) if value else default
 
 
 def dist_timeout_seconds(minutes: int) -> float:
