@@ -80,21 +80,29 @@ def test_the_comm_hook_spelling_is_the_trainers() -> None:
 
 
 def test_the_plans_fast_path_rule_is_the_trainers() -> None:
-    """`plan` and the submit form say which path a job takes with trainer/fast_path.py itself:
-    runai_tui/trainer_flags/fast_path.py is a link to it (the core imports no trainer)."""
-    from pathlib import Path
-
-    from runai_tui.trainer_flags import fast_path as ours
+    """`plan` and the submit form say which path a job takes with a copy of trainer/fast_path.py
+    (the core imports no trainer): the same figures, and the same answers over a grid."""
+    from runai_tui.knowledge import trainer_facts
     from trainer import config, fast_path
 
-    link = Path(trainer_flags.__file__).parent / "fast_path.py"
-    assert link.is_symlink() and link.resolve() == Path(fast_path.__file__).resolve()
-    assert ours.compile_choice("auto", "cpu", 6, 64, 64, False) == fast_path.compile_choice(
-        "auto", "cpu", 6, 64, 64, False
-    )
-    switches = {n for n, f in trainer_flags.FLAGS.items() if f.kind == "switch"}
-    assert switches == {"channels-last", "compile"}
-    assert {trainer_flags.FLAGS[n].choices for n in switches} == {config.SWITCH_CHOICES}
+    figures = {name: v for name, v in vars(fast_path).items() if name.isupper()}
+    assert len(figures) > 10
+    assert {name: getattr(trainer_facts, name) for name in figures} == figures
+    assert {
+        f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("switch")
+    } == trainer_facts.SWITCHES
+    assert trainer_facts.SWITCH_CHOICES == config.SWITCH_CHOICES
+    for asked in fast_path.SWITCH_CHOICES:
+        for device in ("cuda", "cpu"):
+            for amp in ("none", "fp16", "bf16", None):
+                ours = fast_path.channels_last_choice(asked, device, amp)
+                assert tuple(trainer_facts.channels_last_choice(asked, device, amp)) == ours
+            for images in (0, 1_000, 50_000, 60_000, 10**7):
+                for size in ((64, 64), (512, 682), (800, 1066)):
+                    for warm in (False, True):
+                        ours = fast_path.compile_choice(asked, device, images, *size, warm)
+                        theirs = trainer_facts.compile_choice(asked, device, images, *size, warm)
+                        assert tuple(theirs) == ours
 
 
 def test_the_plan_reads_the_switches_as_the_trainer_does() -> None:
