@@ -28,6 +28,14 @@ def main(argv: list[str] | None = None) -> int:
         except TrainerError as exc:
             print(f"trainer: error: {exc}", file=sys.stderr, flush=True)
             return exc.exit_code
+    if args[:1] == ["comm-check"]:  # the wire alone, for a job that trains nothing
+        from trainer.comm_check import main as comm_check_main
+
+        try:
+            return comm_check_main(args[1:])
+        except TrainerError as exc:
+            print(f"trainer: error: {exc}", file=sys.stderr, flush=True)
+            return exc.exit_code
     if args[:1] == ["verify"]:  # re-read every shard of a manifest
         from trainer.data.prepare import verify_main
 

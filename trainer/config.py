@@ -391,6 +391,16 @@ class TrainConfig:
         default=True,
         metadata=_opt("gradients are views into DDP's buckets (no copy, less memory)", "runtime"),
     )
+    comm_check: str = field(
+        default="auto",
+        metadata=_opt(
+            "measure the wire before the first step (all-reduce busbw by size, the slowest "
+            "pair of neighbouring ranks; one comm record, trainer/comm_check.py): auto (when the "
+            "job spans more than one pod), on or off",
+            "runtime",
+            choices=("auto", "on", "off"),
+        ),
+    )
     peak_tflops: float | None = field(
         default=None,
         metadata=_opt(

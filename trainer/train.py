@@ -26,7 +26,7 @@ import torchvision
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import checkpoint, fast_path, test_hooks
+from trainer import checkpoint, comm_check, fast_path, test_hooks
 from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.compile_cache import cache_is_warm, compile_cache_dir, use_compile_cache
@@ -95,6 +95,10 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     run = Run(cfg, ctx, log, data, steps.total, net, opt, open_metrics(cfg, ctx, log))
     resume(run, found)
     record_start(run, found, {"amp": precision, "channels_last": layout, "compile": compiled})
+    comm_check.before_training(  # the wire measured, one comm record (trainer/comm_check.py)
+        cfg.comm_check, ctx, model, cfg.ddp_bucket_mb, run.metrics.write, log,
+        run.progress.global_step,
+    )  # fmt: skip
 
     # The loop. An epoch ends early only at --max-steps or on a stop request.
     run.stop.install()

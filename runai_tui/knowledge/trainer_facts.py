@@ -339,6 +339,7 @@ TRAINER_FLAGS: dict[str, TrainerFlag] = {
     "ddp-comm-hook": TrainerFlag("str"),
     "ddp-bucket-mb": TrainerFlag("int"),
     "gradient-as-bucket-view": TrainerFlag("bool"),
+    "comm-check": TrainerFlag("str", ("auto", "on", "off")),
     "peak-tflops": TrainerFlag("float"),
     "debug": TrainerFlag("bool"),
 }
