@@ -22,6 +22,7 @@ from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
 from runai_tui.knowledge.submitted import Submitted, read_submission
 from runai_tui.profiles import check_job_name
+from runai_tui.profiles.overrides import set_key
 from runai_tui.runai import submission
 
 if TYPE_CHECKING:
@@ -118,10 +119,7 @@ def next_free(job: str, taken: Sequence[str]) -> str:
     return f"{base}-{n}"
 
 
-def _key(item: str) -> str:
-    key = item.partition("=")[0].strip()
-    # trainer.batch_size and trainer.batch-size are one flag
-    return key.replace("_", "-") if key.startswith("trainer.") else key
+_key = set_key  # trainer.batch_size and trainer.batch-size are one flag
 
 
 def _conflicts(a: str, b: str) -> bool:
@@ -167,16 +165,22 @@ async def plan(
     name: str | None = None,
     project: str | None = None,
     project_explicit: bool = False,
+    detail: JobDetail | None = None,
+    findings: list[Finding] | None = None,
 ) -> Plan:
-    """The resubmit of `job`. Raises RunaiError (unknown job), RuntimeFailure (nothing to
-    rebuild from, a taken name), ProfileError/UsageError (a bad --set or name)."""
-    detail = await client.adescribe(job)
+    """The resubmit of `job`, recorded as the next attempt of its chain (its record names `job`
+    as its parent, and its number). `detail` and `findings` (remedies attached): describe and
+    the diagnosis when the caller has them. Raises RunaiError (unknown job), RuntimeFailure
+    (nothing to rebuild from, a taken name), ProfileError/UsageError (a bad --set or name)."""
+    if detail is None:
+        detail = await client.adescribe(job)
     described = read_submission(detail)
     found = described.rebuild()
-    findings: list[Finding] = []
-    if apply_remedies:
+    first = described.decoded_record()
+    if apply_remedies and findings is None:
         findings = (await diagnose_job(client, job, detail=detail)).findings
         attach_for_job(findings, detail, local=client.backend.is_local, found=found)
+    findings = findings if apply_remedies and findings is not None else []
     chosen, beaten = _choose(findings, sets)
     new = await _new_name(client, job, name)
     _check_secrets(job, found, [o.item for o in chosen])
@@ -188,6 +192,8 @@ async def plan(
         project=project,
         project_explicit=project_explicit,
         prior_sets=found.sets,
+        parent=job,
+        attempt=(first.attempt_number if first else 1) + 1,
     )
     # The argv the cluster kept, else the recorded submission's, rebuilt.
     before = described.argv or (

@@ -19,7 +19,11 @@ copied: its name stays, in place, with REDACTED as its value, and `redacted` lis
 (`env.NAME`); a rebuild takes the value from the profile of that name as it is now, else says it
 is missing. A job of a sweep (runai_tui/sweep.py) also carries the sweep's ID (`sweep`) and its
 own combination of the grid's values (`values`, FIELD -> VALUE as given); both are optional keys
-of version 2, which a reader that predates them ignores. The record is bounded: BUDGET bytes
+of version 2, which a reader that predates them ignores. A job submitted again from another
+(`resubmit`, or the watcher's next attempt) also names that job (`parent`) and its number in
+the chain (`attempt`; the first submission, which has neither, is attempt 1), so the chain of
+attempts is read from the cluster alone; its `sets` are the ones still in force, one per field
+(profiles/overrides.effective_sets), so the record does not grow with attempts. The record is bounded: BUDGET bytes
 (key and value, as Kubernetes counts them), a small share of the 256 KiB that all of an object's
 annotations may take (docs/contracts.md); a larger one is refused before anything runs.
 
@@ -74,6 +78,13 @@ class Record:
     redacted: tuple[str, ...] = ()
     sweep: str | None = None
     values: dict[str, str] = field(default_factory=dict)
+    parent: str | None = None
+    attempt: int | None = None
+
+    @property
+    def attempt_number(self) -> int:
+        """This submission's number in its chain: 1 for a first submission."""
+        return self.attempt if self.attempt is not None else 1
 
     def encode(self) -> str:
         doc: dict[str, object] = {"v": VERSION, "profile": self.profile}
@@ -84,6 +95,8 @@ class Record:
             doc["redacted"] = list(self.redacted)
         if self.sweep is not None:
             doc |= {"sweep": self.sweep, "values": self.values}
+        if self.parent is not None:
+            doc |= {"parent": self.parent, "attempt": self.attempt_number}
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -108,9 +121,11 @@ def make(
     name: str | None = None,
     sweep: str | None = None,
     values: Mapping[str, str] | None = None,
+    parent: str | None = None,
+    attempt: int | None = None,
 ) -> Record:
     """The record of a submission of `profile` (overrides applied) under `name`; `sweep` and
-    `values` for a job of a sweep."""
+    `values` for a job of a sweep; `parent` and `attempt` for a job submitted again."""
     data = {k: v for k, v in profile.data.items() if k not in _DROPPED}
     redacted: list[str] = []
     for field_name in ENV_FIELDS:
@@ -125,7 +140,9 @@ def make(
     shown = {
         k: _redact_set(f"{k}={v}", redacted).partition("=")[2] for k, v in (values or {}).items()
     }
-    return Record(profile.name, recorded, data, name, tuple(redacted), sweep, shown)
+    return Record(
+        profile.name, recorded, data, name, tuple(redacted), sweep, shown, parent, attempt
+    )
 
 
 def annotation_value(record: Record) -> str:
@@ -157,6 +174,7 @@ def decode(text: str) -> Record:
     profile, sets, data = doc.get("profile"), doc.get("sets"), doc.get("data")
     name, redacted = doc.get("name"), doc.get("redacted", [])
     sweep, values = doc.get("sweep"), doc.get("values", {})
+    parent, attempt = doc.get("parent"), doc.get("attempt")
     if not isinstance(profile, str) or not profile:
         raise ValueError("the record names no profile")
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
@@ -173,7 +191,13 @@ def decode(text: str) -> Record:
         isinstance(k, str) and isinstance(v, str) for k, v in values.items()
     ):
         raise ValueError("the record's sweep values are not a mapping of FIELD to VALUE")
-    return Record(profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values))
+    if parent is not None and not isinstance(parent, str):
+        raise ValueError("the record's parent is not a job name")
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)):
+        raise ValueError("the record's attempt is not a whole number")
+    return Record(
+        profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values), parent, attempt
+    )
 
 
 def find(document: object) -> str | None:

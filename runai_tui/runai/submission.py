@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from runai_tui import submission_record
 from runai_tui.profiles import FIELDS, Problem, ProfileError, apply_overrides, check_job_name
+from runai_tui.profiles.overrides import effective_sets
 from runai_tui.runai.argv import with_project
 from runai_tui.runai.command import build_submit_argv, field_argv, master_copies
 
@@ -112,12 +113,16 @@ def prepare(
     prior_sets: Sequence[str] = (),
     sweep: str | None = None,
     values: Mapping[str, str] | None = None,
+    parent: str | None = None,
+    attempt: int | None = None,
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv that `backend` executes, with
     the project (an explicit `-p` beats the profile's own) and the submission record and, when
     the CLI's capabilities are known, check its flags. `prior_sets`: the overrides `profile`
-    already has (a resubmit's first submission), recorded before `sets`; `sweep` and `values`: the
-    sweep's ID and this job's combination of its grid, for the record. Raises ProfileError or
+    already has (a resubmit's first submission), recorded before `sets`, one per field
+    (`effective_sets`); `sweep` and `values`: the sweep's ID and this job's combination of its
+    grid, for the record; `parent` and `attempt`: the job this one submits again and its number
+    in that chain (the first is 1), for the record. Raises ProfileError or
     UsageError (RecordTooLarge among them); nothing here touches the cluster."""
 
     if sets:
@@ -126,8 +131,8 @@ def prepare(
         check_job_name(name)
     if cli is not None:
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
-    every = (*prior_sets, *sets)
-    record = submission_record.make(profile, every, name, sweep, values)
+    every = effective_sets((*prior_sets, *sets))
+    record = submission_record.make(profile, every, name, sweep, values, parent, attempt)
     argv = final_argv(backend, profile, record, name, project, project_explicit)
     return Submission(profile, argv, every, name, project, project_explicit, record)
 

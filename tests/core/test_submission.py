@@ -20,6 +20,7 @@ from runai_tui import submission_record
 from runai_tui.cli_generations import parse_override
 from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, ProfileStore
+from runai_tui.profiles.overrides import effective_sets
 from runai_tui.runai import submission
 from runai_tui.runai.backend import Backend, select_backend
 from runai_tui.runai.client import RunaiClient
@@ -173,6 +174,33 @@ def test_a_recorded_submission_rebuilds_the_same_argv() -> None:
     again = prepare(rebuilt, ["large_shm=true"], name="run-2", prior_sets=record.sets)
     assert again.sets == ("workers=2", "large_shm=true")
     assert again.argv == prepare(base, ["workers=2", "large_shm=true"], name="run-2").argv
+
+
+def test_a_record_keeps_one_set_per_field_and_names_its_parent_and_attempt() -> None:
+    base = ProfileStore().load("retinanet-local")
+    first = prepare(base, ["env.GLOO_SOCKET_IFNAME=nonexist0", "trainer.lr=0.01"], name="run")
+    record = submission_record.decode(record_in(first.argv)[1])
+    assert (record.parent, record.attempt, record.attempt_number) == (None, None, 1)
+    rebuilt, _ = submission_record.profile_of(record, "job run")
+    # Attempt after attempt, the same field set again: the record holds it once, the newest.
+    sets, parent = record.sets, "run"
+    for attempt in (2, 3, 4):
+        again = prepare(rebuilt, ["env.GLOO_SOCKET_IFNAME=lo", "trainer.lr=0.02"],
+                        name=f"run-{attempt}", prior_sets=sets, parent=parent,
+                        attempt=attempt)  # fmt: skip
+        kept = submission_record.decode(record_in(again.argv)[1])
+        sets, parent = kept.sets, f"run-{attempt}"
+        assert kept.sets == ("env.GLOO_SOCKET_IFNAME=lo", "trainer.lr=0.02")
+        assert (kept.parent, kept.attempt) == (f"run-{attempt - 1}" if attempt > 2 else "run",
+                                               attempt)  # fmt: skip
+    # What the effective sets apply is what all of them applied.
+    history = ["env.GLOO_SOCKET_IFNAME=nonexist0", "env={A: '1'}", "env.B=2",
+               "trainer.lr=0.1", "args=[--lr, '0.3']", "trainer.batch_size=4"]  # fmt: skip
+    kept_sets = effective_sets(history)
+    assert kept_sets == ("env={A: '1'}", "env.B=2", "args=[--lr, '0.3']", "trainer.batch_size=4")
+    assert prepare(base, list(kept_sets)).profile.data == prepare(base, history).profile.data
+    with pytest.raises(ValueError, match="attempt is not a whole number"):
+        submission_record.decode('{"v":2,"profile":"p","sets":[],"data":{},"attempt":"2"}')
 
 
 @pytest.mark.parametrize("name", ["retinanet-tcp", "retinanet-rdma", "retinanet-local"])

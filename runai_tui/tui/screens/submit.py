@@ -267,6 +267,9 @@ class SubmitScreen(AppScreen[str]):
                 project_explicit=self.tui.project_explicit,
                 cli=self.cli,  # a field this runai lacks: said before submit
                 prior_sets=self.resubmit.prepared.sets if self.resubmit is not None else (),
+                # the job it submits again, and its number in the chain, as `resubmit` records
+                parent=self.resubmit.job if self.resubmit is not None else None,
+                attempt=_attempt(self.resubmit),
             )
         except ProfileError as error:
             known = {field for field, _, _ in FIELDS}
@@ -376,3 +379,9 @@ class SubmitScreen(AppScreen[str]):
             self.submitting = False
             if self.is_mounted:
                 self.refresh_bindings()
+
+
+def _attempt(planned: Plan | None) -> int | None:
+    """The attempt number a resubmit's plan recorded (None: a new submission)."""
+    record = planned.prepared.record if planned is not None else None
+    return record.attempt if record is not None else None
