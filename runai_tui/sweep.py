@@ -32,6 +32,7 @@ from runai_tui.knowledge.submitted import read_submission
 from runai_tui.knowledge.trainer_facts import read_trainer_args
 from runai_tui.profiles import check_job_name
 from runai_tui.runai import runner
+from runai_tui.trainer_flags import FIELD, setting_key
 
 if TYPE_CHECKING:
     from runai_tui.models import Job, JobDetail
@@ -70,11 +71,6 @@ def _split_values(text: str) -> list[str]:
     return [v.strip() for v in values]
 
 
-def _field_key(field: str) -> str:
-    """trainer.batch_size and trainer.batch-size are one field."""
-    return field.replace("_", "-") if field.startswith("trainer.") else field
-
-
 def parse_grid(items: Sequence[str]) -> list[Axis]:
     """The axes of `--grid FIELD=V1,V2,…` (each repeatable flag one axis). UsageError (exit 2),
     one line naming the item, for a missing `=`, an empty value, a value given twice or a field
@@ -100,7 +96,7 @@ def parse_grid(items: Sequence[str]) -> list[Axis]:
             raise UsageError(
                 f"--grid {field}: value {twice!r} is given twice", "give each value once"
             )
-        key = _field_key(field)
+        key = setting_key(field)
         if key in seen:
             raise UsageError(
                 f"--grid {field}: the field is already a grid ({seen[key]})",
@@ -128,13 +124,13 @@ def output_dir_sets(profile: Profile, name: str, fields: Sequence[str]) -> list[
     """`trainer.output-dir=DIR/NAME` for a job of a sweep whose profile runs the trainer: the
     jobs of one profile share its --output-dir, and with `--resume auto` each would start from
     the checkpoint another wrote. None when the grid itself varies the output dir."""
-    if any(_field_key(f) == "trainer.output-dir" for f in fields):
+    if any(setting_key(f) == f"{FIELD}.output-dir" for f in fields):
         return []
     args = read_trainer_args(profile)
     if args is None:
         return []
     base = args.output_dir.rstrip("/") or "."
-    return [f"trainer.output-dir={base}/{name}"]
+    return [f"{FIELD}.output-dir={base}/{name}"]
 
 
 def names_for(prefix: str, count: int) -> list[str]:

@@ -179,6 +179,27 @@ def test_profiles_import_nothing_from_runai() -> None:
     assert not any(m.startswith("runai_tui") for m in leaf)
 
 
+def test_profiles_import_nothing_from_knowledge() -> None:
+    # Profiles sit below the operator's knowledge, which reads them: `--set trainer.NAME=VALUE`
+    # takes the trainer's flags from the leaf runai_tui/trainer_flags/, which imports neither.
+    files = python_files(REPO / "runai_tui" / "profiles")
+    offenders = [
+        (str(p), m)
+        for p in files
+        for m in imported_modules(p) | relative_imports(p)
+        if m.startswith(("runai_tui.knowledge", ".knowledge", "..knowledge"))
+    ]
+    assert offenders == []
+    assert "runai_tui.trainer_flags" in imported_modules(REPO / "runai_tui/profiles/overrides.py")
+    leaf = {
+        m for p in python_files(REPO / "runai_tui" / "trainer_flags") for m in imported_modules(p)
+    }
+    assert {m for m in leaf if m.startswith("runai_tui")} <= {
+        "runai_tui.errors",
+        "runai_tui.trainer_flags.table",
+    }
+
+
 def test_the_settings_import_nothing_from_runai() -> None:
     # The settings sit below the plumbing: every command reads them, and they check a `runai_cli`
     # value with the leaf runai_tui/cli_generations.py, not with the plumbing that asks the CLI.

@@ -1,9 +1,9 @@
 """--channels-last auto and --compile auto (the defaults): whether a run takes each, and why.
 
 Pure arithmetic on what is known before the first step (the device, the run's planned images,
-the resize, whether the compile cache is warm), with every figure named: no torch here, so
-`runai-tui plan` and the submit form keep a copy (runai_tui/knowledge/trainer_facts.py) and
-tests/trainer/test_plan_tables.py fails when the two disagree.
+the resize, whether the compile cache is warm), with every figure named: no torch and no import
+here, so `runai-tui plan` and the submit form decide with this very file
+(runai_tui/trainer_flags/fast_path.py is a link to it, which the wheel carries).
 
 - channels-last: on with CUDA (cuDNN's bf16 and fp16 convolutions run NHWC natively; on an
   H200 it gave 1.21x in bf16). On a CPU it follows the precision: oneDNN's bf16 convolutions

@@ -6,10 +6,12 @@ global batch, the learning rate after the trainer's linear scaling rule, steps p
 model's parameter count and what one gradient all-reduce costs on the wire. Every formula is
 written once, below, as a small function; docs/profiles.md ("runai-tui plan") documents them.
 
-Core module: no Textual, no torch. The trainer's defaults and parameter counts it needs are kept
-in small tables in runai_tui/knowledge/trainer_facts.py (re-exported here, with the reading of the
-trainer's arguments); tests/trainer/test_plan_tables.py fails when they disagree with
-trainer/config.py or with the real torchvision models.
+Core module: no Textual, no torch. The trainer's flags and defaults come from
+runai_tui/trainer_flags/ (generated from trainer/config.py), its fast-path rule is
+trainer/fast_path.py itself, and the parameter counts are small tables in
+runai_tui/knowledge/trainer_facts.py (re-exported here, with the reading of the trainer's
+arguments); tests/trainer/test_plan_tables.py fails when they disagree with the real torchvision
+models.
 """
 
 from __future__ import annotations
@@ -31,18 +33,15 @@ from runai_tui.knowledge.trainer_facts import (
     OPTIMIZER_LR,
     RESNET18_BODY,  # noqa: F401  (re-exported: these were plan's names before the split)
     RESNET50_BODY,  # noqa: F401
-    TRAINER_DEFAULTS,  # noqa: F401
-    TRAINER_TYPES,  # noqa: F401
     TrainerArgs,
-    channels_last_choice,
-    compile_choice,
-    parse_trainer_args,  # noqa: F401  (re-exported, as above)
     read_trainer_args,
     trainer_args,  # noqa: F401  (re-exported, as above)
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
 from runai_tui.quantity import KIB, MIB, bytes_text, memory_bytes, plain
+from runai_tui.trainer_flags import parse as parse_trainer_args  # noqa: F401  (re-exported)
+from runai_tui.trainer_flags.fast_path import channels_last_choice, compile_choice
 
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256

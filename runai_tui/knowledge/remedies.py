@@ -111,7 +111,7 @@ def _trainer_flags(profile: Profile) -> TrainerArgs | None:
 
 def _trainer_sets(values: dict[str, object]) -> tuple[str, ...]:
     """`trainer.NAME=VALUE` overrides: `--set` puts each flag in the profile's command or args
-    exactly once (profiles/overrides.py, knowledge/trainer_facts.set_trainer_flag)."""
+    exactly once (profiles/overrides.py, runai_tui/trainer_flags set_flag)."""
     return tuple(f"trainer.{name.replace('_', '-')}={value}" for name, value in values.items())
 
 

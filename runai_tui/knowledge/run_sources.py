@@ -24,10 +24,10 @@ from runai_tui.errors import RunaiError
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
 from runai_tui.knowledge.submitted import JobSubmission, read_submission
+from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
-DEFAULT_OUTPUT_DIR = "runs/retinanet"  # the trainer's --output-dir default (trainer/config.py)
 
 
 def read_run_dir(path: Path) -> RunSide:
@@ -65,16 +65,9 @@ def output_dir(found: JobSubmission, argv: list[str] | None) -> str:
     """The trainer's --output-dir from the master's command (else the argv), made absolute
     against the working directory; the trainer's default when neither says."""
     base = found.working_dir
-    for words in (found.pod_command, argv or []):
-        for i, word in enumerate(words):
-            if word.startswith("--output-dir="):
-                where = word.split("=", 1)[1]
-            elif word == "--output-dir" and i + 1 < len(words):
-                where = words[i + 1]
-            else:
-                continue
-            return os.path.join(base, where) if base and not os.path.isabs(where) else where
-    return os.path.join(base, DEFAULT_OUTPUT_DIR) if base else DEFAULT_OUTPUT_DIR
+    where = value_of(found.pod_command, "output-dir") or value_of(argv or [], "output-dir")
+    where = where or DEFAULT_OUTPUT_DIR
+    return os.path.join(base, where) if base and not os.path.isabs(where) else where
 
 
 def sweep_of(found: JobSubmission) -> tuple[str | None, dict[str, str]]:

@@ -20,10 +20,10 @@ from typing import Any
 
 from runai_tui import submission_record
 from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS
 from runai_tui.models import JobDetail
 from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
 from runai_tui.profiles.fields import Field
+from runai_tui.trainer_flags import is_flag, tokens
 
 # `runai … submit` words before the job name, and flags that are not profile fields but that a
 # resubmit may drop without changing the job (the project is chosen again; the record is new).
@@ -175,11 +175,6 @@ def split_submit_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return words, tail
 
 
-def is_flag(word: str) -> bool:
-    """`--flag`, `-e`; not `-`, nor a negative number."""
-    return word.startswith("-") and len(word) > 1 and not word[1:2].isdigit()
-
-
 def flag_pairs(words: Sequence[str], kind: Callable[[str], str]) -> list[tuple[str, str | None]]:
     """Words as (flag, value) in order: `--flag value`, `--flag=value`, a switch (value None), a
     word that is no flag's value (flag ""). `kind(flag)` says whether a flag is a SWITCH, takes
@@ -231,22 +226,10 @@ def runai_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
     return flag_pairs(words, _runai_kind)
 
 
-def _trainer_kind(flag: str) -> str:
-    """A trainer flag's kind, from the trainer's flag table (an auto/on/off switch takes a value
-    only when one follows, as argparse's nargs="?")."""
-    name = flag.removeprefix("--")
-    found = TRAINER_FLAGS.get(name)
-    if found is None:  # `--no-NAME` of a boolean or a switch takes no value
-        return SWITCH if name.startswith("no-") and name[3:] in TRAINER_FLAGS else GUESS
-    if found.kind == "bool":
-        return SWITCH
-    return GUESS if found.kind == "switch" else VALUE
-
-
 def command_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
     """The command's words after its program as (flag, value): the trainer's flags as its
-    table says, other programs' flags guessed."""
-    return flag_pairs(words, _trainer_kind)
+    table says, other programs' flags guessed (trainer_flags.tokens)."""
+    return [(token.flag, token.raw) for token in tokens(words)]
 
 
 def _scalar(text: str, as_text: bool) -> Any:

@@ -8,7 +8,6 @@ from typing import Any
 
 import yaml
 
-from runai_tui.knowledge import trainer_facts
 from runai_tui.profiles.document import merge
 from runai_tui.profiles.fields import BY_NAME
 from runai_tui.profiles.schema import (
@@ -25,6 +24,7 @@ from runai_tui.profiles.schema import (
     make_profile,
     validate_data,
 )
+from runai_tui.trainer_flags import FLAGS, flag_name, set_flag
 
 
 def apply_sets(
@@ -78,7 +78,7 @@ def apply_sets(
 
 
 # `--set trainer.NAME=VALUE`: a flag of the trainer, set where the profile's command or args pass
-# it (knowledge/trainer_facts.py holds the trainer's flag table and edits the words).
+# it (runai_tui/trainer_flags/ holds the trainer's flag table and edits the words).
 TRAINER = TRAINER_FIELD
 
 
@@ -91,16 +91,16 @@ def _set_trainer_flag(
 ) -> str:
     """Set the flag in `out`'s command or args; "" when done, else what is wrong."""
     asked = ".".join(path[1:])
-    name = trainer_facts.trainer_flag_name(asked)
+    name = flag_name(asked)
     if name is None:
         # the suggestion compares the flag names alone, then names the field (`trainer.lr`)
-        close = did_you_mean(asked.replace("_", "-"), trainer_facts.TRAINER_FLAGS)
+        close = did_you_mean(asked.replace("_", "-"), FLAGS)
         hint = close.replace("'", f"'{TRAINER}.", 1) or "; see: python -m trainer --help"
         return f"not a flag of the trainer{hint}"
     command, args = (out.get(k) or [] for k in ("command", "args"))
     command, args = ([w] if isinstance(w, str) else list(w) for w in (command, args))
     try:
-        new_command, new_args = trainer_facts.set_trainer_flag(command, args, name, raw)
+        new_command, new_args = set_flag(command, args, name, raw)
     except ValueError as error:
         return str(error)
     for field, before, after in (("command", command, new_command), ("args", args, new_args)):
@@ -112,7 +112,7 @@ def _set_trainer_flag(
 
 def _trainer_hint(key: str) -> str:
     """`--set lr=0.01`: the trainer's flag of that name is `trainer.lr`."""
-    name = trainer_facts.trainer_flag_name(key) if "." not in key else None
+    name = flag_name(key) if "." not in key else None
     return f"; did you mean '{TRAINER}.{name}'?" if name else ""
 
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from runai_tui.errors import UsageError
 from runai_tui.profiles.fields import BY_NAME, FIELDS, Check, Field
 from runai_tui.profiles.validators import Invalid, show
+from runai_tui.trainer_flags import FIELD
 
 # ---------------------------------------------------------------------------------------------
 # Problems
@@ -83,7 +84,7 @@ FIELD_NAMES = sorted(SCHEMA)
 
 
 # `--set trainer.FLAG=VALUE`: one of the trainer's flags, not a field of its own.
-TRAINER_FIELD = "trainer"
+TRAINER_FIELD = FIELD
 
 
 def field_paths() -> list[str]:

@@ -1,6 +1,6 @@
 """`--set trainer.NAME=VALUE`: a flag of the trainer, validated against its flag table
-(knowledge/trainer_facts.py) and written exactly once into the profile's command or args; through
-the real `runai-tui` for submit, lint and plan."""
+(runai_tui/trainer_flags/, generated from trainer/config.py) and written exactly once into the
+profile's command or args; through the real `runai-tui` for submit, lint and plan."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from runai_tui.knowledge.trainer_facts import set_trainer_flag, trainer_args
+from runai_tui.knowledge.trainer_facts import trainer_args
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
+from runai_tui.trainer_flags import set_flag as set_trainer_flag
 from tests.core.test_cli import run
 
 ENTRY = ["/data/scripts/vision/shell/train-retinanet-ddp.sh"]

@@ -1,4 +1,5 @@
-"""A wheel carries the shipped profiles, and an install outside the source tree finds them."""
+"""A wheel carries the shipped profiles and the trainer's fast-path rule (both links in the source
+tree), and an install outside the source tree finds them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("runai_tui", "profiles"):
+    for name in ("runai_tui", "profiles", "trainer"):
         shutil.copytree(REPO / name, src / name, symlinks=True, ignore=ignore)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     dist = tmp_path / "dist"
@@ -37,7 +38,10 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
         assert inside == shipped
         assert "runai_tui/profiles/fields.py" in names
         text = archive.read("runai_tui/shipped_profiles/retinanet-tcp.yaml").decode()
+        rule = archive.read("runai_tui/trainer_flags/fast_path.py").decode()
+        assert not any(n.startswith("trainer/") for n in names)  # the trainer is not installed
     assert text == (REPO / "profiles" / "retinanet-tcp.yaml").read_text()
+    assert rule == (REPO / "trainer" / "fast_path.py").read_text()
 
     site = tmp_path / "site"
     install = [*pip, "install", "--no-deps", "--no-index", "--target", str(site)]
@@ -46,7 +50,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
     # comes from its own directory, after the installed package.
     yaml_dir = Path(yaml.__file__).resolve().parents[1]
     probe = (
-        "import json, runai_tui.profiles as p\n"
+        "import json, runai_tui.profiles as p, runai_tui.trainer_flags.fast_path\n"
         "s = p.ProfileStore()\n"
         "print(json.dumps({'module': p.__file__, 'shipped': str(p.shipped_profiles_dir()),\n"
         "    'names': s.names(), 'image': s.load('retinanet-rdma').image}))\n"

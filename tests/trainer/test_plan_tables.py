@@ -8,33 +8,23 @@ import dataclasses
 
 import pytest
 
-from runai_tui.knowledge import plan, trainer_facts
+from runai_tui import trainer_flags
+from runai_tui.knowledge import plan
 from runai_tui.profiles import Profile
 from trainer import model as trainer_model
 from trainer.config import OPTIMIZER_DEFAULTS, TrainConfig, build_parser
 
 
-def test_trainer_defaults_and_flags_match_the_config() -> None:
-    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    for name, default in plan.TRAINER_DEFAULTS.items():
-        assert fields[name].default == default, name
-        kind = str(fields[name].type).replace(" | None", "")
-        assert kind == plan.TRAINER_TYPES[name].__name__, name
-    assert set(plan.TRAINER_TYPES) == set(plan.TRAINER_DEFAULTS)
-    # Every flag the plan reads is one of the flag table's, of the same kind (that table is
-    # checked against the trainer's own parser below).
-    for name, kind in plan.TRAINER_TYPES.items():
-        flag = trainer_facts.TRAINER_FLAGS[name.replace("_", "-")]
-        assert flag.kind in (kind.__name__, "switch" if kind is str else ""), name
+def test_the_optimizer_defaults_are_the_trainers() -> None:
     assert {k: v.lr for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR
 
 
 def test_the_plan_reads_arguments_as_the_trainer_does() -> None:
     words = ["--batch-size", "8", "--grad-accum=4", "--sync-bn", "--lr", "0.1", "--workers", "0"]
     cfg = TrainConfig(**vars(build_parser().parse_args(words)))
-    read = plan.parse_trainer_args(words)
-    for name in plan.TRAINER_DEFAULTS:
-        assert getattr(cfg, name) == getattr(read, name), name
+    read = trainer_flags.parse(words)
+    assert read.values == cfg.to_dict()
+    assert read.given == {"batch_size", "grad_accum", "sync_bn", "lr", "workers"}
     assert plan.scaled_lr(read.lr, 64, read.lr_base_batch) == cfg.resolved_lr(64)
 
 
@@ -80,29 +70,21 @@ def test_the_comm_hook_spelling_is_the_trainers() -> None:
 
 
 def test_the_plans_fast_path_rule_is_the_trainers() -> None:
-    """`plan` and the submit form say which path a job takes with a copy of trainer/fast_path.py
-    (the core imports no trainer): the same figures, and the same answers over a grid."""
-    from runai_tui.knowledge import trainer_facts
+    """`plan` and the submit form say which path a job takes with trainer/fast_path.py itself:
+    runai_tui/trainer_flags/fast_path.py is a link to it (the core imports no trainer)."""
+    from pathlib import Path
+
+    from runai_tui.trainer_flags import fast_path as ours
     from trainer import config, fast_path
 
-    figures = {name: v for name, v in vars(fast_path).items() if name.isupper()}
-    assert len(figures) > 10
-    assert {name: getattr(trainer_facts, name) for name in figures} == figures
-    assert {
-        f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("switch")
-    } == trainer_facts.SWITCHES
-    assert trainer_facts.SWITCH_CHOICES == config.SWITCH_CHOICES
-    for asked in fast_path.SWITCH_CHOICES:
-        for device in ("cuda", "cpu"):
-            for amp in ("none", "fp16", "bf16", None):
-                ours = fast_path.channels_last_choice(asked, device, amp)
-                assert tuple(trainer_facts.channels_last_choice(asked, device, amp)) == ours
-            for images in (0, 1_000, 50_000, 60_000, 10**7):
-                for size in ((64, 64), (512, 682), (800, 1066)):
-                    for warm in (False, True):
-                        ours = fast_path.compile_choice(asked, device, images, *size, warm)
-                        theirs = trainer_facts.compile_choice(asked, device, images, *size, warm)
-                        assert tuple(theirs) == ours
+    link = Path(trainer_flags.__file__).parent / "fast_path.py"
+    assert link.is_symlink() and link.resolve() == Path(fast_path.__file__).resolve()
+    assert ours.compile_choice("auto", "cpu", 6, 64, 64, False) == fast_path.compile_choice(
+        "auto", "cpu", 6, 64, 64, False
+    )
+    switches = {n for n, f in trainer_flags.FLAGS.items() if f.kind == "switch"}
+    assert switches == {"channels-last", "compile"}
+    assert {trainer_flags.FLAGS[n].choices for n in switches} == {config.SWITCH_CHOICES}
 
 
 def test_the_plan_reads_the_switches_as_the_trainer_does() -> None:
@@ -113,19 +95,19 @@ def test_the_plan_reads_the_switches_as_the_trainer_does() -> None:
         ["--compile"],
     ):
         cfg = TrainConfig(**vars(build_parser().parse_args(words)))
-        read = plan.parse_trainer_args(words)
+        read = trainer_flags.parse(words)
         for name in ("channels_last", "compile", "min_size", "max_size"):
             assert getattr(cfg, name) == getattr(read, name), (words, name)
 
 
 def test_the_flag_table_of_trainer_settings_is_the_trainers_help() -> None:
-    """`--set trainer.NAME=VALUE` validates against trainer_facts.TRAINER_FLAGS: the same flags
-    as `python -m trainer --help` prints, each with the trainer's type and choices."""
+    """`--set trainer.NAME=VALUE` validates against trainer_flags.FLAGS: the same flags as
+    `python -m trainer --help` prints, each with the trainer's type and choices."""
     import re
     import subprocess
     import sys
 
-    from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS
+    from runai_tui.trainer_flags import FLAGS as TRAINER_FLAGS
 
     shown = subprocess.run(
         [sys.executable, "-m", "trainer", "--help"], capture_output=True, text=True, check=True
@@ -152,10 +134,11 @@ _SAMPLES = {"int": "7", "float": "0.375", "str": "x/y"}
 
 
 def test_every_flag_of_the_table_is_read_by_the_trainers_parser_as_set() -> None:
-    """Each flag of trainer_facts.TRAINER_FLAGS, written as `--set trainer.NAME=VALUE` writes it,
+    """Each flag of trainer_flags.FLAGS, written as `--set trainer.NAME=VALUE` writes it,
     goes through the trainer's own argparse to the value set: the table's kinds, choices and
     spellings (--no-NAME, a switch alone) are the parser's, flag by flag."""
-    from runai_tui.knowledge.trainer_facts import TRAINER_FLAGS, trainer_flag_words
+    from runai_tui.trainer_flags import FLAGS as TRAINER_FLAGS
+    from runai_tui.trainer_flags import flag_words as trainer_flag_words
 
     parser = build_parser()
     for name, flag in TRAINER_FLAGS.items():
@@ -197,7 +180,7 @@ def test_a_rule_both_sides_check_is_said_in_the_trainers_words() -> None:
         words = ["--dataset", "synthetic", "--eval-every", "0", *words]
         with pytest.raises(ConfigError) as refused:
             validate(TrainConfig(**vars(build_parser().parse_args(words))))
-        assert trainer_args_problem(plan.parse_trainer_args(words)) == str(refused.value), words
+        assert trainer_args_problem(trainer_flags.parse(words)) == str(refused.value), words
 
 
 def test_trainer_settings_reach_the_trainer_as_set() -> None:
@@ -230,9 +213,7 @@ def test_trainer_settings_reach_the_trainer_as_set() -> None:
         "synthetic",
     )
     assert words.count("--batch-size=6") == 1 and "--sync-bn" not in words
-    assert plan.parse_trainer_args(words).values == {
-        name: getattr(cfg, name) for name in plan.TRAINER_DEFAULTS
-    }
+    assert trainer_flags.parse(words).values == cfg.to_dict()
 
 
 @pytest.mark.parametrize("name", ["retinanet-local", "retinanet-tcp", "retinanet-rdma"])

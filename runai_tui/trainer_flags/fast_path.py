@@ -1,0 +1,1 @@
+../../trainer/fast_path.py
