@@ -60,10 +60,12 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py --doc docs/performance.md $(BENCH_ARGS)
 
 # The generated parts of the docs, made again: the field, lint-rule and diagnose-code tables of
-# docs/profiles.md and docs/health.md, and the README's screenshots (docs/screenshots/).
+# docs/profiles.md and docs/health.md, the trainer's flag table (runai_tui/trainer_flags/table.py, from
+# trainer/config.py) and the README's screenshots (docs/screenshots/).
 docs: $(VENV)/.installed-test
 	$(BIN)/python -m runai_tui.profiles.docs docs/profiles.md
 	$(BIN)/python -m runai_tui.knowledge.docs docs/profiles.md docs/health.md
+	$(BIN)/python scripts/trainer_flags.py
 	$(BIN)/python scripts/screenshots.py
 
 clean:
