@@ -24,6 +24,7 @@ from runai_tui.knowledge.submitted import Submitted, submitted
 from runai_tui.knowledge.trainer_facts import TrainerArgs, read_trainer_args
 from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
+from runai_tui.trainer_flags import FIELD, spelled
 
 IPC_LOCK = "IPC_LOCK"
 EXPANDABLE = "expandable_segments:True"
@@ -112,7 +113,7 @@ def _trainer_flags(profile: Profile) -> TrainerArgs | None:
 def _trainer_sets(values: dict[str, object]) -> tuple[str, ...]:
     """`trainer.NAME=VALUE` overrides: `--set` puts each flag in the profile's command or args
     exactly once (profiles/overrides.py, runai_tui/trainer_flags set_flag)."""
-    return tuple(f"trainer.{name.replace('_', '-')}={value}" for name, value in values.items())
+    return tuple(f"{FIELD}.{spelled(name)}={value}" for name, value in values.items())
 
 
 # --- one function per kind of finding --------------------------------------------------------

@@ -24,7 +24,7 @@ from runai_tui.profiles.schema import (
     make_profile,
     validate_data,
 )
-from runai_tui.trainer_flags import FLAGS, flag_name, set_flag
+from runai_tui.trainer_flags import FLAGS, flag_name, set_flag, setting_key, spelled
 
 
 def apply_sets(
@@ -94,7 +94,7 @@ def _set_trainer_flag(
     name = flag_name(asked)
     if name is None:
         # the suggestion compares the flag names alone, then names the field (`trainer.lr`)
-        close = did_you_mean(asked.replace("_", "-"), FLAGS)
+        close = did_you_mean(spelled(asked), FLAGS)
         hint = close.replace("'", f"'{TRAINER}.", 1) or "; see: python -m trainer --help"
         return f"not a flag of the trainer{hint}"
     command, args = (out.get(k) or [] for k in ("command", "args"))
@@ -152,8 +152,7 @@ def apply_overrides(profile: Profile, sets: list[str]) -> Profile:
 def set_key(item: str) -> str:
     """The field an override sets: `env.X` of `env.X=1`; `trainer.batch_size` and
     `trainer.batch-size` are one flag."""
-    key = item.partition("=")[0].strip()
-    return key.replace("_", "-") if key.startswith(f"{TRAINER}.") else key
+    return setting_key(item.partition("=")[0])
 
 
 def replaces(later: str, earlier: str) -> bool:
