@@ -327,6 +327,31 @@ class TrainConfig:
     eval_max_images: int = field(
         default=0, metadata=_opt("evaluate on the first N validation images (0: all)", "output")
     )
+    eval_every_steps: int = field(
+        default=0,
+        metadata=_opt(
+            "also evaluate every K steps (0: at epoch ends only); with --eval-max-images N each "
+            "evaluation is the same fixed subset, cheap enough to run often",
+            "output",
+        ),
+    )
+    target_map: float | None = field(
+        default=None,
+        metadata=_opt(
+            "stop the run at the first evaluation whose --target-metric reaches X (0 < X <= 1), "
+            "as MLPerf runs do; run.json's target and a target record hold the step, wall time, "
+            "images and GPU-hours it took, or say it was not reached",
+            "output",
+        ),
+    )
+    target_metric: str = field(
+        default="map",
+        metadata=_opt(
+            "what --target-map compares: map (mAP@[.5:.95]) or map50 (mAP@.5)",
+            "output",
+            choices=("map", "map50"),
+        ),
+    )
     eval_metric: str = field(
         default="coco",
         metadata=_opt(
@@ -485,7 +510,8 @@ def validate(cfg: TrainConfig) -> None:
     for name in ("epochs", "batch_size", "grad_accum", "log_every", "lr_base_batch"):
         if getattr(cfg, name) < 1:
             raise bad(name.replace("_", "-"), getattr(cfg, name), "must be at least 1")
-    for name in ("max_steps", "checkpoint_every", "eval_every", "workers", "warmup_steps"):
+    for name in ("max_steps", "checkpoint_every", "eval_every", "eval_every_steps", "workers",
+                 "warmup_steps"):  # fmt: skip
         if getattr(cfg, name) < 0:
             raise bad(name.replace("_", "-"), getattr(cfg, name), "must be 0 or more")
     if cfg.ddp_bucket_mb < 0:
@@ -525,6 +551,7 @@ def validate(cfg: TrainConfig) -> None:
             )
     if cfg.resume not in ("auto", "none") and not os.path.isfile(cfg.resume):
         raise ConfigError(f"--resume {cfg.resume!r}: no such checkpoint file (or use auto / none)")
+    _validate_target(cfg)
     if cfg.eval_every > 0 and importlib.util.find_spec("pycocotools") is None:
         raise ConfigError(
             "evaluation needs pycocotools, which is not installed: `pip install pycocotools`, "
@@ -541,6 +568,21 @@ def validate(cfg: TrainConfig) -> None:
             )
     if cfg.data_root and not os.path.isdir(cfg.data_root):
         raise ConfigError(f"--data-root {cfg.data_root!r}: no such directory")
+
+
+def _validate_target(cfg: TrainConfig) -> None:
+    """--target-map is a fraction that evaluations can reach; step evaluations need any."""
+    if cfg.target_map is not None and not 0.0 < cfg.target_map <= 1.0:
+        raise ConfigError(
+            f"--target-map {cfg.target_map!r}: must be in (0, 1], mAP as a fraction "
+            "(e.g. 0.35 for 35 mAP)"
+        )
+    for flag, asked in (("target-map", cfg.target_map), ("eval-every-steps", cfg.eval_every_steps)):
+        if asked and cfg.eval_every == 0:
+            raise ConfigError(
+                f"--{flag} {asked:g} needs evaluations, but --eval-every 0 turns them off; "
+                "pass --eval-every 1 (or more)"
+            )
 
 
 def _validate_shards(cfg: TrainConfig) -> None:

@@ -9,25 +9,26 @@ import os
 import resource
 import signal
 import time
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import flight_recorder, test_hooks
-from trainer.comm import GradientComm
 from trainer.config import TrainConfig
 from trainer.data.dataset import Target
 from trainer.data.feeds import InputMeter
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
-from trainer.flops import flop_meter
-from trainer.metrics import JSON, MetricsLog
+from trainer.flops import FlopMeter
+from trainer.metrics import JSON
+
+if TYPE_CHECKING:  # the loop takes the Run that trainer/state.py defines from these parts
+    from trainer.state import Run
 
 LOSS_TERMS = ("classification", "bbox_regression")
 # What each train record's "ranks" object lists, one value per global rank ("tflops" when the
@@ -45,12 +46,18 @@ class ForwardClock:
     queueing: there CUDA events mark it, read once the step's figures reach the host."""
 
     def __init__(self, module: nn.Module) -> None:
+        """`module`: the model DDP wraps (the run's model_without_ddp)."""
         self.host_seconds = 0.0
         self.marks: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self._started = 0.0
         self._start_mark: torch.cuda.Event | None = None
-        module.register_forward_pre_hook(self._start)
-        module.register_forward_hook(self._stop)
+        self._hooks = [module.register_forward_pre_hook(self._start),
+                       module.register_forward_hook(self._stop)]  # fmt: skip
+
+    def remove(self) -> None:
+        """Unhook the module (a model that outlives its run: tests train one model again)."""
+        for hook in self._hooks:
+            hook.remove()
 
     def _start(self, module: nn.Module, _args: object) -> None:
         if not module.training:
@@ -89,24 +96,18 @@ class ForwardTime(NamedTuple):
         return self.host_seconds + sum(a.elapsed_time(b) for a, b in self.marks) / 1000.0
 
 
-_CLOCKS: weakref.WeakKeyDictionary[nn.Module, ForwardClock] = weakref.WeakKeyDictionary()
-
-
-def forward_clock(model: nn.Module) -> ForwardClock:
-    """The clock of `model`'s own module (inside DDP), hooked once per module."""
-    inner = model.module if isinstance(model, DistributedDataParallel) else model
-    if inner not in _CLOCKS:
-        _CLOCKS[inner] = ForwardClock(inner)
-    return _CLOCKS[inner]
-
-
 @dataclass
 class Progress:
-    """Where the run is. ``step_in_epoch`` counts the batches of ``epoch`` already trained on."""
+    """Where the run is. ``step_in_epoch`` counts the batches of ``epoch`` already trained on.
+    Checkpoints hold it; the seconds are those of the attempts before this one (a resume
+    restores them), this attempt's own are on its Run's clock."""
 
     epoch: int = 0
     step_in_epoch: int = 0
     global_step: int = 0
+    images: int = 0  # trained on, all ranks
+    wall_seconds: float = 0.0
+    eval_seconds: float = 0.0
 
 
 class WarmupCosine:
@@ -238,10 +239,6 @@ def optimizer_options(device_type: str) -> OptimizerOptions:
     return {"fused": True} if device_type == "cuda" else {}
 
 
-def amp_dtype(cfg: TrainConfig) -> torch.dtype | None:
-    return {"none": None, "fp16": torch.float16, "bf16": torch.bfloat16}[cfg.amp]
-
-
 def peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
@@ -249,53 +246,46 @@ def peak_memory_mb(device: torch.device) -> float:
 
 
 def train_one_epoch(
-    ctx: DistContext,
-    cfg: TrainConfig,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
-    scaler: torch.amp.GradScaler | None,
-    loader: Iterable[tuple[list[torch.Tensor], list[Target]]],
-    progress: Progress,
-    total_steps: int,
-    metrics: MetricsLog,
+    run: Run,
+    batches: Iterator[tuple[list[torch.Tensor], list[Target]]],
     save: Callable[[str], None],
-    stop: StopRequest,
-    meter: InputMeter | None = None,
-    comm: GradientComm | None = None,
 ) -> str:
-    """Train until the epoch ends, ``total_steps`` is reached, or a stop is requested.
+    """Train on `batches` until the epoch ends, the run's last step, an evaluation that is due
+    (--eval-every-steps) or a stop request; `save` writes a checkpoint (collective).
 
-    Returns "epoch_end", "max_steps" or "stopped".
+    Returns "epoch_end", "max_steps", "evaluate" (call again with the same batches after
+    evaluating) or "stopped".
     """
+    cfg, ctx, model, opt, progress = run.cfg, run.ctx, run.net.model, run.opt, run.progress
     model.train()
-    dtype = amp_dtype(cfg)
     window = Window()
-    clock = forward_clock(model)
-    clock.take()  # what evaluation or an earlier epoch left is not this window's
+    run.meters.forward.take()  # what evaluation or an earlier epoch left is not this window's
     unread: LaunchedStep | None = None  # the step before, whose figures the host has not read
     copier = BatchCopier(ctx.device)
-    for images, targets in loader:
+    inputs = run.meters.inputs
+    for images, targets in batches:
         window.lap("data")
         test_hooks.stall(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
-        step_losses = _compute(ctx, cfg, model, scaler, copier.copy(images, targets), dtype, window)
-        reduced, ready = _launch_reduce(ctx, step_losses, targets, stop, meter)
-        refuse_non_finite(ctx, cfg, model, scaler, reduced, ready, progress)
-        lr = _optimizer_step(cfg, model, optimizer, scheduler, scaler)
+        step_losses = _compute(run, copier.copy(images, targets), window)
+        reduced, ready = _launch_reduce(ctx, step_losses, targets, run.stop, inputs)
+        refuse_non_finite(run, reduced, ready)
+        lr = _optimizer_step(cfg, model, opt.optimizer, opt.scheduler, opt.scaler)
         window.lap("optimizer")
         progress.global_step += 1
         progress.step_in_epoch += 1
+        progress.images += len(images) * ctx.world_size
         launched = LaunchedStep(
-            reduced, ready, progress.global_step, progress.epoch, len(images), clock.take(),
-            comm.take_bytes() if comm is not None else 0.0,
+            reduced, ready, progress.global_step, progress.epoch, len(images),
+            run.meters.forward.take(), run.net.comm.take_bytes() if run.net.comm else 0.0,
         )  # fmt: skip
-        logs, saves, ends = _due(cfg, progress.global_step, total_steps)
-        stopped, unread = _read_due(ctx, unread, launched, logs or saves or ends, meter, window)
+        due = _due(run)
+        stopped, unread = _read_due(ctx, unread, launched, any(due), inputs, window)
         window.lap("read")
+        logs, saves, ends, evaluates = due
         if logs:
-            _log(ctx, metrics, progress, window, lr, total_steps, cfg.epochs, meter, comm, model)
+            _log(run, window, lr)
             window = window.next()
         if saves:
             save("periodic")
@@ -304,32 +294,37 @@ def train_one_epoch(
             return "stopped"
         if ends:
             return "max_steps"
-    if unread is not None and _read_step(ctx, unread, meter, window):
+        if evaluates:
+            return "evaluate"
+    if unread is not None and _read_step(ctx, unread, inputs, window):
         return "stopped"
     return "epoch_end"
 
 
 def _compute(
-    ctx: DistContext,
-    cfg: TrainConfig,
-    model: nn.Module,
-    scaler: torch.amp.GradScaler | None,
-    batch: tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]],
-    dtype: torch.dtype | None,
-    window: Window,
+    run: Run, batch: tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]], window: Window
 ) -> torch.Tensor:
     """The step's forward and backward on a batch BatchCopier has sent; the copy's time and
     theirs go to the host timeline."""
     window.lap("copy")
-    step_losses = _forward_backward(ctx, cfg, model, scaler, *batch, dtype)
+    step_losses = _forward_backward(
+        run.ctx, run.cfg, run.net.model, run.opt.scaler, *batch, run.path.dtype
+    )
     window.lap("forward_backward")
     return step_losses
 
 
-def _due(cfg: TrainConfig, step: int, total_steps: int) -> tuple[bool, bool, bool]:
-    """Whether `step` writes a metrics record, saves a checkpoint, ends the run."""
+def _due(run: Run) -> tuple[bool, bool, bool, bool]:
+    """Whether the step just trained writes a metrics record, saves a checkpoint, ends the run,
+    is evaluated (--eval-every-steps, when there is a validation set)."""
+    cfg, step = run.cfg, run.progress.global_step
     saves = bool(cfg.checkpoint_every) and step % cfg.checkpoint_every == 0
-    return step % cfg.log_every == 0, saves, step >= total_steps
+    evaluates = (
+        bool(cfg.eval_every_steps)
+        and step % cfg.eval_every_steps == 0
+        and run.data.val_set is not None
+    )
+    return step % cfg.log_every == 0, saves, step >= run.total_steps, evaluates
 
 
 def _forward_backward(
@@ -382,13 +377,13 @@ def _launch_reduce(
     step_losses: torch.Tensor,
     targets: list[Target],
     stop: StopRequest,
-    meter: InputMeter | None,
+    inputs: InputMeter | None,
 ) -> tuple[torch.Tensor, torch.cuda.Event | None]:
     """One small all-reduce per step: the loss terms (for the finite check and the log), the
     stop flag (so all ranks stop at this same step), and the count of skipped images. On CUDA
     its result is copied to pinned host memory behind an event, so nothing here waits."""
     skipped = sum(len(t["skipped"]) for t in targets)
-    io = meter.take() if meter else []
+    io = inputs.take() if inputs else []
     flags = torch.tensor([float(stop.requested), float(skipped), *io])
     cuda = ctx.device.type == "cuda"
     # From pinned memory a host-to-device copy need not wait for the device's queued work.
@@ -408,7 +403,7 @@ def _read_due(
     unread: LaunchedStep | None,
     launched: LaunchedStep,
     now: bool,
-    meter: InputMeter | None,
+    inputs: InputMeter | None,
     window: Window,
 ) -> tuple[bool, LaunchedStep | None]:
     """The host reads a step's figures (losses, stop votes) one step late, when the device has
@@ -417,14 +412,14 @@ def _read_due(
     it) or on a stop. Every rank reads at the same steps, so all agree on a stop.
 
     Returns whether a rank asked to stop, and the step left unread."""
-    stopped = unread is not None and _read_step(ctx, unread, meter, window)
+    stopped = unread is not None and _read_step(ctx, unread, inputs, window)
     if now or stopped:
-        return _read_step(ctx, launched, meter, window) or stopped, None
+        return _read_step(ctx, launched, inputs, window) or stopped, None
     return stopped, launched
 
 
 def _read_step(
-    ctx: DistContext, launched: LaunchedStep, meter: InputMeter | None, window: Window
+    ctx: DistContext, launched: LaunchedStep, inputs: InputMeter | None, window: Window
 ) -> bool:
     """Wait for a step's figures, check its loss is finite and add it to the log window;
     returns whether any rank asked to stop at that step."""
@@ -433,11 +428,11 @@ def _read_step(
     reduced = launched.reduced
     n_terms = len(LOSS_TERMS)
     stop_votes, skipped_total = float(reduced[n_terms]), float(reduced[n_terms + 1])
-    if meter:
+    if inputs:
         input_bytes, hits, opens = reduced[n_terms + 2 :].tolist()
         window.input_bytes += input_bytes
-        meter.hits += hits
-        meter.opens += opens
+        inputs.hits += hits
+        inputs.opens += opens
     mean_losses = reduced[:n_terms] / ctx.world_size
     total_loss = float(mean_losses.sum())  # finite: refuse_non_finite checked it before the step
     _count_step(ctx, window, launched, total_loss, mean_losses.tolist(), skipped_total)
@@ -462,15 +457,7 @@ def non_finite_hint(amp: str, device_type: str) -> str:
     return "lower --lr (or raise --warmup-steps), use --clip-grad, or check the data"
 
 
-def refuse_non_finite(
-    ctx: DistContext,
-    cfg: TrainConfig,
-    model: nn.Module,
-    scaler: torch.amp.GradScaler | None,
-    reduced: torch.Tensor,
-    ready: torch.cuda.Event | None,
-    progress: Progress,
-) -> None:
+def refuse_non_finite(run: Run, reduced: torch.Tensor, ready: torch.cuda.Event | None) -> None:
     """Stop the run, before the optimizer applies the step, when its loss or its gradients are
     not finite: such a step never reaches the weights. The loss terms are the all-reduced ones and
     DDP all-reduces the gradients, so every rank stops at the same step. Under fp16 only the loss
@@ -478,9 +465,10 @@ def refuse_non_finite(
 
     It costs one read to the host per step (the gradients' largest magnitude); on CUDA that read
     waits for the backward pass, and the loss terms are on the host by then."""
+    ctx, model, progress, amp = run.ctx, run.net.model, run.progress, run.path.amp.chosen
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     finite_grads = True
-    if scaler is None and grads:
+    if run.opt.scaler is None and grads:
         # The inf-norm: NaN and inf reach it, and no finite gradient overflows it.
         finite_grads = bool(torch.isfinite(nn.utils.get_total_norm(grads, math.inf)))
     if ready is not None:
@@ -491,9 +479,9 @@ def refuse_non_finite(
         return
     where = (
         f"at step {progress.global_step + 1} (epoch {progress.epoch}, "
-        f"{PRECISION[cfg.amp]} on {ctx.device.type}"
+        f"{PRECISION[amp]} on {ctx.device.type}"
     )
-    hint = non_finite_hint(cfg.amp, ctx.device.type)
+    hint = non_finite_hint(amp, ctx.device.type)
     if not math.isfinite(total_loss):
         terms = ", ".join(f"{n}={float(v)}" for n, v in zip(LOSS_TERMS, mean_losses, strict=True))
         raise TrainerError(
@@ -573,20 +561,10 @@ def _log_samples(
         f.write(json.dumps(record) + "\n")
 
 
-def _log(
-    ctx: DistContext,
-    metrics: MetricsLog,
-    progress: Progress,
-    window: Window,
-    lr: float,
-    total_steps: int,
-    epochs: int,
-    meter: InputMeter | None = None,
-    comm: GradientComm | None = None,
-    model: nn.Module | None = None,
-) -> None:
+def _log(run: Run, window: Window, lr: float) -> None:
+    ctx, progress, meters = run.ctx, run.progress, run.meters
     elapsed = max(time.perf_counter() - window.started, 1e-9)
-    tflops, mfu = _achieved_tflops(model, window, elapsed)
+    tflops, mfu = _achieved_tflops(meters.flops, window, elapsed)
     # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
     # logs at the same step), so rank 0's record shows a slow rank by name.
     mine = [
@@ -601,9 +579,9 @@ def _log(
     record: dict[str, JSON] = {
         "kind": "train",
         "step": progress.global_step,
-        "total_steps": total_steps,  # the run's length: readers show step/total and an ETA
+        "total_steps": run.total_steps,  # the run's length: readers show step/total and an ETA
         "epoch": progress.epoch,
-        "epochs": epochs,
+        "epochs": run.cfg.epochs,
         "loss": round(window.losses["loss"] / window.steps, 6),
         "lr": lr,
         "images_per_sec": round(window.images / elapsed, 3),
@@ -631,25 +609,25 @@ def _log(
         for i, name in enumerate(RANK_FIGURES)
         if any(math.isfinite(row[i]) for row in per_rank)
     }  # fmt: skip
-    if comm is not None:
+    if run.net.comm is not None:
         # Gradient bytes this rank handed to the all-reduce per step (what the hook sent).
         record["allreduce_bytes"] = round(window.allreduce_bytes / window.steps)
-    if meter:
+    if meters.inputs:
         # Sample bytes (JPEG + JSON) read from shards by all ranks per second, and the share of
         # shard opens served from --cache-dir over the run so far (None without a cache).
         record["input_bytes_per_sec"] = round(window.input_bytes / elapsed, 1)
-        hit_rate = meter.hits / meter.opens if meter.opens else 0.0
-        record["cache_hit_rate"] = round(hit_rate, 4) if meter.cached else None
-    metrics.write(record)
+        inputs = meters.inputs
+        hit_rate = inputs.hits / inputs.opens if inputs.opens else 0.0
+        record["cache_hit_rate"] = round(hit_rate, 4) if inputs.cached else None
+    run.metrics.write(record)
 
 
 def _achieved_tflops(
-    model: nn.Module | None, window: Window, elapsed: float
+    flops: FlopMeter | None, window: Window, elapsed: float
 ) -> tuple[float, float]:
     """This rank's model TFLOP/s over the window and its share of the chip's bf16 peak; NaN
     where the FLOPs were not counted or the peak is not known (all_gather_floats sends floats)."""
-    counter = flop_meter(model) if model is not None else None
-    if counter is None:
+    if flops is None:
         return math.nan, math.nan
-    tflops = counter.flops_since(window.started, window.local_images) / elapsed / 1e12
-    return tflops, tflops / counter.peak.tflops if counter.peak else math.nan
+    tflops = flops.flops_since(window.started, window.local_images) / elapsed / 1e12
+    return tflops, tflops / flops.peak.tflops if flops.peak else math.nan

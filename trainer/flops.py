@@ -12,14 +12,12 @@ import copy
 import re
 import sys
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainer.loss import BatchedRetinaNetLoss
@@ -233,16 +231,3 @@ class FlopMeter:
             "peak_tflops": self.peak.tflops if self.peak else None,
             "peak_source": self.peak.source if self.peak else None,
         }
-
-
-_METERS: weakref.WeakKeyDictionary[nn.Module, FlopMeter] = weakref.WeakKeyDictionary()
-
-
-def install_flop_meter(model: nn.Module, meter: FlopMeter) -> None:
-    _METERS[model] = meter
-
-
-def flop_meter(model: nn.Module) -> FlopMeter | None:
-    """The meter installed on `model` (or on the module DDP wraps), None when none was."""
-    inner = model.module if isinstance(model, DistributedDataParallel) else model
-    return _METERS.get(inner)

@@ -86,3 +86,10 @@ def write_run_json(output_dir: str, info: Mapping[str, object]) -> None:
     write_text_atomic(
         os.path.join(output_dir, RUN_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n"
     )
+
+
+def add_to_run_json(output_dir: str, fields: Mapping[str, JSON]) -> None:
+    """Add or replace top-level fields of the run.json record_start wrote (rank 0 only)."""
+    with open(os.path.join(output_dir, RUN_FILE), encoding="utf-8") as f:
+        info = json.load(f)
+    write_run_json(output_dir, {**info, **fields})

@@ -15,9 +15,8 @@ import shutil
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 import numpy as np
 import PIL
@@ -31,7 +30,6 @@ from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.compile_cache import cache_is_warm, compile_cache_dir, use_compile_cache
 from trainer.config import TrainConfig
-from trainer.data.dataset import DetectionDataset
 from trainer.data.feeds import TrainData, build_train_data, check_same_corpus
 from trainer.data.stream import ShardFeed
 from trainer.distributed import (
@@ -42,19 +40,19 @@ from trainer.distributed import (
     gather_objects,
 )
 from trainer.engine import (
+    ForwardClock,
     Progress,
-    StopRequest,
     WarmupCosine,
-    amp_dtype,
     optimizer_options,
     train_one_epoch,
 )
-from trainer.errors import ConfigError
+from trainer.errors import ConfigError, TrainerError
 from trainer.evaluate import evaluate
-from trainer.flops import FlopMeter, chip_peak, count_train_flops, flop_meter, install_flop_meter
+from trainer.flops import FlopMeter, chip_peak, count_train_flops
 from trainer.loss import box_loss_type, install_batched_loss
-from trainer.metrics import MetricsLog, open_tensorboard, write_run_json
+from trainer.metrics import JSON, MetricsLog, add_to_run_json, open_tensorboard, write_run_json
 from trainer.model import build_model, enable_channels_last, parameter_groups
+from trainer.state import Choice, FastPath, Meters, Net, Optim, Run
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
 
@@ -63,6 +61,7 @@ Checkpoint = tuple[str, checkpoint.Contents]
 
 
 def train(cfg: TrainConfig, ctx: DistContext) -> int:
+    started = time.perf_counter()  # time to target counts from here
     log = make_log(ctx)
     setup(cfg, ctx, log)
 
@@ -79,22 +78,27 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     found = checkpoint.find_resume_checkpoint(cfg.output_dir, cfg.resume, warn=log)
     compiled = choose_compile(cfg, ctx, steps, found, log)
     model = build_model(cfg, data.num_classes).to(ctx.device)
-    measure_flops(cfg, ctx, model, log)  # on a copy of the eager model: before compile and DDP
+    flops = measure_flops(cfg, ctx, model, log)  # on a copy of the eager model: before compile
     if cfg.loss == "batched":
         # Says on the first batch what it kept. --compile compiles its per-class pass.
-        backend = test_hooks.compile_backend() if cfg.compile == "on" else None
+        backend = test_hooks.compile_backend() if compiled.chosen == "on" else None
         install_batched_loss(model, cfg.model, log, backend)
     precision = choose_precision(cfg, ctx, model, found, log)
-    layout = choose_channels_last(cfg, ctx, model, log)
-    net = wrap_model(cfg, ctx, model, log)
+    layout = choose_channels_last(cfg, ctx, model, precision, log)
+    path = FastPath(amp=precision, compile=compiled, channels_last=layout)
+    net = wrap_model(cfg, ctx, model, path, log)
 
     # Optimiser, schedule and gradient scaler.
-    opt = build_optimizer(cfg, ctx, net, data, steps, log)
+    opt = build_optimizer(cfg, ctx, net, data, steps, path, log)
 
     # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
-    run = Run(cfg, ctx, log, data, steps.total, net, opt, open_metrics(cfg, ctx, log))
+    meters = Meters(ForwardClock(net.model_without_ddp), flops, data.inputs)
+    run = Run(
+        cfg, ctx, log, data, steps.total, path, net, opt, meters, open_metrics(cfg, ctx, log),
+        started=started,
+    )  # fmt: skip
     resume(run, found)
-    record_start(run, found, {"amp": precision, "channels_last": layout, "compile": compiled})
+    record_start(run, found)
     comm_check.before_training(  # the wire measured, one comm record (trainer/comm_check.py)
         cfg.comm_check, ctx, model, cfg.ddp_bucket_mb, run.metrics.write, log,
         run.progress.global_step,
@@ -114,41 +118,6 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 class Steps:
     per_epoch: str  # for the log: "N", or the first epochs' counts when they differ
     total: int  # every epoch's steps, capped by --max-steps
-
-
-@dataclass
-class Net:
-    model: nn.Module  # what trains: wrapped in DDP when distributed
-    model_without_ddp: nn.Module  # what checkpoints hold and evaluation runs
-    comm: GradientComm | None  # the DDP communication hook, when distributed
-
-
-@dataclass
-class Optim:
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LambdaLR
-    schedule: WarmupCosine
-    scaler: torch.amp.GradScaler | None  # fp16 only
-    lr: float  # this run's learning rate: a resume keeps it, not the checkpoint's
-    param_groups: list[dict[str, Any]]
-
-
-@dataclass
-class Run:
-    """What the steps after the optimiser share: the loop's state and where it is written."""
-
-    cfg: TrainConfig
-    ctx: DistContext
-    log: Callable[[str], None]
-    data: TrainData
-    total_steps: int
-    net: Net
-    opt: Optim
-    metrics: MetricsLog
-    progress: Progress = field(default_factory=Progress)
-    stop: StopRequest = field(default_factory=StopRequest)
-    last_saved_step: int = -1
-    evaluated_at: int = -1
 
 
 def make_log(ctx: DistContext) -> Callable[[str], None]:
@@ -195,8 +164,9 @@ def count_steps(cfg: TrainConfig, data: TrainData) -> Steps:
 
 def measure_flops(
     cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
-) -> None:
-    """Count the model's training FLOPs per image once, for every record's tflops and mfu.
+) -> FlopMeter | None:
+    """Count the model's training FLOPs per image once, for every record's tflops and mfu; the
+    meter that scales the count by each training batch's pixels, None when counting failed.
 
     Counted at the padded shape of a 4:3 landscape image at --min-size (a typical photo in
     Open Images and COCO), on one image: the records scale it by each batch's real padded
@@ -210,9 +180,8 @@ def measure_flops(
         )
     except Exception as exc:  # noqa: BLE001 -- a counter that fails costs the figure, not the run
         log(f"model FLOPs not counted ({type(exc).__name__}: {exc}); records carry no tflops")
-        return
+        return None
     peak = chip_peak(cfg.peak_tflops, ctx.device)
-    install_flop_meter(model, FlopMeter(count, peak, model))
     log(
         f"model FLOPs: {count.per_image / 1e9:.1f} GFLOP per training image (forward+backward) "
         f"at the padded {count.height}x{count.width}, counted in {count.seconds:.1f} s; records "
@@ -220,6 +189,7 @@ def measure_flops(
         + (f" and mfu against {peak.tflops:g} TFLOP/s ({peak.source})" if peak else
            " (no mfu: no bf16 peak known for this device; --peak-tflops gives one)")
     )  # fmt: skip
+    return FlopMeter(count, peak, model)
 
 
 def choose_precision(
@@ -228,16 +198,15 @@ def choose_precision(
     model: nn.Module,
     found: Checkpoint | None,
     log: Callable[[str], None],
-) -> dict[str, str]:
-    """Set cfg.amp to what the run trains in (checkpoints record it); returns what was asked,
-    what was chosen and why, for run.json."""
+) -> Choice:
+    """The precision the run trains in (a resumed run keeps its checkpoint's): what was asked,
+    what was chosen and why."""
     amp = choose_amp(
         cfg.amp, ctx, model, cfg.micro_batch_size, _train_size(cfg),
         found[1].get("config", {}).get("amp") if found else None, log,
     )  # fmt: skip
-    amp_asked, cfg.amp = cfg.amp, amp.amp
     log(f"precision: {amp.amp if amp.amp != 'none' else 'fp32'} ({amp.why})")
-    return {"asked": amp_asked, "chosen": amp.amp, "why": amp.why}
+    return Choice(cfg.amp, amp.amp, amp.why)
 
 
 def choose_compile(
@@ -246,10 +215,10 @@ def choose_compile(
     steps: Steps,
     found: Checkpoint | None,
     log: Callable[[str], None],
-) -> dict[str, str]:
-    """Resolve --compile (auto: trainer/fast_path.py) into cfg, rank 0's choice on every rank,
-    and point torch.compile's caches at --compile-cache-dir; returns what was asked, what was
-    chosen and why, for run.json."""
+) -> Choice:
+    """Resolve --compile (auto: trainer/fast_path.py), rank 0's choice on every rank, and point
+    torch.compile's caches at --compile-cache-dir; returns what was asked, what was chosen and
+    why."""
     cache = compile_cache_dir(cfg)
     done = found[1].get("progress", {}).get("global_step", 0) if found else 0
     images = max(steps.total - done, 0) * cfg.batch_size
@@ -261,24 +230,27 @@ def choose_compile(
         warm = ctx.is_main and cache_is_warm(cache)
         choice = fast_path.compile_choice(cfg.compile, ctx.device.type, images, height, width, warm)
     choice = broadcast_object(ctx, choice)
-    asked, cfg.compile = cfg.compile, choice.value
     log(f"compile {choice.value} ({choice.why})")
     if choice.on:
         use_compile_cache(cache, log)
-    return {"asked": asked, "chosen": choice.value, "why": choice.why}
+    return Choice(cfg.compile, choice.value, choice.why)
 
 
 def choose_channels_last(
-    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
-) -> dict[str, str]:
+    cfg: TrainConfig,
+    ctx: DistContext,
+    model: nn.Module,
+    precision: Choice,
+    log: Callable[[str], None],
+) -> Choice:
     """Resolve --channels-last (auto: trainer/fast_path.py) for the precision chosen, convert the
     model when it turns on here (build_model did for an explicit on), and say why."""
-    choice = fast_path.channels_last_choice(cfg.channels_last, ctx.device.type, cfg.amp)
-    asked, cfg.channels_last = cfg.channels_last, choice.value
+    asked = cfg.channels_last
+    choice = fast_path.channels_last_choice(asked, ctx.device.type, precision.chosen)
     if choice.on and asked == "auto":
         enable_channels_last(model)
     log(f"channels-last {choice.value} ({choice.why})")
-    return {"asked": asked, "chosen": choice.value, "why": choice.why}
+    return Choice(asked, choice.value, choice.why)
 
 
 def _compiler_missing(device_type: str) -> str:
@@ -292,10 +264,14 @@ def _compiler_missing(device_type: str) -> str:
 
 
 def wrap_model(
-    cfg: TrainConfig, ctx: DistContext, model: nn.Module, log: Callable[[str], None]
+    cfg: TrainConfig,
+    ctx: DistContext,
+    model: nn.Module,
+    path: FastPath,
+    log: Callable[[str], None],
 ) -> Net:
     """Compile (--compile), tune cuDNN, convert to SyncBatchNorm (--sync-bn), wrap in DDP."""
-    if cfg.compile == "on":
+    if path.compile.chosen == "on":
         _compile(cfg, model, log)
     if ctx.device.type == "cuda":
         # The model pads each batch to multiples of 32, so a run meets a bounded set of shapes
@@ -307,7 +283,7 @@ def wrap_model(
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # before DDP wraps it
     elif cfg.sync_bn:
         log("--sync-bn ignored: SyncBatchNorm needs CUDA devices and more than one rank")
-    if cfg.amp == "fp16" and ctx.device.type == "cpu":
+    if path.amp.chosen == "fp16" and ctx.device.type == "cpu":
         log("note: --amp fp16 on CPU is emulated and very slow; use bf16 or none on CPU")
     model_without_ddp = model
     comm: GradientComm | None = None
@@ -364,6 +340,7 @@ def build_optimizer(
     net: Net,
     data: TrainData,
     steps: Steps,
+    path: FastPath,
     log: Callable[[str], None],
 ) -> Optim:
     """SGD or AdamW with the learning rate scaled to the global batch, warmup then cosine or
@@ -382,7 +359,7 @@ def build_optimizer(
         cfg.warmup_steps, cfg.warmup_factor, steps.total, cfg.lr_schedule == "cosine"
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    scaler = torch.amp.GradScaler(ctx.device.type) if cfg.amp == "fp16" else None
+    scaler = torch.amp.GradScaler(ctx.device.type) if path.amp.chosen == "fp16" else None
     log(
         f"model {cfg.model}, {data.num_classes} classes incl. background, "
         f"{sum(p.numel() for p in net.model_without_ddp.parameters()) / 1e6:.1f}M parameters; "
@@ -451,7 +428,7 @@ def resume(run: Run, found: Checkpoint | None) -> None:
     )
 
 
-def record_start(run: Run, found: Checkpoint | None, path: dict[str, dict[str, str]]) -> None:
+def record_start(run: Run, found: Checkpoint | None) -> None:
     """Drop metrics past the resumed step and write run.json: every rank's host and device,
     versions, environment, data contract, and the path taken (amp, channels_last, compile: each
     asked, chosen and why)."""
@@ -461,40 +438,42 @@ def record_start(run: Run, found: Checkpoint | None, path: dict[str, dict[str, s
         ctx, {"rank": ctx.rank, "host": socket.gethostname(), "device": str(ctx.device)}
     )
     if ctx.is_main:
-        info = _run_info(cfg, ctx, ranks, found[0] if found else None)
-        meter = flop_meter(run.net.model_without_ddp)
-        info["flops"] = meter.run_info() if meter else None
-        write_run_json(cfg.output_dir, {**info, "data": run.data.info, **path})
+        info = _run_info(cfg, ctx, run.path, ranks, found[0] if found else None)
+        flops = run.meters.flops
+        info["flops"] = flops.run_info() if flops else None
+        write_run_json(cfg.output_dir, {**info, "data": run.data.info, **run.path.record()})
 
 
 def train_epochs(run: Run) -> str:
-    """Epoch after epoch until --epochs or --max-steps, evaluating every --eval-every epochs;
-    returns the last epoch's outcome ("stopped" on a stop request)."""
+    """Epoch after epoch until --epochs or --max-steps, evaluating every --eval-every epochs and
+    every --eval-every-steps steps; returns the last epoch's outcome ("stopped" on a stop
+    request, "target" once an evaluation reached --target-map)."""
     cfg, progress, feed, val_set = run.cfg, run.progress, run.data.feed, run.data.val_set
     outcome = "epoch_end"
     while progress.epoch < cfg.epochs and progress.global_step < run.total_steps:
-        batches = feed.epoch_batches(progress.epoch, progress.step_in_epoch)
+        batches = iter(feed.epoch_batches(progress.epoch, progress.step_in_epoch))
         run.log(
             f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of "
             f"{feed.steps(progress.epoch)}"
         )
-        outcome = train_one_epoch(
-            run.ctx, cfg, run.net.model, run.opt.optimizer, run.opt.scheduler, run.opt.scaler,
-            batches, progress, run.total_steps, run.metrics, functools.partial(save, run),
-            run.stop, run.data.meter, run.net.comm,
-        )  # fmt: skip
+        outcome = train_one_epoch(run, batches, functools.partial(save, run))
+        while outcome == "evaluate":  # --eval-every-steps: then on with the same batches
+            reached = evaluate_for_target(run)
+            outcome = (
+                "target" if reached else train_one_epoch(run, batches, functools.partial(save, run))
+            )
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
             # end them now, not when the generator is collected, so evaluation does not fork its
             # own workers beside them.
             batches.close()
-        if outcome == "stopped":
+        if outcome in ("stopped", "target"):
             return outcome
         if outcome == "epoch_end":
             epoch_done = progress.epoch
-            if val_set is not None and (epoch_done + 1) % cfg.eval_every == 0:
-                run_eval(run, val_set)
-                run.evaluated_at = progress.global_step
+            due = val_set is not None and (epoch_done + 1) % cfg.eval_every == 0
+            if due and run.evals.at_step != progress.global_step and evaluate_for_target(run):
+                return "target"
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
     return outcome
 
@@ -512,11 +491,14 @@ def stop_preempted(run: Run) -> int:
 
 
 def finish(run: Run) -> int:
-    """The final checkpoint, a last evaluation unless this step was just evaluated, done."""
-    progress, val_set = run.progress, run.data.val_set
+    """The final checkpoint, a last evaluation unless this step was just evaluated, the target's
+    record when it was never reached, done."""
+    progress = run.progress
     save(run, "final")
-    if val_set is not None and run.evaluated_at != progress.global_step:
-        run_eval(run, val_set)
+    if run.data.val_set is not None and run.evals.at_step != progress.global_step:
+        evaluate_for_target(run)
+    if run.cfg.target_map is not None and run.evals.reached is None:
+        record_target(run, reached=False)
     run.metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
     run.metrics.close()
     run.log(f"finished at step {progress.global_step}; outputs in {run.cfg.output_dir}")
@@ -540,9 +522,14 @@ def save(run: Run, reason: str) -> None:
         "optimizer": run.opt.optimizer.state_dict(),
         "scheduler": run.opt.scheduler.state_dict(),
         "scaler": run.opt.scaler.state_dict() if run.opt.scaler else None,
-        "progress": vars(progress).copy(),
+        # The seconds so far, earlier attempts' included: a resumed run's time to target goes on.
+        "progress": {
+            **vars(progress),
+            "wall_seconds": run.wall_seconds(),
+            "eval_seconds": progress.eval_seconds + run.evals.seconds,
+        },
         "rng": rngs,
-        "config": cfg.to_dict(),
+        "config": {**cfg.to_dict(), **run.path.trained()},
         "class_names": list(run.data.class_names),
         "world_size": ctx.world_size,
         "data": run.data.info,
@@ -561,9 +548,64 @@ def save(run: Run, reason: str) -> None:
     run.log(f"saved checkpoint {path} ({reason})")
 
 
-def run_eval(run: Run, val_set: DetectionDataset) -> None:
-    """Evaluate on every rank (the model rank 0 saves) and write the eval record."""
-    cfg, progress = run.cfg, run.progress
+def evaluate_for_target(run: Run) -> bool:
+    """Evaluate, and whether this evaluation reached --target-map first (its record written,
+    run.json told): the run then stops, as MLPerf runs do. Every rank gets the same answer."""
+    result = run_eval(run)
+    cfg = run.cfg
+    if cfg.target_map is None or run.evals.reached is not None:
+        return False
+    value = float(result[cfg.target_metric])
+    run.evals.best = max(run.evals.best, value)
+    if value < cfg.target_map:
+        return False
+    record_target(run, reached=True)
+    return True
+
+
+def record_target(run: Run, reached: bool) -> None:
+    """The target record and run.json's `target`: the step, wall time, images and GPU-hours at
+    which --target-map was reached, or where the run ended without it ("not reached"), and what
+    evaluating cost (its seconds and share of the wall time)."""
+    cfg, ctx, progress = run.cfg, run.ctx, run.progress
+    wall = run.wall_seconds()
+    eval_seconds = progress.eval_seconds + run.evals.seconds
+    record: dict[str, JSON] = {
+        "kind": "target",
+        "status": "reached" if reached else "not reached",
+        "metric": cfg.target_metric,
+        "target": cfg.target_map,
+        "value": round(run.evals.best, 6) if run.evals.best >= 0 else None,
+        "step": progress.global_step,
+        "epoch": progress.epoch,
+        "wall_time": round(wall, 3),
+        "images": progress.images,
+        # One GPU per rank; a CPU run has none to count.
+        "gpu_hours": round(wall * ctx.world_size / 3600, 6) if ctx.device.type == "cuda" else None,
+        "eval_seconds": round(eval_seconds, 3),
+        "eval_share": round(eval_seconds / wall, 4) if wall > 0 else None,
+    }
+    run.metrics.write(record)
+    if reached:
+        run.evals.reached = record
+    if ctx.is_main:
+        add_to_run_json(
+            cfg.output_dir, {"target": {k: v for k, v in record.items() if k != "kind"}}
+        )
+    said = "reached" if reached else "not reached; best"
+    run.log(
+        f"target {cfg.target_metric} {cfg.target_map:g} {said} {run.evals.best:.4f} at step "
+        f"{progress.global_step}, {wall:.1f} s, {progress.images} images; evaluation took "
+        f"{eval_seconds:.1f} s ({100 * eval_seconds / max(wall, 1e-9):.1f}% of the run)"
+    )
+
+
+def run_eval(run: Run) -> dict:
+    """Evaluate on every rank (the model rank 0 saves), write the eval record and count its
+    seconds; returns the result (the same on every rank)."""
+    cfg, progress, val_set = run.cfg, run.progress, run.data.val_set
+    if val_set is None:
+        raise TrainerError("evaluation asked of a run without a validation set")
     started = time.perf_counter()
     broadcast_buffers(run.ctx, run.net.model_without_ddp)  # every rank evaluates rank 0's model
     result = evaluate(
@@ -573,10 +615,11 @@ def run_eval(run: Run, val_set: DetectionDataset) -> None:
         cfg.batch_size,
         cfg.workers,
         cfg.eval_max_images,
-        amp_dtype(cfg),
+        run.path.dtype,
         cfg.eval_metric,
         cfg.oid_expand_predictions,
     )
+    seconds = time.perf_counter() - started
     run.metrics.write(
         {
             "kind": "eval",
@@ -587,9 +630,12 @@ def run_eval(run: Run, val_set: DetectionDataset) -> None:
             **{k: v for k, v in result.items() if k.startswith("oid_")},  # --eval-metric oid
             "images": result["images"],
             "detections": result["detections"],
-            "eval_time": round(time.perf_counter() - started, 3),
+            "eval_time": round(seconds, 3),
         }
     )
+    run.evals.at_step = progress.global_step
+    run.evals.seconds += seconds
+    return result
 
 
 def _train_size(cfg: TrainConfig) -> tuple[int, int]:
@@ -649,13 +695,13 @@ def _keep_command_line_hyperparameters(
 
 
 def _run_info(
-    cfg: TrainConfig, ctx: DistContext, ranks: list[dict], resumed_from: str | None
+    cfg: TrainConfig, ctx: DistContext, path: FastPath, ranks: list[dict], resumed_from: str | None
 ) -> dict:
     devices = []
     if ctx.device.type == "cuda":
         devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return {
-        "config": cfg.to_dict(),
+        "config": {**cfg.to_dict(), **path.trained()},
         "world_size": ctx.world_size,
         "backend": ctx.backend,
         "device": str(ctx.device),

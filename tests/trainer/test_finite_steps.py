@@ -28,12 +28,14 @@ from torch import nn
 
 from trainer.config import TrainConfig, parse_config
 from trainer.data import build_datasets
+from trainer.data.feeds import build_train_data
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext
-from trainer.engine import Progress, StopRequest, WarmupCosine, train_one_epoch
+from trainer.engine import ForwardClock, WarmupCosine, train_one_epoch
 from trainer.errors import TrainerError
 from trainer.metrics import MetricsLog
 from trainer.model import build_model, parameter_groups
+from trainer.state import Choice, FastPath, Meters, Net, Optim, Run
 
 CPU = DistContext(0, 1, 0, torch.device("cpu"), None)
 MODELS = ("retinanet_resnet50_fpn_v2", "retinanet_resnet18_fpn")
@@ -117,16 +119,27 @@ def train_steps(
     then cosine) and, in fp16, a gradient scaler; records go to OUTPUT_DIR/metrics.jsonl."""
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
     groups = parameter_groups(model, weight_decay, norm_weight_decay)
-    optimizer = torch.optim.SGD(groups, lr=cfg.resolved_lr(cfg.batch_size), momentum=cfg.momentum)
+    lr = cfg.resolved_lr(cfg.batch_size)
+    optimizer = torch.optim.SGD(groups, lr=lr, momentum=cfg.momentum)
     schedule = WarmupCosine(cfg.warmup_steps, cfg.warmup_factor, steps, cosine=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     device = next(model.parameters()).device.type
     scaler = torch.amp.GradScaler(device) if cfg.amp == "fp16" else None
     os.makedirs(cfg.output_dir, exist_ok=True)
-    outcome = train_one_epoch(
-        CPU, cfg, model, optimizer, scheduler, scaler, loader, Progress(), steps,
-        MetricsLog(cfg.output_dir, True), lambda _reason: None, StopRequest(),
+    data = build_train_data(cfg, CPU, lambda _msg: None)
+    assert data is not None
+    off = Choice("off", "off", "test")
+    path = FastPath(Choice(cfg.amp, cfg.amp, "test"), off, off)
+    clock = ForwardClock(model)  # unhooked after: the module's models outlive a run
+    run = Run(
+        cfg, CPU, lambda _msg: None, data, steps, path, Net(model, model, None),
+        Optim(optimizer, scheduler, schedule, scaler, lr, groups), Meters(clock),
+        MetricsLog(cfg.output_dir, True),
     )  # fmt: skip
+    try:
+        outcome = train_one_epoch(run, iter(loader), lambda _reason: None)
+    finally:
+        clock.remove()
     return outcome, scaler
 
 

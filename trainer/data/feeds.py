@@ -57,7 +57,7 @@ class TrainData:
     val_set: DetectionDataset | None
     class_names: list[str]
     num_classes: int  # including background
-    meter: InputMeter | None  # shard input counters for the metrics records
+    inputs: InputMeter | None  # shard input counters for the metrics records
     too_few: str  # the error when some epoch has no step
     info: dict[str, Any]  # the data contract for run.json and checkpoints
 
@@ -118,9 +118,9 @@ def _shard_data(
         f"--batch-size {cfg.batch_size} on {ctx.world_size} rank(s) x {stream.workers} "
         "worker(s) in some epoch; use fewer workers, a smaller batch or smaller shards"
     )
-    meter = InputMeter(feed.take_io, cached=bool(cfg.cache_dir))
+    inputs = InputMeter(feed.take_io, cached=bool(cfg.cache_dir))
     return TrainData(
-        feed, val_set, list(class_names), len(class_names) + 1, meter, too_few,
+        feed, val_set, list(class_names), len(class_names) + 1, inputs, too_few,
         data_contract(cfg, ctx, manifest, val_manifest),
     )  # fmt: skip
 
