@@ -233,14 +233,14 @@ def _backend_info(settings: Settings, timeout: float) -> dict[str, Any]:
         return {"backend": {"kind": None, "error": exc.message, "hint": exc.hint}}
     client = RunaiClient(backend, timeout=timeout, **runai_cli_for(settings))
     try:
-        version = client.version().strip()
+        version = client.cli_version().line  # asked once: the runai CLI's entry reads it again
     except RunaiError as exc:
         version = f"unavailable: {exc.message}"
     found = {
         "kind": backend.kind,
         "label": backend.label,
         "executable": backend.executable,
-        "version": version.splitlines()[0] if version else "",
+        "version": version,
     }
     return {"backend": found, "runai_cli": _detected(client)}
 
@@ -282,7 +282,7 @@ def _detected(client: RunaiClient) -> dict[str, Any]:
     try:
         caps = client.capabilities_for(*installed.COMMANDS)
         if caps.override is None:
-            runner.run_sync(caps.aversion(client.probe))
+            client.cli_version()  # cached by the backend entry: nothing is asked again
     except (RunaiError, UsageError) as exc:
         return {"error": f"{exc.message} ({exc.hint})" if exc.hint else exc.message}
     sources = {caps.source(key) for key in installed.COMMANDS}

@@ -42,7 +42,6 @@ from runai_tui.runai.installed import (
 )
 from runai_tui.runai.parse import (
     classify_failure,
-    first_meaningful_line,
     parse_describe,
     parse_forwarding,
     parse_list_page,
@@ -480,15 +479,11 @@ class RunaiClient:
     async def awhoami(self) -> str:
         return self._text(await self._run(["whoami"], check_when_ok=True))
 
-    async def aversion(self) -> str:
-        """The first line `version` prints, e.g. `runai-local 0.1.0 (…)` or `Version: 2.18.94`
-        (asked as it is: a CLI v1 may say its version)."""
-        code, text = await self.probe(["version"])
-        if code:
-            error = classify_failure(text, code, command=self._describe_cmd(["version"]))
-            if error is not None:
-                raise self._adapt(error, self._argv(["version"]))
-        return first_meaningful_line(strip_notices(text) or text)
+    async def acli_version(self) -> CliVersion:
+        """What `runai version` says (its first meaningful line, the version and generation read
+        from it), asked once per executable and cached (installed.Capabilities.aversion, the one
+        reader); RunaiError when the executable cannot be run."""
+        return await self.capabilities.aversion(self.probe)
 
     async def aprojects(self) -> list[str]:
         """The projects the user may use (`project list --json`; never `runai project` alone,
@@ -603,7 +598,7 @@ class RunaiClient:
     offers = _sync_twin(aoffers)
     resume = _sync_twin(aresume)
     whoami = _sync_twin(awhoami)
-    version = _sync_twin(aversion)
+    cli_version = _sync_twin(acli_version)
     projects = _sync_twin(aprojects)
 
     def port_forward(

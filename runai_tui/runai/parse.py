@@ -551,14 +551,6 @@ def says_port_in_use(output: str) -> bool:
     return _PORT_IN_USE_RE.search(output) is not None
 
 
-def parse_version(text: str) -> str:
-    """The version number in `version` output (`Version: 2.18.94`, `runai version v2.25.3`,
-    `runai-local 0.1.0 (…)`), or the first meaningful line when there is none."""
-    body = strip_notices(text)
-    m = re.search(r"\bv?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)", body)
-    return m.group(1) if m else first_meaningful_line(body)
-
-
 def parse_submitted_name(output: str) -> str:
     """The workload name a submit printed (`Creating pytorch training NAME...`), or ""."""
     patterns = (
@@ -584,7 +576,6 @@ __all__ = [
     "parse_pod",
     "parse_project_list",
     "parse_submitted_name",
-    "parse_version",
     "parse_time",
     "pick",
     "plain_message",

@@ -16,7 +16,6 @@ from textual.worker import Worker, WorkerState
 
 from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.runai.bulk import act
-from runai_tui.runai.parse import parse_version
 from runai_tui.text import literal
 from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
@@ -180,11 +179,11 @@ class RunaiTuiApp(App[int]):
         backend = self.client.backend
         if not backend.is_local:
             try:
-                version = await self.client.aversion()
+                cli = await self.client.acli_version()
             except RunaiError as error:
                 self.report_error(error)
             else:
-                label = dataclasses.replace(backend, version=parse_version(version)).label
+                label = dataclasses.replace(backend, version=cli.version).label
                 self.set_header(dataclasses.replace(self.header_state, backend=label))
         try:
             user = await self.client.awhoami()

@@ -355,7 +355,7 @@ def test_not_installed(tmp_path: Path) -> None:
     assert info.value.kind is ErrorKind.NOT_INSTALLED
     local = RunaiClient(Backend("local", [str(tmp_path / "no-runai-local")]))
     with pytest.raises(RunaiError) as info:
-        local.version()
+        local.cli_version()
     assert info.value.kind is ErrorKind.NOT_INSTALLED
     assert info.value.message.startswith("runai-local could not be started")
 
@@ -407,7 +407,7 @@ async def test_async_call_does_not_block_the_loop(
 
     task = asyncio.create_task(ticker())
     try:
-        assert await client_for(fake).aversion() == "Version: 2.25.3"
+        assert (await client_for(fake).acli_version()).line == "Version: 2.25.3"
     finally:
         task.cancel()
     assert ticks > 0  # the loop ran other work while the fake slept
@@ -462,7 +462,8 @@ def test_whoami_and_version(make_fake: MakeFake, client_for: ClientFor) -> None:
     )
     client = client_for(fake, project="p")
     assert client.whoami() == "alice@example.com"
-    assert client.version() == "Version: 2.18.94"
+    assert client.cli_version().line == "Version: 2.18.94"
+    assert client.cli_version().version == "2.18.94"  # asked once, then cached
     assert fake.calls() == [["whoami"], ["version"]]  # no -p on non-workload commands
 
 
@@ -645,7 +646,7 @@ def test_local_backend_not_found_has_no_login_hint(make_fake: MakeFake) -> None:
 def test_against_the_real_local_cluster() -> None:
     # The core talks to runai-local only through its command line, exactly as to runai.
     client = RunaiClient(Backend("local", find_local()))
-    assert client.version().startswith("runai-local ")
+    assert client.cli_version().version.startswith("runai-local ")
     assert client.list_jobs() == []  # a fresh XDG state (root conftest)
     with pytest.raises(RunaiError) as info:
         client.describe("no-such-job")

@@ -32,7 +32,7 @@ TWINS = {
     "suspend": "asuspend",
     "resume": "aresume",
     "whoami": "awhoami",
-    "version": "aversion",
+    "cli_version": "acli_version",
 }
 
 
@@ -64,9 +64,9 @@ async def test_a_sync_call_inside_an_event_loop_still_works(
     # Sync code called from async code (a test, a helper) blocks like any sync call, and works.
     fake = make_fake([rule("version", stdout="Version: 2.25.3\n"), rule("logs", lines=["a", "b"])])
     client = client_for(fake)
-    assert client.version() == "Version: 2.25.3"
+    assert client.cli_version().line == "Version: 2.25.3"
     assert list(client.logs("job-a")) == ["a", "b"]
-    assert await client.aversion() == "Version: 2.25.3"  # the caller's loop is untouched
+    assert (await client.acli_version()).version == "2.25.3"  # the caller's loop is untouched
 
 
 def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(

@@ -321,3 +321,15 @@ def test_the_fakes_refuse_unknown_flags_as_cobra_does(tmp_path: Path, cli: str) 
     late_only = call("training", "pytorch", "submit", "j", "--clean-pod-policy", "None")
     assert late_only.returncode == (1 if cli == "2.18" else 0)
     assert call("version").stdout == "Version: 2.25.0\nBuildDate: 2025-01-01T00:00:00Z\n"
+
+
+def test_info_asks_runai_version_once(tmp_path: Path) -> None:
+    # One reader of `runai version` (installed.Capabilities.aversion, cached): the backend's
+    # version line and the runai CLI's generation in `info` come from the one answer.
+    fake = fake_runai(tmp_path, [rule("version", stdout="runai version v2.20.1\n")])
+    out = run("info", "--json", env=fake.env())
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["backend"]["version"] == "runai version v2.20.1"
+    assert info["runai_cli"]["label"].startswith("runai 2.20.1")
+    assert fake.calls().count(["version"]) == 1

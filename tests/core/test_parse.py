@@ -17,7 +17,6 @@ from runai_tui.runai.parse import (
     parse_list_page,
     parse_submitted_name,
     parse_time,
-    parse_version,
     strip_notices,
 )
 
@@ -424,12 +423,16 @@ def test_submitted_name(output: str, name: str) -> None:
     [
         ("Version: 2.18.94\nBuildDate: 2024-01-01\n", "2.18.94"),
         (NOTICE_BEFORE + "runai version v2.25.3-rc.1\n", "2.25.3-rc.1"),
-        ("runai-local 0.1.0 (embedded local cluster)", "0.1.0"),
+        ("runai-local 0.1.0 (embedded local cluster)", "runai-local 0.1.0"),
         ("development build", "development build"),
     ],
 )
-def test_parse_version(output: str, version: str) -> None:
-    assert parse_version(output) == version
+def test_the_version_is_read_from_the_first_meaningful_line(output: str, version: str) -> None:
+    # The one reader of `runai version` (installed.Capabilities.aversion): notices skipped.
+    from runai_tui.cli_generations import classify
+    from runai_tui.runai.installed import first_line
+
+    assert classify(first_line(output)).version == version
 
 
 def test_resource_rows_flatten_and_skip_unset() -> None:

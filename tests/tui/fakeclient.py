@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from runai_tui.cli_generations import CliVersion, classify
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.models import Event, Job, JobDetail, Phase, Pod
 from runai_tui.runai.backend import Backend
@@ -112,8 +113,8 @@ class FakeClient:
     async def awhoami(self) -> str:
         return "alice"
 
-    async def aversion(self) -> str:
-        return "2.20.0"
+    async def acli_version(self) -> CliVersion:
+        return classify("Version: 2.20.0")
 
     async def aprojects(self) -> list[str]:
         self.calls.append(("projects",))

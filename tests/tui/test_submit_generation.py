@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runai_tui.cli_generations import classify
+from runai_tui.cli_generations import CliVersion, classify
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.installed import Capabilities, parse_help
 from runai_tui.tui.app import RunaiTuiApp
@@ -31,8 +31,8 @@ class VersionedClient(FakeClient):
     cli: str = "2.18"
     version_line: str = "runai version v2.20.1"
 
-    async def aversion(self) -> str:
-        return self.version_line
+    async def acli_version(self) -> CliVersion:
+        return classify(self.version_line)
 
     async def acapabilities(self, *keys: str) -> Capabilities:
         caps = Capabilities(["runai"])
