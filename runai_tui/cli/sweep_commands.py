@@ -235,12 +235,6 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def _gpus(profile: Profile) -> int:
-    """GPUs the job holds: the master's and every worker's."""
-    master = profile.master_gpus if profile.master_gpus is not None else profile.gpus
-    return int(master or 0) + int(profile.workers or 0) * int(profile.gpus or 0)
-
-
 def _step_time(args: argparse.Namespace, first: Plan, profile: Profile) -> tuple[float | None, str]:
     """Seconds per step and where they come from: a job's records, else --step-time."""
     job = args.job or profile.job_name or profile.name
@@ -263,7 +257,7 @@ def _plan(args: argparse.Namespace, sweep_id: str, prepared: list[submission.Sub
     jobs: list[dict[str, Any]] = []
     for p, plan in zip(prepared, plans, strict=True):
         hours = plan.total_steps * seconds / 3600 if seconds is not None else None
-        gpus = _gpus(p.profile)
+        gpus = p.profile.job_gpus
         jobs.append(
             {
                 "name": p.name,

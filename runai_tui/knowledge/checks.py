@@ -84,7 +84,7 @@ class Facts:
 
     @property
     def max_gpus_per_pod(self) -> int:
-        return max(self.profile.gpus or 0, self.profile.master_gpus or 0)
+        return self.profile.most_gpus_per_pod
 
     @property
     def ib_disabled(self) -> bool:

@@ -141,7 +141,7 @@ def hook_wire_share(hook: str) -> float | None:
 def profile_link(profile: Profile) -> str:
     """The link the profile's all-reduce uses: InfiniBand when NCCL may use it (GPUs, and
     NCCL_IB_DISABLE unset or 0), else TCP sockets (NCCL_IB_DISABLE=1, or gloo on CPUs)."""
-    gpus = max(profile.gpus or 0, profile.master_gpus or 0)
+    gpus = profile.most_gpus_per_pod
     return "ib_200gbps" if gpus and not nccl_ib_disabled(profile.env) else "tcp_25gbps"
 
 
@@ -409,9 +409,7 @@ def make_plan(profile: Profile, dataset_size: int | None = None) -> Plan:
         cpu_cores=dict(profile.cpu),
         memory_bytes=_memory_bytes(profile),
         notes=notes,
-        path=precision_path(
-            args, max(profile.gpus or 0, profile.master_gpus or 0), steps * args.batch_size
-        ),
+        path=precision_path(args, profile.most_gpus_per_pod, steps * args.batch_size),
     )
 
 
@@ -438,10 +436,9 @@ def _world(profile: Profile, notes: list[str]) -> tuple[int, int, int, int]:
     if profile.workers is None:
         notes.append("workers unset: the master pod only")
     per_pod = processes_per_pod(profile.gpus)
-    master_gpus = profile.master_gpus if profile.master_gpus is not None else profile.gpus
     if profile.master_gpus is None and profile.gpus:
         notes.append("master_gpus unset: the master is assumed to get the workers' GPUs")
-    master = processes_per_pod(master_gpus)
+    master = processes_per_pod(profile.master_pod_gpus)
     return workers + 1, per_pod, master, master + workers * per_pod
 
 

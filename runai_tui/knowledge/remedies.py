@@ -242,7 +242,7 @@ def _exclude_node(finding: Finding, profile: Profile, context: Context) -> Remed
     pods = finding.all_pods  # a fault on several pods: the nodes of them all
     m = _RANK.match(finding.evidence)
     if finding.code == "straggler" and m is not None:
-        per_pod = max(1, profile.master_gpus or profile.gpus or 1)
+        per_pod = max(1, profile.master_pod_gpus)  # ranks fill the master first
         pods = [context.rank_pods.get(int(m.group(1)) // per_pod, "")]
     on = {p: context.nodes[p] for p in pods if context.nodes.get(p)}
     nodes = [n for n in dict.fromkeys(on.values()) if n not in profile.exclude_node]
@@ -261,8 +261,7 @@ _FREE = re.compile(r"\((\d+) free\)")
 def _pending(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
     if "GPU" not in finding.message:
         return None
-    per_worker = profile.gpus or 0
-    master = profile.master_gpus if profile.master_gpus is not None else per_worker
+    per_worker, master = profile.gpus or 0, profile.master_pod_gpus
     workers = profile.workers or 1
     if per_worker <= 0 or workers <= 1:
         return None

@@ -174,6 +174,22 @@ class Profile:
     data: dict[str, object] = field(default_factory=dict, repr=False)  # long: left out of repr
     origins: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
 
+    @property
+    def master_pod_gpus(self) -> int:
+        """The master pod's GPUs: `master_gpus`, else the workers' (`gpus`), as runai gives the
+        master the workers' spec when no master GPUs are asked for."""
+        return (self.master_gpus if self.master_gpus is not None else self.gpus) or 0
+
+    @property
+    def most_gpus_per_pod(self) -> int:
+        """The GPUs of the job's largest pod (0: a CPU job)."""
+        return max(self.gpus or 0, self.master_pod_gpus)
+
+    @property
+    def job_gpus(self) -> int:
+        """The GPUs the whole job holds: the master's and every worker's."""
+        return self.master_pod_gpus + (self.workers or 0) * (self.gpus or 0)
+
 
 def make_profile(
     name: str,

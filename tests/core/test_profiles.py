@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runai_tui.errors import UsageError
-from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides, merge
+from runai_tui.profiles import Profile, ProfileError, ProfileStore, apply_overrides, merge
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -232,3 +232,12 @@ def test_new_and_duplicate(store: ProfileStore) -> None:
         store.duplicate("base", "base-copy")
     with pytest.raises(UsageError, match="invalid profile name"):
         store.new("../escape")
+
+
+def test_the_master_pod_gets_the_workers_gpus_unless_it_asks_for_its_own() -> None:
+    same = Profile(name="p", workers=2, gpus=4)
+    assert (same.master_pod_gpus, same.most_gpus_per_pod, same.job_gpus) == (4, 4, 12)
+    own = Profile(name="p", workers=2, gpus=4, master_gpus=0)
+    assert (own.master_pod_gpus, own.most_gpus_per_pod, own.job_gpus) == (0, 4, 8)
+    cpu = Profile(name="p", workers=1)
+    assert (cpu.master_pod_gpus, cpu.most_gpus_per_pod, cpu.job_gpus) == (0, 0, 0)
