@@ -6,8 +6,15 @@
 #   nnodes         PET_NNODES, else 1
 #   node rank      PET_NODE_RANK, else RANK (the pod index under Kubeflow), else 0
 #   nproc-per-node RUNAI_NUM_OF_GPUS (0 -> one CPU process), else the visible GPUs, else 1 (CPU)
-#   rendezvous     one node: --standalone; several: static, at MASTER_ADDR:MASTER_PORT, so node 0
-#                  (the master pod) holds global rank 0 and its log carries the metrics lines
+#   rendezvous     one node: --standalone; several: c10d, its store hosted by node 0 (the master
+#                  pod) at MASTER_ADDR:MASTER_PORT. Node 0 sorts first (its address is MASTER_ADDR,
+#                  the others' their pod name), so it holds global rank 0 and its log carries the
+#                  metrics lines. A static rendezvous never forms again once a pod restarts; c10d
+#                  does: the restarted pod's agent joins the next round, the others rejoin it.
+#   restarts       --max-restarts PET_MAX_RESTARTS, else 3: when a rank dies, torchrun stops the
+#                  whole worker group on every pod and starts it again; the trainer resumes from
+#                  the newest complete checkpoint (--resume auto). Past that, the pod fails and
+#                  the job's restart policy and backoff limit decide.
 # WORLD_SIZE is never used: depending on the operator version it counts pods or processes.
 # TRAIN_LAUNCH_DRY_RUN=1 prints the final command and exits without launching.
 set -euo pipefail
@@ -90,18 +97,33 @@ else
     [[ -n "${MASTER_ADDR:-}" ]] || die "nnodes $nnodes needs MASTER_ADDR (the master pod's address)"
     port="${MASTER_PORT:-29500}"
     is_uint "$port" || die "MASTER_PORT='$port' is not a port number"
+    # Explicit backend and endpoint: a PET_RDZV_* left in the pod's environment must not win.
+    # c10d ranks nodes by their address: node 0 gives MASTER_ADDR (the address the others reach
+    # it by), the others their pod name, which sorts after it (`JOB-master-0` < `JOB-worker-N`;
+    # on the local cluster 127.0.0.1 < a name).
+    if [[ "$node_rank" == "0" ]]; then
+        host=true; local_addr="$MASTER_ADDR"
+    else
+        host=false; local_addr="${POD_NAME:-${HOSTNAME:-$(hostname 2>/dev/null || echo node-$node_rank)}}"
+    fi
+    rdzv=(--rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$port"
+          --rdzv-id "${RUNAI_JOB_UUID:-${RUNAI_JOB_NAME:-${JOB_NAME:-retinanet}}}"
+          --rdzv-conf "is_host=$host" --local-addr "$local_addr")
     if [[ "$nnodes" == *:* ]]; then
-        # An elastic range cannot use static ranks; c10d assigns them as nodes join.
-        rdzv=(--rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$port"
-              --rdzv-id "${RUNAI_JOB_NAME:-${JOB_NAME:-retinanet}}")
         rdzv_why="elastic nnodes $nnodes: c10d rendezvous at $MASTER_ADDR:$port"
     else
-        # Explicit backend and endpoint: a PET_RDZV_* left in the pod's environment must not win.
-        rdzv=(--rdzv-backend static --rdzv-endpoint "$MASTER_ADDR:$port" --node-rank "$node_rank"
-              --master-addr "$MASTER_ADDR" --master-port "$port")
-        rdzv_why="static rendezvous at $MASTER_ADDR:$port (node 0 hosts it)"
+        rdzv_why="c10d rendezvous at $MASTER_ADDR:$port (node 0 hosts it; it survives a pod restart)"
     fi
 fi
+
+# torchrun shares its rendezvous store with the trainer unless told not to; a pod that restarts
+# (a fresh agent) then waits forever for keys the surviving rank 0 wrote only in the first round
+# (torch 2.14: "wait timeout ... /MASTER_ADDR", then the job fails). Unshared, rank 0 publishes
+# them every round.
+export TORCH_DISABLE_SHARE_RDZV_TCP_STORE="${TORCH_DISABLE_SHARE_RDZV_TCP_STORE:-1}"
+restarts="${PET_MAX_RESTARTS:-3}"
+restarts_why="${PET_MAX_RESTARTS:+PET_MAX_RESTARTS}"; restarts_why="${restarts_why:-default}"
+is_uint "$restarts" || die "PET_MAX_RESTARTS='$restarts' is not a non-negative integer"
 
 if command -v torchrun >/dev/null 2>&1; then
     launcher=(torchrun)
@@ -113,9 +135,11 @@ say "nnodes=$nnodes ($nnodes_why)"
 say "node-rank=$node_rank ($rank_why)"
 say "nproc-per-node=$nproc ($nproc_why)"
 say "rendezvous: $rdzv_why"
+say "max-restarts=$restarts (${restarts_why}; a rank that fails restarts the whole worker group)"
 say "launcher: ${launcher[*]}; WORLD_SIZE=${WORLD_SIZE:-unset} is ignored"
 
-cmd=("${launcher[@]}" --nnodes "$nnodes" --nproc-per-node "$nproc" "${rdzv[@]}" -m trainer "$@")
+cmd=("${launcher[@]}" --nnodes "$nnodes" --nproc-per-node "$nproc" "${rdzv[@]}"
+     --max-restarts "$restarts" -m trainer "$@")
 if [[ "${TRAIN_LAUNCH_DRY_RUN:-0}" == "1" ]]; then
     printf 'train-retinanet-ddp: dry run:'
     printf ' %q' "${cmd[@]}"

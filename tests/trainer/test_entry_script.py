@@ -71,12 +71,13 @@ def test_runai_master_pod(bin_dir):
     result = launch(bin_dir, env)
     argv = final_argv(result)
     assert option(argv, "--nnodes") == "3"
-    assert option(argv, "--node-rank") == "0"
     assert option(argv, "--nproc-per-node") == "1"
-    assert option(argv, "--master-addr") == "retinanet-master-0"
-    assert option(argv, "--master-port") == "23456"
-    assert option(argv, "--rdzv-backend") == "static"
+    # c10d hosted by the master: a pod that restarts joins the next round (static never re-forms)
+    assert option(argv, "--rdzv-backend") == "c10d"
     assert option(argv, "--rdzv-endpoint") == "retinanet-master-0:23456"
+    assert option(argv, "--rdzv-conf") == "is_host=true"
+    assert option(argv, "--local-addr") == "retinanet-master-0"  # sorts first: global rank 0
+    assert option(argv, "--max-restarts") == "3"
     assert "WORLD_SIZE=3 is ignored" in result.stdout
     assert "nproc-per-node=1 (RUNAI_NUM_OF_GPUS=1: one process per GPU)" in result.stdout
 
@@ -86,9 +87,11 @@ def test_worker_pod_falls_back_to_pod_rank_and_ignores_process_world_size(bin_di
         "PET_NNODES": "3", "RANK": "2", "WORLD_SIZE": "24",
         "MASTER_ADDR": "m", "MASTER_PORT": "1234", "RUNAI_NUM_OF_GPUS": "8",
     }  # fmt: skip
-    result = launch(bin_dir, env)
+    result = launch(bin_dir, {**env, "POD_NAME": "retinanet-worker-1", "PET_MAX_RESTARTS": "5"})
     argv = final_argv(result)
-    assert option(argv, "--node-rank") == "2"
+    assert option(argv, "--rdzv-conf") == "is_host=false"
+    assert option(argv, "--local-addr") == "retinanet-worker-1"
+    assert option(argv, "--max-restarts") == "5"
     assert option(argv, "--nproc-per-node") == "8"
     assert "node-rank=2 (RANK (pod index))" in result.stdout
 
@@ -116,11 +119,11 @@ def test_local_cluster_two_nodes_one_cpu_process(bin_dir):
         "PET_NNODES": "2", "PET_NODE_RANK": "1", "RANK": "1", "WORLD_SIZE": "2",
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "40123", "RUNAI_NUM_OF_GPUS": "0",
     }  # fmt: skip
-    argv = final_argv(launch(bin_dir, env))
+    argv = final_argv(launch(bin_dir, {**env, "POD_NAME": "j-worker-0", "RUNAI_JOB_UUID": "u1"}))
     assert argv[argv.index("--nnodes") : argv.index("-m", 3)] == [
-        "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "static",
-        "--rdzv-endpoint", "127.0.0.1:40123", "--node-rank", "1",
-        "--master-addr", "127.0.0.1", "--master-port", "40123",
+        "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", "127.0.0.1:40123", "--rdzv-id", "u1", "--rdzv-conf", "is_host=false",
+        "--local-addr", "j-worker-0", "--max-restarts", "3",
     ]  # fmt: skip
 
 
@@ -140,6 +143,7 @@ def test_elastic_range_uses_c10d(bin_dir):
         ),
         ({"RUNAI_NUM_OF_GPUS": "lots"}, "RUNAI_NUM_OF_GPUS='lots': expected a number"),
         ({"PET_NNODES": "two"}, "PET_NNODES='two'"),
+        ({"PET_MAX_RESTARTS": "-1"}, "PET_MAX_RESTARTS='-1'"),
     ],
 )
 def test_bad_environment_is_one_clear_line(bin_dir, env, message):
