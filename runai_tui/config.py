@@ -9,6 +9,8 @@ Precedence, highest first: the command-line flag, the environment variable, the 
     notify = false       #                  RUNAI_TUI_NOTIFY    ring the terminal when a job ends
     runai_cli = "2.19"   #                  RUNAI_TUI_RUNAI_CLI what the runai CLI accepts, when its
                          #                  --help cannot be read: v2-early, v2.2x or a version
+    gpu_hour_price = 2.5 #                  RUNAI_TUI_GPU_HOUR_PRICE  what a GPU-hour costs: `report`
+                         #                  turns GPU-hours into cost (default: unset, no cost)
 
 A bad value is a usage error (exit 2) naming the file and line (or the variable or flag), the
 key, the value and the fix.
@@ -37,6 +39,7 @@ ENV_PROJECT = "RUNAI_TUI_PROJECT"
 ENV_REFRESH = "RUNAI_TUI_REFRESH"
 ENV_NOTIFY = "RUNAI_TUI_NOTIFY"
 ENV_RUNAI_CLI = "RUNAI_TUI_RUNAI_CLI"
+ENV_GPU_HOUR_PRICE = "RUNAI_TUI_GPU_HOUR_PRICE"
 _PROJECT_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _TOML_LINE_RE = re.compile(r"at line (\d+)")  # where tomllib's error message says it is
 
@@ -68,9 +71,13 @@ class Settings:
     notify: Setting[bool]
     runai_cli: Setting[str | None]
     file: Path
+    gpu_hour_price: Setting[float | None] = Setting("gpu_hour_price", None, "default")
 
     def all(self) -> list[Setting[Any]]:
-        return [self.backend, self.project, self.refresh, self.notify, self.runai_cli]
+        return [
+            self.backend, self.project, self.refresh, self.notify, self.runai_cli,
+            self.gpu_hour_price,
+        ]  # fmt: skip
 
 
 def _backend(value: Any) -> str:
@@ -107,6 +114,18 @@ def _notify(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _price(value: Any) -> float:
+    """A price per GPU-hour: a number, 0 or more (in the currency you think in)."""
+    if not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if math.isfinite(number) and number >= 0:
+            return number
+    raise ValueError("expected a price per GPU-hour, a number 0 or more (e.g. 2.5)")
+
+
 def _runai_cli(value: Any) -> str:
     parse_override(value)  # ValueError says what is expected
     return str(value).strip()
@@ -128,6 +147,7 @@ KEYS: dict[str, _Key] = {
     "refresh": _Key(_refresh, ENV_REFRESH, "--refresh", 2.0, "refresh = 5"),
     "notify": _Key(_notify, ENV_NOTIFY, None, True, "notify = false"),
     "runai_cli": _Key(_runai_cli, ENV_RUNAI_CLI, None, None, 'runai_cli = "2.19"'),
+    "gpu_hour_price": _Key(_price, ENV_GPU_HOUR_PRICE, None, None, "gpu_hour_price = 2.5"),
 }
 
 
@@ -227,4 +247,5 @@ def load_settings(
         notify=resolved["notify"],
         runai_cli=resolved["runai_cli"],
         file=path,
+        gpu_hour_price=resolved["gpu_hour_price"],
     )

@@ -33,6 +33,7 @@ Shared by the plumbing (which writes it) and the knowledge (which reads it back 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -245,3 +246,39 @@ def profile_of(
     if problems:
         raise ProfileError(problems)
     return make_profile(record.profile, None, validated, None, {}), tuple(missing)
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)=(.+)$", re.DOTALL)
+
+
+def secret_values(document: object) -> set[str]:
+    """Every secret's value in `document` (describe's JSON, a pod's env), by the rule the record
+    redacts with (`literal_secret`): a mapping's NAME: VALUE, a `NAME=VALUE` word (`-e` in a
+    submit argv), a `{"name": NAME, "value": VALUE}` entry (a Kubernetes env list)."""
+    found: set[str] = set()
+    if isinstance(document, dict):
+        name, value = document.get("name"), document.get("value")
+        if isinstance(name, str) and isinstance(value, str) and literal_secret(name, value):
+            found.add(value)
+        for key, item in document.items():
+            if isinstance(item, str) and literal_secret(str(key), item):
+                found.add(item)
+            else:
+                found |= secret_values(item)
+    elif isinstance(document, list):
+        for item in document:
+            found |= secret_values(item)
+    elif isinstance(document, str):
+        match = _ASSIGNMENT.match(document)
+        if match and literal_secret(match.group(1), match.group(2)):
+            found.add(match.group(2))
+    return found
+
+
+def redact(text: str, secrets: set[str] | frozenset[str]) -> str:
+    """`text` with every secret value in `secrets` replaced by REDACTED (longest first, so a
+    secret that holds another is replaced whole)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text

@@ -75,12 +75,32 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("diagnose", "read every pod's log: NCCL transport, failures, fixes", _HEALTH),
     Subcommand("preflight", "check a running job's pods: memlock, shm, GPUs, network", _HEALTH),
     Subcommand(
+        "burnin",
+        "measure the wire: the profile's pods run the comm check alone, its table, then deleted",
+        "runai_tui.cli.burnin_commands",
+    ),
+    Subcommand(
         "ranks",
         "every rank's step, images/s, data wait, step and forward time, record age",
         _WATCH,
     ),
     Subcommand("metrics", "every trainer record of every pod, with pod and rank", _WATCH),
     Subcommand("wait", "block until a job is running, completed or done", _WATCH),
+    Subcommand(
+        "watch",
+        "follow jobs to their end; --recover submits a failed one again as its fault allows",
+        "runai_tui.cli.recover_commands",
+    ),
+    Subcommand(
+        "report",
+        "the morning report: per job or chain, attempts, steps lost, GPU-hours and cost",
+        "runai_tui.cli.report_commands",
+    ),
+    Subcommand(
+        "bundle",
+        "a job's post-mortem in one archive: describe, every log, events, diagnosis, dumps",
+        "runai_tui.cli.bundle_commands",
+    ),
     Subcommand(
         "top",
         "per pod: CPU use, memory against its limit, each GPU's use and memory",

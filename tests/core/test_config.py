@@ -30,6 +30,7 @@ def test_defaults_without_a_file() -> None:
         ("refresh", 2.0, "default"),
         ("notify", True, "default"),
         ("runai_cli", None, "default"),
+        ("gpu_hour_price", None, "default"),
     ]
 
 
@@ -113,6 +114,7 @@ def test_info_shows_where_each_setting_came_from(monkeypatch, capsys) -> None:
         "refresh": {"value": 1.0, "source": "flag --refresh"},
         "notify": {"value": True, "source": "default"},
         "runai_cli": {"value": None, "source": "default"},
+        "gpu_hour_price": {"value": None, "source": "default"},
     }
     assert data["config_file"] == {"path": str(path), "exists": True}
     assert data["backend"]["kind"] == "local" and data["backend"]["version"].startswith(
@@ -189,3 +191,13 @@ def test_notify_false_in_the_file_and_a_bad_value(tmp_path: Path) -> None:
         load_settings({}, environ={}, path=path)
     assert caught.value.message == f"{path}:1: notify: 'loud': expected true or false"
     assert caught.value.hint == f"fix it in {path}, e.g. notify = false"
+
+
+def test_a_price_per_gpu_hour_is_a_number_of_zero_or_more(monkeypatch) -> None:
+    path = config_file("gpu_hour_price = 2.5\n")
+    settings = load_settings({})
+    assert (settings.gpu_hour_price.value, settings.gpu_hour_price.source) == (
+        2.5, f"config {path}:1")  # fmt: skip
+    monkeypatch.setenv("RUNAI_TUI_GPU_HOUR_PRICE", "-1")
+    with pytest.raises(UsageError, match="RUNAI_TUI_GPU_HOUR_PRICE=-1: expected a price per"):
+        load_settings({})

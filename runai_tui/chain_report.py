@@ -1,0 +1,263 @@
+"""The morning report (`runai-tui report`): per job, or per chain of attempts (a job and the jobs
+submitted again from it, watcher.read_chain), what the night did and cost.
+
+Per chain: its outcome (the latest attempt's phase), attempts, restarts in place (the pods'
+restart counts), preemptions (describe's events), steps lost and the GPU-hours they took
+(knowledge/redone.py, from the trainer's records and resume lines in the master pod's log,
+the container before its last restart first), wall time (the pods' first start to their last
+end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
+best loss and best mAP. Totals at the end, and cost where config.toml names a price per GPU-hour.
+
+It reads the cluster (list, describe, logs) and never writes to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from runai_tui.errors import RunaiError
+from runai_tui.knowledge.redone import Redone
+from runai_tui.models import Job, JobDetail, Phase, master_pod
+from runai_tui.watcher import Attempt, Chain, attempt_of
+
+if TYPE_CHECKING:
+    from runai_tui.runai.client import RunaiClient
+
+_PREEMPT = re.compile(r"preempt", re.IGNORECASE)
+READS_AT_ONCE = 4
+
+
+def _time(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def raw_pods(detail: JobDetail) -> list[dict[str, object]]:
+    """describe's own pod entries (restart counts, start and end times live there)."""
+    pods = detail.raw.get("pods") if detail.raw else None
+    return [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else []
+
+
+def restarts(detail: JobDetail) -> int:
+    """Restarts in place: the pods' restart counts, summed."""
+    counts = (p.get("restartCount", p.get("restarts")) for p in raw_pods(detail))
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
+
+
+def preemptions(detail: JobDetail) -> int:
+    return sum(1 for e in detail.events if _PREEMPT.search(e.reason))
+
+
+def gpus(detail: JobDetail) -> float:
+    """The GPUs the job holds while it runs: describe's total, else the list's figure."""
+    gpu = detail.resources.get("gpu")
+    total = gpu.get("total") if isinstance(gpu, dict) else None
+    if isinstance(total, (int, float)) and not isinstance(total, bool):
+        return float(total)
+    return float(detail.job.gpus or 0.0)
+
+
+def wall(detail: JobDetail, now: float) -> tuple[float | None, float | None]:
+    """(start, end) of the attempt: its pods' first start and last end (a running one: now);
+    without pod times, its creation and its last event."""
+    pods = raw_pods(detail)
+    starts = [t for p in pods if (t := _time(p.get("startedAt"))) is not None]
+    ends = [t for p in pods if (t := _time(p.get("finishedAt"))) is not None]
+    created = detail.job.created.timestamp() if detail.job.created else None
+    start = min(starts) if starts else created
+    if detail.job.phase.is_active:
+        return start, now
+    events = [t for e in detail.events if (t := _time(e.time)) is not None]
+    end = max(ends) if ends else (max(events) if events else None)
+    return start, end
+
+
+@dataclass
+class AttemptRow:
+    attempt: Attempt
+    gpus: float
+    seconds: float
+    restarts: int
+    preemptions: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.attempt.to_dict(), "gpus": self.gpus, "wall_seconds": round(self.seconds, 1),
+                "restarts": self.restarts, "preemptions": self.preemptions}  # fmt: skip
+
+
+@dataclass
+class ChainRow:
+    """One line of the report: a chain's attempts and its figures."""
+
+    root: str
+    attempts: list[AttemptRow]
+    redone: Redone
+    gpu_hours_lost: float = 0.0
+    sweep: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        return self.attempts[-1].attempt.phase.value
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(a.gpus * a.seconds for a in self.attempts) / 3600
+
+    @property
+    def seconds(self) -> float:
+        return sum(a.seconds for a in self.attempts)
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "attempts": len(self.attempts),
+            "restarts": sum(a.restarts for a in self.attempts),
+            "preemptions": sum(a.preemptions for a in self.attempts),
+            "steps_lost": self.redone.steps,
+            "wall_seconds": round(self.seconds, 1),
+            "gpu_hours": round(self.gpu_hours, 4),
+            "gpu_hours_lost": round(self.gpu_hours_lost, 4),
+        }
+
+    def to_dict(self, price: float | None) -> dict[str, object]:
+        return {
+            "job": self.root,
+            "sweep": self.sweep,
+            "outcome": self.outcome,
+            **self.figures(),
+            "best_loss": self.redone.best_loss,
+            "best_map": self.redone.best_map,
+            "last_step": self.redone.last_step,
+            **cost(self.gpu_hours, self.gpu_hours_lost, price),
+            "chain": [a.to_dict() for a in self.attempts],
+        }
+
+
+def cost(used: float, lost: float, price: float | None) -> dict[str, float | None]:
+    if price is None:
+        return {"cost": None, "cost_lost": None}
+    return {"cost": round(used * price, 2), "cost_lost": round(lost * price, 2)}
+
+
+def totals(rows: Sequence[ChainRow], price: float | None) -> dict[str, object]:
+    summed: dict[str, float] = {}
+    for row in rows:
+        for key, value in row.figures().items():
+            summed[key] = summed.get(key, 0) + value
+    used, lost = summed.get("gpu_hours", 0.0), summed.get("gpu_hours_lost", 0.0)
+    return {"jobs": len(rows), **summed, **cost(used, lost, price)}
+
+
+async def _log_lines(client: RunaiClient, detail: JobDetail) -> list[str]:
+    """The master pod's log: the container before its last restart, then the current one."""
+    pod = master_pod(detail.pods)
+    if pod is None:
+        return []
+    entry = next((p for p in raw_pods(detail) if p.get("name") == pod.name), {})
+    again = entry.get("restartCount")
+    lines: list[str] = []
+    for previous in (True, False) if isinstance(again, int) and again > 0 else (False,):
+        with contextlib.suppress(RunaiError):
+            lines += [line async for line in client.stream_logs(
+                detail.job.name, pod=pod.name, follow=False, previous=previous)]  # fmt: skip
+    return lines
+
+
+async def chain_row(client: RunaiClient, chain: Chain, now: float) -> ChainRow:
+    """The report's row of `chain` (each attempt described and its master's log read)."""
+    redone = Redone()
+    rows: list[AttemptRow] = []
+    lost = 0.0
+    for attempt in chain.attempts:
+        detail = await client.adescribe(attempt.name)
+        start, end = wall(detail, now)
+        seconds = max(0.0, end - start) if start is not None and end is not None else 0.0
+        row = AttemptRow(attempt_of(detail), gpus(detail), seconds, restarts(detail),
+                         preemptions(detail))  # fmt: skip
+        before = redone.seconds
+        redone.feed_all(await _log_lines(client, detail))
+        lost += (redone.seconds - before) * row.gpus / 3600
+        rows.append(row)
+    sweep = chain.attempts[0].record.sweep if chain.attempts[0].record else None
+    return ChainRow(chain.root, rows, redone, lost, sweep)
+
+
+def chains_of(attempts: Sequence[Attempt]) -> list[Chain]:
+    """The attempts grouped into chains: each first submission (or one whose parent is gone)
+    with its newest child, down; an attempt left over (a second child) is a chain of its own."""
+    by_name = {a.name: a for a in attempts}
+    children: dict[str, list[Attempt]] = {}
+    for a in attempts:
+        if a.parent is not None and a.parent in by_name:
+            children.setdefault(a.parent, []).append(a)
+    placed: set[str] = set()
+    chains: list[Chain] = []
+    for a in sorted(attempts, key=lambda a: (a.created.timestamp() if a.created else 0, a.name)):
+        if a.name in placed or (a.parent is not None and a.parent in by_name):
+            continue
+        links = [a]
+        while kids := [k for k in children.get(links[-1].name, []) if k.name not in placed]:
+            links.append(max(kids, key=lambda k: (k.number, k.name)))
+            placed.add(links[-1].name)
+        placed.add(a.name)
+        chains.append(Chain(links))
+    for a in attempts:  # second children: their own chains
+        if a.name not in placed:
+            placed.add(a.name)
+            chains.append(Chain([a]))
+    return chains
+
+
+async def recent_chains(client: RunaiClient, since: float, now: float) -> list[Chain]:
+    """The chains of the jobs created in the last `since` seconds."""
+    jobs: list[Job] = await client.alist_jobs()
+    recent = [j.name for j in jobs if j.created is None or j.created.timestamp() >= now - since]
+    gate = asyncio.Semaphore(READS_AT_ONCE)
+
+    async def one(name: str) -> Attempt | None:
+        async with gate:
+            try:
+                return attempt_of(await client.adescribe(name))
+            except RunaiError:
+                return None
+
+    found = [a for a in await asyncio.gather(*(one(n) for n in recent)) if a is not None]
+    return chains_of(found)
+
+
+@dataclass
+class Report:
+    rows: list[ChainRow] = field(default_factory=list)
+    price: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "price_per_gpu_hour": self.price,
+            "jobs": [r.to_dict(self.price) for r in self.rows],
+            "total": totals(self.rows, self.price),
+        }
+
+
+async def build(client: RunaiClient, chains: Sequence[Chain], price: float | None) -> Report:
+    now = time.time()
+    gate = asyncio.Semaphore(READS_AT_ONCE)
+
+    async def one(chain: Chain) -> ChainRow:
+        async with gate:
+            return await chain_row(client, chain, now)
+
+    return Report(list(await asyncio.gather(*(one(c) for c in chains))), price)
+
+
+__all__ = ["Phase", "Report", "build", "chains_of", "recent_chains"]

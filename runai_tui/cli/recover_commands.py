@@ -1,0 +1,144 @@
+"""`watch`: follow jobs (or a sweep's) to their end and, with --recover, submit a failed one again
+as the retry catalogue says (the watcher: runai_tui/watcher.py; one per job: watch_lock.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from runai_tui import watch_lock
+from runai_tui.cli.common import client_for, settings_for
+from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.runai import runner
+from runai_tui.sweep import asweep_jobs
+from runai_tui.text import literal
+from runai_tui.watcher import BACKOFF, INTERVAL, Chain, Policy, Report, Watcher, read_chain
+
+if TYPE_CHECKING:
+    from runai_tui.runai.client import RunaiClient
+
+
+def add_watch_arguments(wt: argparse.ArgumentParser) -> None:
+    wt.epilog = (
+        "e.g. runai-tui watch JOB --recover --max-attempts 3. On Failed the job is diagnosed; "
+        "with --recover a fault that running again cures (a node lost, an eviction, an NCCL "
+        "timeout) is submitted again as ROOT-rN, resuming from the checkpoints; a fault with a "
+        "remedy only with --apply-remedies; anything else stops the watch with the reason."
+    )
+    wt.add_argument("jobs", nargs="*", metavar="JOB", help="the jobs (or give --sweep)")
+    wt.add_argument("--sweep", metavar="ID", help="every job of this sweep")
+    wt.add_argument(
+        "--recover",
+        action="store_true",
+        help="submit a failed job again when the catalogue says so",
+    )
+    wt.add_argument(
+        "--max-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts in all, the first submission counted (default 3)",
+    )
+    wt.add_argument(
+        "--apply-remedies", action="store_true", help="apply a fault's remedies when submitting"
+    )
+    wt.add_argument(
+        "--backoff",
+        type=float,
+        default=BACKOFF,
+        metavar="S",
+        help=f"seconds before attempt 2, doubled for each later one (default {BACKOFF:g})",
+    )
+    wt.add_argument(
+        "--interval", type=float, default=INTERVAL, metavar="S", help="seconds between looks"
+    )
+    wt.add_argument("--json", action="store_true", help="one JSON object per event, per line")
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    if args.max_attempts < 1:
+        raise UsageError(
+            f"--max-attempts {args.max_attempts}: must be 1 or more (the first submission "
+            "counts as one)",
+            "e.g. --max-attempts 3",
+        )
+    if args.backoff < 0:
+        raise UsageError(f"--backoff {args.backoff:g}: must be 0 or more", "e.g. --backoff 60")
+    if args.interval <= 0:
+        raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 10")
+    if bool(args.jobs) == (args.sweep is not None):
+        raise UsageError(
+            "watch: give jobs or --sweep ID, one of them", "e.g. runai-tui watch JOB --recover"
+        )
+    return Policy(args.recover, args.max_attempts, args.apply_remedies, args.backoff, args.interval)
+
+
+async def _chains(args: argparse.Namespace, client: RunaiClient) -> list[Chain]:
+    """Every job's chain, once per chain; UsageError (exit 2) for an unknown job or an empty
+    sweep, before anything is watched."""
+    names = list(args.jobs)
+    if args.sweep is not None:
+        names = await asweep_jobs(client, args.sweep)
+        if not names:
+            raise UsageError(f"sweep {args.sweep} has no jobs", "see: runai-tui list")
+    chains: dict[str, Chain] = {}
+    for name in names:
+        try:
+            chain = await read_chain(client, name)
+        except RunaiError as exc:
+            if exc.kind != ErrorKind.NOT_FOUND:
+                raise
+            raise UsageError(f"job {name!r}: no such job", "see: runai-tui list") from None
+        chains.setdefault(chain.root, chain)
+    return list(chains.values())
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    settings = settings_for(args)
+    client = client_for(args)
+    chains = runner.run_sync(_chains(args, client))
+    locks = [watch_lock.take(settings.project.value, chain.root) for chain in chains]
+    ring = settings.notify.value and sys.stderr.isatty()
+
+    def say(report: Report) -> None:
+        if args.json:
+            print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}), flush=True)
+        else:
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} {literal(report.line(policy.max_attempts))}", flush=True)
+        if ring and report.kind in ("stopped", "failed"):
+            sys.stderr.write("\a")
+            sys.stderr.flush()
+
+    for lock in locks:
+        if lock.took_over:
+            print(f"took over the watch lock of {lock.took_over} (gone): {lock.path}",
+                  file=sys.stderr)  # fmt: skip
+    watcher = Watcher(
+        client,
+        policy,
+        say,
+        project=settings.project.value,
+        project_explicit=settings.project.from_flag,
+    )
+
+    async def every() -> list[str]:
+        return list(await asyncio.gather(*(watcher.watch(c.root) for c in chains)))
+
+    try:
+        outcomes = runner.run_sync(every())
+    finally:
+        for lock in locks:
+            lock.release()
+    return 0 if all(o == "completed" for o in outcomes) else 1
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"watch": cmd_watch}
+
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"watch": add_watch_arguments}
