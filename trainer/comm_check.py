@@ -18,19 +18,30 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import os
 import re
 import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import torch
 import torch.distributed as dist
 
-from trainer.distributed import DistContext, all_gather_objects, barrier, gloo_network
+from trainer.config import TrainConfig, parse_config
+from trainer.distributed import (
+    DistContext,
+    all_gather_objects,
+    barrier,
+    gloo_network,
+    init_distributed,
+    shutdown,
+)
 from trainer.metrics import JSON
+from trainer.model import build_model
 
 if TYPE_CHECKING:
     from torch import nn
@@ -340,9 +351,6 @@ def main(args: list[str]) -> int:
     """The check alone, for a job that trains nothing: the training flags are accepted (the
     model and --ddp-bucket-mb size it; --device, --dist-timeout apply); the record goes to
     stdout only (the pod's log), never to the run's metrics.jsonl."""
-    from trainer.config import parse_config
-    from trainer.distributed import init_distributed, shutdown
-
     cfg = parse_config(args)
     run, why = wanted("on")
     if not run:
@@ -354,8 +362,6 @@ def main(args: list[str]) -> int:
         log = (lambda m: print(f"trainer: {m}", flush=True)) if ctx.is_main else (lambda m: None)
         record = measure(ctx, top_bytes(cfg.ddp_bucket_mb, model_gradient_bytes(cfg)), log)
         if ctx.is_main:
-            import json
-
             line = json.dumps({"kind": "comm", "step": 0, **record, "time": round(time.time(), 3)},
                               separators=(", ", ": "))  # fmt: skip
             print(line, flush=True)
@@ -364,15 +370,9 @@ def main(args: list[str]) -> int:
     return 0
 
 
-def model_gradient_bytes(cfg: object) -> int:
+def model_gradient_bytes(cfg: TrainConfig) -> int:
     """The gradient bytes of the model the flags name, built on the meta device (no memory,
     no weights read); 0 when it cannot be built (the bucket size then decides)."""
-    from dataclasses import replace
-
-    from trainer.config import TrainConfig
-    from trainer.model import build_model
-
-    assert isinstance(cfg, TrainConfig)
     if cfg.dataset == "synthetic":
         classes = cfg.synthetic_classes + 1
     elif cfg.classes:
