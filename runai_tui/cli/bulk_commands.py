@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui.cli.common import client_for
+from runai_tui.cli.common import client_for, print_error
 from runai_tui.duration import parse_duration
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.models import VERB_PHASES, Phase, normalize_phase
@@ -128,9 +128,7 @@ def cmd_bulk(args: argparse.Namespace) -> int:
             if outcome.name in outcome.message
             else f"{outcome.name}: {outcome.message}"
         )
-        print(f"error: {text}", file=sys.stderr)
-        if outcome.hint:
-            print(f"hint: {outcome.hint}", file=sys.stderr)
+        print_error(text, outcome.hint)
     failed = [o.name for o in outcomes if not o.ok]
     if len(outcomes) > 1:
         done = len(outcomes) - len(failed)

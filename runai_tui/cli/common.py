@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from runai_tui.cli_generations import parse_override
 from runai_tui.config import load_settings
-from runai_tui.errors import UsageError
+from runai_tui.errors import Failure, UsageError
 from runai_tui.runai.backend import Backend, select_backend
 
 if TYPE_CHECKING:
     from runai_tui.config import Settings
+    from runai_tui.profiles import Profile, ProfileStore
     from runai_tui.runai.client import RunaiClient
 
 
@@ -73,6 +76,32 @@ def add_set_argument(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE", help=help
     )
+
+
+def print_error(message: str, hint: str = "") -> None:
+    """A failure as every command says it, on stderr: one `error:` line, then the `hint:` line
+    (the fix) when there is one."""
+    print(f"error: {message}", file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+
+
+def print_failure(exc: Failure, prefix: str = "") -> int:
+    """`exc` said as print_error says it, one `error:` line per problem (a ProfileError carries
+    every problem found), `prefix` before each (`JOB: `); how many problems."""
+    problems = [str(p) for p in getattr(exc, "problems", None) or [exc.message]]
+    for problem in problems[:-1]:
+        print_error(prefix + problem)
+    print_error(prefix + problems[-1], exc.hint)
+    return len(problems)
+
+
+def load_profile(store: ProfileStore, target: str) -> Profile:
+    """A profile by name, or by path: a target ending in .yaml or .yml, or with a path separator
+    in it, is a file."""
+    if target.endswith((".yaml", ".yml")) or os.sep in target:
+        return store.load_path(Path(target))
+    return store.load(target)
 
 
 def print_json(data: Any) -> None:

@@ -4,17 +4,21 @@ runs (runai_tui/knowledge/checks.py, remedies.py and plan.py)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from runai_tui.cli.common import add_set_argument, client_for, print_json
+from runai_tui.cli.common import (
+    add_set_argument,
+    client_for,
+    load_profile,
+    print_failure,
+    print_json,
+)
 from runai_tui.errors import Failure, UsageError
 from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
 from runai_tui.knowledge.plan import make_plan, measure
 from runai_tui.knowledge.remedies import attach, remedy_dict, remedy_line
-from runai_tui.profiles import Profile, ProfileError, ProfileStore, apply_overrides
+from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
 
@@ -50,22 +54,12 @@ def _lint_targets(
     loaded, problems = [], 0
     for target in targets or store.names():
         try:
-            if target.endswith((".yaml", ".yml")) or os.sep in target:
-                profile = store.load_path(Path(target))
-            else:
-                profile = store.load(target)
+            profile = load_profile(store, target)
             if sets:
                 profile = apply_overrides(profile, sets)
             loaded.append((target, profile))
-        except ProfileError as exc:
-            for problem in exc.problems:
-                print(f"error: {problem}", file=sys.stderr)
-            problems += len(exc.problems)
-        except UsageError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            if exc.hint:
-                print(f"hint: {exc.hint}", file=sys.stderr)
-            problems += 1
+        except UsageError as exc:  # a ProfileError too: each problem on its line
+            problems += print_failure(exc)
     return loaded, problems
 
 

@@ -4,10 +4,8 @@ plan: lint_commands.py)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from runai_tui.cli.common import (
@@ -15,13 +13,15 @@ from runai_tui.cli.common import (
     add_set_argument,
     backend_for,
     client_for,
+    load_profile,
+    print_failure,
     print_json,
     settings_for,
     table,
 )
 from runai_tui.errors import UsageError
 from runai_tui.knowledge.checks import blocking, lint
-from runai_tui.profiles import ProfileError, ProfileStore
+from runai_tui.profiles import ProfileStore
 from runai_tui.profiles.docs import field_rows
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
@@ -152,20 +152,11 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 def _validate(store: ProfileStore, targets: list[str]) -> int:
     problems = 0
     for target in targets or store.names():
-        path = Path(target)
         try:
-            if target.endswith((".yaml", ".yml")) or os.sep in target:
-                store.load_path(path)
-            else:
-                store.load(target)
+            load_profile(store, target)
             print(f"ok: {target}")
-        except ProfileError as exc:
-            for problem in exc.problems:
-                print(f"error: {problem}", file=sys.stderr)
-            problems += len(exc.problems)
-        except UsageError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            problems += 1
+        except UsageError as exc:  # a ProfileError too: each problem on its line
+            problems += print_failure(exc)
     return 2 if problems else 0
 
 

@@ -14,6 +14,7 @@ from runai_tui.cli.common import (
     add_set_argument,
     backend_for,
     client_for,
+    print_error,
     print_json,
     settings_for,
     table,
@@ -212,19 +213,16 @@ def _submit_all(
         try:
             result = submission.submit(client, p, warn=_warn)
         except Failure as exc:
-            print(f"error: {p.name}: {exc.message}", file=sys.stderr)
-            if exc.hint:
-                print(f"hint: {exc.hint}", file=sys.stderr)
+            print_error(f"{p.name}: {exc.message}", exc.hint)
             rest = len(prepared) - len(done) - 1
             if done:
-                print(
-                    f"error: sweep {sweep_id} stopped: submitted {', '.join(done)}; "
+                print_error(
+                    f"sweep {sweep_id} stopped: submitted {', '.join(done)}; "
                     f"{rest + 1} not submitted",
-                    file=sys.stderr,
+                    f"delete them: runai-tui delete --sweep {sweep_id} -y",
                 )
-                print(f"hint: delete them: runai-tui delete --sweep {sweep_id} -y", file=sys.stderr)
             else:
-                print(f"error: sweep {sweep_id} stopped: nothing submitted", file=sys.stderr)
+                print_error(f"sweep {sweep_id} stopped: nothing submitted")
             return None
         done.append(result.name)
         print(f"Submitted job {result.name}.", file=out, flush=True)
