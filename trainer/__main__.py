@@ -7,9 +7,11 @@ a metrics record. The code reads top to bottom in trainer/train.py.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
+from trainer import run_lock
 from trainer.config import parse_config, validate
 from trainer.errors import TrainerError
 
@@ -42,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         return verify_main(args[1:])
     cfg = parse_config(args)
     ctx = None
+    lock = None
     try:
         validate(cfg)
+        if os.environ.get("RANK", "0") == "0":  # rank 0 holds the run's output dir, before torch
+            lock = run_lock.acquire(cfg.output_dir, lambda m: print(f"trainer: {m}", flush=True))
         # Heavy imports only once the command line is known to be good.
         from trainer.distributed import init_distributed
         from trainer.train import train
@@ -65,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             dump("collective failed")
         raise
     finally:
+        if lock is not None:
+            lock.release()
         if ctx is not None:
             from trainer.distributed import shutdown  # loaded with the heavy imports above
 

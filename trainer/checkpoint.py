@@ -62,13 +62,22 @@ def atomic_torch_save(obj: object, path: str) -> None:
 
 
 def save_checkpoint(output_dir: str, step: int, state: Mapping[str, object], keep: int) -> str:
-    """Write step-N.pt, then delete all but the newest ``keep`` (only once the new one loads)."""
+    """Write step-N.pt, then delete the complete checkpoints of earlier steps beyond the newest
+    ``keep``. Never a temporary file (another writer's `.step-….pt.*.tmp`, about to be renamed)
+    and never a later step than this one: the clean-up touches only what this run has passed."""
     path = os.path.join(checkpoint_dir(output_dir), f"step-{step:09d}.pt")
     atomic_torch_save({"format": FORMAT_VERSION, **state}, path)
-    for _, old in list_checkpoints(output_dir)[keep:]:
+    for _, old in older_checkpoints(output_dir, step, keep):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old)
     return path
+
+
+def older_checkpoints(output_dir: str, step: int, keep: int) -> list[tuple[int, str]]:
+    """The complete checkpoints the rotation after saving STEP deletes: those of earlier steps,
+    past the newest ``keep`` counting STEP's own."""
+    earlier = [(s, path) for s, path in list_checkpoints(output_dir) if s < step]
+    return earlier[max(keep - 1, 0) :]
 
 
 def load_checkpoint(path: str) -> Contents:

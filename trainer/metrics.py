@@ -46,18 +46,38 @@ class MetricsLog:
         self.writer = writer  # a SummaryWriter (rank 0 with --tensorboard), else None
 
     def truncate_after(self, step: int) -> None:
-        """On resume, forget records past the checkpoint: those steps are about to run again."""
+        """On resume, forget records past the checkpoint: those steps are about to run again.
+        A resume (STEP > 0) then writes a `resume` record: the steps trained again (`lost`: the
+        last step recorded before, less STEP), and the run's resumes and steps lost so far."""
         if not self.enabled or not os.path.isfile(self.path):
             return
-        kept = []
+        kept, last = [], step
+        resumes, lost_total = 0, 0
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 try:
-                    if json.loads(line).get("step", 0) <= step:
-                        kept.append(line)
+                    record = json.loads(line)
                 except ValueError:
                     continue  # a line cut short by a kill
+                at = record.get("step", 0)
+                if at > step:
+                    last = max(last, at) if record.get("kind") == "train" else last
+                    continue
+                kept.append(line)
+                if record.get("kind") == "resume":
+                    resumes, lost_total = resumes + 1, lost_total + int(record.get("lost", 0))
         write_text_atomic(self.path, "".join(kept))
+        if step > 0:
+            lost = last - step
+            self.write(
+                {
+                    "kind": "resume",
+                    "step": step,
+                    "lost": lost,
+                    "resumes": resumes + 1,
+                    "lost_total": lost_total + lost,
+                }
+            )
 
     def write(self, record: Mapping[str, JSON]) -> None:
         if not self.enabled:

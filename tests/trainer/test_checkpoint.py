@@ -63,3 +63,18 @@ def test_rng_state_round_trips_through_a_file(tmp_path):
     again = (torch.rand(3), np.random.rand(3), random.random())
     assert torch.equal(expected[0], again[0])
     assert np.array_equal(expected[1], again[1]) and expected[2] == again[2]
+
+
+def test_rotation_leaves_another_writers_temp_file_and_later_steps(tmp_path):
+    """Two runs on one dir once lost a checkpoint: one's clean-up took the other's
+    `.step-….pt.*.tmp` before its rename. The rotation deletes only complete checkpoints of
+    steps this run has passed."""
+    ckpts = tmp_path / "checkpoints"
+    for step in (5, 10):
+        checkpoint.save_checkpoint(str(tmp_path), step, state(step), keep=1)
+    other_tmp = ckpts / ".step-000000012.pt.0a1b2c3d.tmp"  # another writer, mid-save
+    other_tmp.write_bytes(b"half")
+    checkpoint.save_checkpoint(str(tmp_path), 40, state(40), keep=3)  # a later run's step
+    checkpoint.save_checkpoint(str(tmp_path), 15, state(15), keep=1)
+    names = sorted(p.name for p in ckpts.iterdir())
+    assert names == [other_tmp.name, "step-000000015.pt", "step-000000040.pt"]
