@@ -33,6 +33,7 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
+from runai_tui.watcher import Chain, read_chain
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
@@ -86,6 +87,15 @@ def summary_renderable(detail: JobDetail, now_text: str) -> Group:
     return Group(*parts)  # type: ignore[arg-type]
 
 
+def attempts_text(chain: Chain, shown: str) -> str:
+    """`Attempts: 1 kt (Failed) → 2 kt-r2 (Completed)`, the job on screen marked."""
+    steps = [
+        f"{a.number} {a.name} ({a.phase.value})" + (" ◀" if a.name == shown else "")
+        for a in chain.attempts
+    ]
+    return "Attempts: " + " → ".join(steps)
+
+
 def raw_lines(detail: JobDetail) -> list[str]:
     if detail.raw:
         return json.dumps(detail.raw, indent=2, sort_keys=True, default=str).splitlines()
@@ -126,6 +136,7 @@ class DescribeScreen(AppScreen[None]):
         yield TrainingPanel(id="describe-training")
         with TabbedContent(id="describe-tabs"):
             with TabPane("Summary", id="tab-summary"), VerticalScroll(id="summary-scroll"):
+                yield Static("", id="describe-attempts", markup=False)
                 yield HealthPanel(id="describe-health")
                 yield ResourcesPanel(id="describe-resources")
                 yield Static("loading…", id="describe-summary")
@@ -137,7 +148,9 @@ class DescribeScreen(AppScreen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#describe-attempts", Static).display = False
         self.load()
+        self.read_attempts()
         self.set_interval(1.0, self.show_ranks)  # the age column moves; new records batch up
 
     @work(exclusive=True, group="describe", exit_on_error=False)
@@ -155,6 +168,21 @@ class DescribeScreen(AppScreen[None]):
             interval = self.tui.refresh_interval
             if interval > 0 and not worker.is_cancelled:
                 self._timer = self.set_timer(interval, self._tick)
+
+    @work(exclusive=True, group="describe-attempts", exit_on_error=False)
+    async def read_attempts(self) -> None:
+        """The job's chain of attempts (watch --recover, resubmit), read from the records once
+        per visit; shown when the job is one of several."""
+        try:
+            chain = await read_chain(self.tui.client, self.job.name)
+        except RunaiError:
+            return  # describe's own load says what is wrong
+        if len(chain.attempts) < 2:
+            return
+        text = attempts_text(chain, self.job.name)
+        panel = self.query_one("#describe-attempts", Static)
+        panel.update(text)
+        panel.display = True
 
     def _tick(self) -> None:
         if not self.tui.suspended_refresh:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,8 +18,11 @@ from runai_tui.tui.health_view import BACKGROUND_TAIL
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
 
+if TYPE_CHECKING:
+    from runai_tui.tui.armed import ArmedWatches
+
 # Actions that change the cluster; --readonly hides them.
-MUTATING = {"shell", "delete", "suspend", "resume", "new_job", "resubmit"}
+MUTATING = {"shell", "delete", "suspend", "resume", "new_job", "resubmit", "arm_watch"}
 # Actions that need a selected job.
 NEEDS_JOB = {
     "describe",
@@ -52,6 +56,7 @@ class JobsScreen(AppScreen[None]):
         Binding("u", "resume", "Resume", show=False),
         Binding("n", "new_job", "New job"),
         Binding("R", "resubmit", "Resubmit", show=False),
+        Binding("W", "arm_watch", "Watch and recover the marked jobs", show=False),
         Binding("p", "profiles", "Profiles"),
         Binding("P", "projects", "Switch project", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
@@ -74,6 +79,7 @@ class JobsScreen(AppScreen[None]):
         # `=` without two marked rows compares the selected job with the one selected before.
         self._highlighted: str | None = None
         self.previous_job: str | None = None
+        self.armed: ArmedWatches | None = None  # `W`: the watches armed while the app is open
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -402,6 +408,27 @@ class JobsScreen(AppScreen[None]):
             self.refresh_jobs()
 
         self.tui.confirm_bulk(verb, names, on_done=done)
+
+    def action_arm_watch(self) -> None:
+        """`runai-tui watch --recover` on the marked jobs (else the selected one), each step a
+        notification, while the app is open."""
+        names = self.table.marked() or [j.name for j in [self._selected()] if j is not None]
+        if not names:
+            return
+        if self.armed is None:
+            # off the first paint: the watcher brings resubmit and diagnose (docs/performance.md)
+            from runai_tui.tui.armed import ArmedWatches
+
+            self.armed = ArmedWatches(
+                self.tui.client, self.tui.client.project, self.tui.project_explicit
+            )
+        armed = self.armed
+
+        def notify(message: str, severity: str) -> None:
+            self.notify(message, severity=severity, markup=False)  # type: ignore[arg-type]
+
+        for name in names:
+            self.run_worker(armed.watch(name, notify), group="armed-watch", exit_on_error=False)
 
     def action_new_job(self) -> None:
         # off the first paint (docs/performance.md)

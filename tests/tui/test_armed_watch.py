@@ -1,0 +1,61 @@
+"""`W` on the jobs screen arms `watch --recover` on the marked jobs while the app is open: on a
+real local-cluster job whose fault no retry cures, the watcher stops, a notification says why and
+its lock is freed; describe shows the job's chain of attempts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Static
+
+from runai_tui import watch_lock
+from runai_tui.profiles import ProfileStore
+from runai_tui.runai import submission
+from runai_tui.runai.client import RunaiClient
+from runai_tui.tui.screens.describe import DescribeScreen
+from tests.tui.helpers import RecordingApp, notifications, wait_for
+
+REFUSED = "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)"
+
+
+async def test_W_arms_the_watch_and_describe_shows_the_chain(
+    local_client: RunaiClient, tmp_path: Path
+) -> None:
+    shipped = tmp_path / "profiles"
+    shipped.mkdir()
+    (shipped / "tx.yaml").write_text(
+        f"job_name: tx\nimage: x:1\nworkers: 1\ncommand: [sh, -c, 'echo \"{REFUSED}\"; exit 2']\n"
+    )
+    store = ProfileStore([shipped, tmp_path / "user"])
+    profile = store.load("tx")
+    backend = local_client.backend
+    submission.submit(local_client, submission.prepare(profile, backend=backend))
+    # Its second attempt, as the watcher records it: the chain is read from the records.
+    again = submission.prepare(profile, backend=backend, name="tx-r2", parent="tx", attempt=2)
+    submission.submit(local_client, again)
+    app = RecordingApp(local_client, store=store, refresh_interval=0.5, save_dir=tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        table = app.screen.table
+        await wait_for(pilot, lambda: table.select_name("tx-r2"), "the tx-r2 row")
+        await wait_for(
+            pilot, lambda: local_client.describe("tx-r2").job.phase.value == "Failed", "Failed"
+        )
+        jobs = app.screen
+        await pilot.press("W")
+        said = "tx-r2 [attempt 2/3] stopped: not submitted again: trainer-error (no retry helps"
+
+        def notified() -> bool:
+            return any(said in note for note in notifications(app))
+
+        await wait_for(pilot, notified, "the watcher's reason")
+        assert not [j for j in local_client.list_jobs() if j.name == "tx-r3"]
+        armed = jobs.armed  # type: ignore[attr-defined]
+        # Once the watch stops, its lock is free again.
+        await wait_for(pilot, lambda: not armed.chains, "the watch to end")
+        watch_lock.take(None, "tx").release()
+
+        await pilot.press("d")
+        assert isinstance(app.screen, DescribeScreen)
+        panel = app.screen.query_one("#describe-attempts", Static)
+        await wait_for(pilot, lambda: panel.display, "the chain of attempts")
+        assert str(panel.render()) == "Attempts: 1 tx (Failed) → 2 tx-r2 (Failed) ◀"
