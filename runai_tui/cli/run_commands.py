@@ -1,6 +1,6 @@
-"""Run commands: `port-forward` (a pod's port on this machine) and `compare` (runs side by side,
-one column each: the sweep's grid, the settings that differ, the figures with the best marked;
-for two, also field by field: submission, run.json, metrics)."""
+"""Run commands: `port-forward` (a pod's port on this machine) and `compare` (two or more runs
+side by side, one column each: the sweep's grid, the settings and run.json fields that differ,
+the figures with the best marked)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge import run_sources
-from runai_tui.knowledge.compare import RunSide, compare, render, render_table, run_table
+from runai_tui.knowledge.compare import RunSide, render_table, run_table
 from runai_tui.runai import runner
 from runai_tui.runai.client import Forwarding
 from runai_tui.sweep import sweep_jobs
@@ -33,12 +33,11 @@ def add_port_forward_arguments(pf: argparse.ArgumentParser) -> None:
 def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
     cp.epilog = (
         "Each run may be a job or a saved run directory (the trainer's --output-dir), "
-        "written with a / (./run-a) or with --run-dir. Every form prints one column per run: "
-        "the sweep's grid values, the settings that differ, then final and best loss, images/s, "
-        "TFLOP/s (where recorded) and best mAP (where evaluated), the best of each row marked "
-        "`*` and BEST saying which way is better; with two runs the field-by-field view "
-        "(submission, run.json, metrics) follows. e.g. runai-tui compare lr-1 lr-2 lr-3, "
-        "runai-tui compare --sweep ID --json"
+        "written with a / (./run-a) or with --run-dir. One column per run: the sweep's grid "
+        "values, the submitted settings and run.json fields that differ (--all: every one), "
+        "then final and best loss, images/s, step time and data wait, TFLOP/s and best mAP "
+        "(where recorded), the best of each row marked `*` and BEST saying which way is "
+        "better. e.g. runai-tui compare lr-1 lr-2, runai-tui compare --sweep ID --json"
     )
     cp.add_argument("runs", nargs="*", metavar="JOB|DIR", help="two or more runs")
     cp.add_argument("--sweep", metavar="ID", help="every job of this sweep (runai-tui sweep)")
@@ -47,10 +46,12 @@ def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
     )
     cp.add_argument("--json", action="store_true")
     cp.add_argument(
-        "--differences",
+        "--all",
         action="store_true",
-        help="two runs: leave the rows that are the same out of the field-by-field view",
+        help="also the settings and run.json fields that are the same on every run",
     )
+    # Differences only is the default; --differences, its older switch, is still taken.
+    cp.add_argument("--differences", action="store_true", help=argparse.SUPPRESS)
 
 
 def parse_ports(text: str) -> tuple[int, int]:
@@ -155,16 +156,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = _compare_names(args, client)
     sides = _sides(args, names, client)
     table = run_table(sides, args.sweep)
-    pair = compare(sides[0], sides[1]) if len(sides) == 2 else None
     if args.json:
-        print_json(table.to_dict() if pair is None else pair.to_dict() | {"table": table.to_dict()})
+        print_json(table.to_dict(differences_only=not args.all))
         return 0
-    for line in render_table(table):
+    for line in render_table(table, differences_only=not args.all):
         print(literal(line))
-    if pair is not None:
-        print()
-        for line in render(pair, same_rows=not args.differences):
-            print(literal(line))
     return 0
 
 

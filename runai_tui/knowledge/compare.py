@@ -1,9 +1,11 @@
-"""Two runs side by side: what was submitted, what the trainer recorded, how fast it went.
+"""Runs side by side, two or more: what was submitted, what the trainer recorded, how fast it went.
 
 Pure: each side is a RunSide (gathered by knowledge/run_sources.py from a job or a saved run
-directory); this module lines them up field by field, differences first, and sums up the
-trainer's records. A submit argv is read into `--flag value` pairs by the submission reader
-(knowledge/submitted.py: the field table's flags, the trainer's flag table).
+directory); `run_table` lines them up in one table, one column per run: the sweep's grid, the
+submitted settings and run.json fields (the ones that differ first; `differences_only` hides
+the rest), then each run's figures with the best of each row marked. The figures' rows are
+METRICS, one entry each. A submit argv is read into `--flag value` pairs by the submission
+reader (knowledge/submitted.py: the field table's flags, the trainer's flag table).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class RunSide:
 
 @dataclass(frozen=True)
 class Row:
+    """One field of a submit argv before and after (resubmit's command-line difference)."""
+
     key: str
     a: str
     b: str
@@ -50,27 +54,6 @@ class Row:
     @property
     def same(self) -> bool:
         return self.a == self.b
-
-
-@dataclass
-class Comparison:
-    a: RunSide
-    b: RunSide
-    submission: list[Row]
-    run_json: list[Row]
-    metrics: list[Row]
-
-    def to_dict(self) -> dict[str, object]:
-        def rows(items: list[Row]) -> list[dict[str, object]]:
-            return [{"key": r.key, "a": r.a, "b": r.b, "same": r.same} for r in items]
-
-        return {
-            "a": {"label": self.a.label, "argv_source": self.a.argv_source, "lacks": self.a.lacks},
-            "b": {"label": self.b.label, "argv_source": self.b.argv_source, "lacks": self.b.lacks},
-            "submission": rows(self.submission),
-            "run_json": rows(self.run_json),
-            "metrics": rows(self.metrics),
-        }
 
 
 # --- the submission, field by field -----------------------------------------------------------
@@ -114,22 +97,17 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
     return unique
 
 
-def _rows(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> list[Row]:
-    """Every key of either side, differences first, each group in first-seen order."""
-    da, db = dict(a), dict(b)
-    keys = list(dict.fromkeys([k for k, _ in a] + [k for k, _ in b]))
-    rows = [Row(k, da.get(k, MISSING), db.get(k, MISSING)) for k in keys]
-    return [r for r in rows if not r.same] + [r for r in rows if r.same]
-
-
 def argv_diff(before: list[str], after: list[str]) -> list[Row]:
-    """The submission rows that differ between two submit argvs (compare's field-by-field view):
-    what `resubmit` shows before it submits."""
-    return [r for r in _rows(submission_fields(before), submission_fields(after)) if not r.same]
+    """The fields that differ between two submit argvs, in first-seen order: what `resubmit`
+    shows before it submits."""
+    old, new = dict(submission_fields(before)), dict(submission_fields(after))
+    keys = dict.fromkeys([*old, *new])
+    rows = [Row(k, old.get(k, MISSING), new.get(k, MISSING)) for k in keys]
+    return [r for r in rows if not r.same]
 
 
 def render_rows(rows: list[Row], a: str = "A", b: str = "B") -> list[str]:
-    """KEY / A / B lines with `≠` on differences (the tables of `render`)."""
+    """KEY / BEFORE / AFTER lines with `≠` on differences."""
     if not rows:
         return []
     width = min(max(len(r.key) for r in rows), 40)
@@ -179,22 +157,6 @@ def run_json_fields(info: Mapping[str, object]) -> list[tuple[str, str]]:
 # --- the records ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class MetricSummary:
-    records: int
-    last_step: int | None
-    world_size: int | None
-    img_s_per_rank: float | None  # the median over train records, divided by the world size
-    img_s_total: float | None
-    data_time: float | None  # median seconds per step waiting for data
-    data_share: float | None  # median data_time over median step_time
-    step_time: float | None
-    final_loss: float | None
-    best_map: float | None
-    best_map_step: int | None
-    finished: str
-
-
 def _number(record: Mapping[str, object], key: str) -> float | None:
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -206,70 +168,10 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(records: Sequence[Mapping[str, object]], world_size: int | None) -> MetricSummary:
-    train = [r for r in records if r.get("kind") == "train"]
-    evals = [r for r in records if r.get("kind") == "eval" and _number(r, "map") is not None]
-    img_s = _median([v for r in train if (v := _number(r, "images_per_sec")) is not None])
-    data_time = _median([v for r in train if (v := _number(r, "data_time")) is not None])
-    step_time = _median([v for r in train if (v := _number(r, "step_time")) is not None])
-    best = max(evals, key=lambda r: _number(r, "map") or 0.0) if evals else None
-    steps = [int(s) for r in records if (s := _number(r, "step")) is not None]
-    finished = next(
-        (str(r["kind"]) for r in reversed(records) if r.get("kind") in ("done", "stopped")), ""
-    )
-    losses = [v for r in train if (v := _number(r, "loss")) is not None]
-    return MetricSummary(
-        records=len(records),
-        last_step=max(steps) if steps else None,
-        world_size=world_size,
-        img_s_per_rank=img_s / world_size if img_s is not None and world_size else None,
-        img_s_total=img_s,
-        data_time=data_time,
-        data_share=data_time / step_time if data_time is not None and step_time else None,
-        step_time=step_time,
-        final_loss=losses[-1] if losses else None,
-        best_map=_number(best, "map") if best else None,
-        best_map_step=int(_number(best, "step") or 0) if best else None,
-        finished=finished or ("running or cut short" if records else MISSING),
-    )
-
-
 def world_size_of(side: RunSide) -> int | None:
     info = side.run_info or {}
     size = info.get("world_size")
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
-
-
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return MISSING if value is None else f"{value:{spec}}{unit}"
-
-
-def metric_fields(summary: MetricSummary) -> list[tuple[str, str]]:
-    per_rank = _fmt(summary.img_s_per_rank, ".1f")
-    if summary.img_s_per_rank is None and summary.img_s_total is not None:
-        per_rank = "- (world size unknown: no run.json)"
-    best = _fmt(summary.best_map, ".4f")
-    if summary.best_map is not None:
-        best += f" (step {summary.best_map_step})"
-    return [
-        ("median img/s per rank", per_rank),
-        ("median img/s (all ranks)", _fmt(summary.img_s_total, ".1f")),
-        ("world size", MISSING if summary.world_size is None else str(summary.world_size)),
-        ("median step time", _fmt(summary.step_time, ".3f", " s")),
-        ("median data wait", _fmt(summary.data_time, ".3f", " s/step")),
-        (
-            "data wait share",
-            _fmt(None if summary.data_share is None else summary.data_share * 100, ".1f", " %"),
-        ),
-        ("final loss", _fmt(summary.final_loss, ".4f")),
-        ("best mAP", best),
-        ("last step", MISSING if summary.last_step is None else str(summary.last_step)),
-        ("records", str(summary.records)),
-        ("ended", summary.finished),
-    ]
-
-
-# --- the comparison ---------------------------------------------------------------------------
 
 
 def records_lack(side: RunSide) -> str | None:
@@ -280,77 +182,140 @@ def records_lack(side: RunSide) -> str | None:
     return f"trainer metric records ({side.records_source or 'no source'}): it never logged a step"
 
 
-def compare(a: RunSide, b: RunSide) -> Comparison:
-    """Line up two runs. Sides may lack their argv, run.json or trainer records (each says so
-    in `lacks`); what both have is still lined up."""
-    for side in (a, b):
-        lack = records_lack(side)
-        if lack is not None and lack not in side.lacks:
-            side.lacks.append(lack)
-    submission = _rows(
-        submission_fields(a.argv) if a.argv else [], submission_fields(b.argv) if b.argv else []
-    )
-    run_json = _rows(
-        run_json_fields(a.run_info) if a.run_info else [],
-        run_json_fields(b.run_info) if b.run_info else [],
-    )
-    metrics = [
-        Row(key, va, vb)
-        for (key, va), (_, vb) in zip(
-            metric_fields(summarize(a.records, world_size_of(a))),
-            metric_fields(summarize(b.records, world_size_of(b))),
-            strict=True,
-        )
-    ]
-    return Comparison(a, b, submission, run_json, metrics)
-
-
-def render(result: Comparison, same_rows: bool = True) -> list[str]:
-    """Plain text lines: three sections, each a KEY / A / B table with `≠` on differences."""
-    a, b = result.a, result.b
-    lines = [f"A: {a.label}", f"B: {b.label}"]
-    for side, tag in ((a, "A"), (b, "B")):
-        lines += [f"{tag} lacks {what}" for what in side.lacks]
-    for title, rows in (
-        ("metrics", result.metrics),
-        (
-            f"submission (A: {a.argv_source or 'none'}; B: {b.argv_source or 'none'})",
-            result.submission,
-        ),
-        ("run.json", result.run_json),
-    ):
-        lines.append("")
-        differing = sum(not r.same for r in rows)
-        lines.append(f"== {title}: {differing} of {len(rows)} differ")
-        lines += render_rows(rows if same_rows else [r for r in rows if not r.same])
-    return lines
-
-
-# --- many runs, one column each -----------------------------------------------------------------
-
 LOWER = "lower"
 HIGHER = "higher"
 NEVER_LOGGED = "never logged a step"
 
 
 @dataclass(frozen=True)
+class RunFigures:
+    """What the table's figure rows say of one run, from its trainer records."""
+
+    final_loss: float | None
+    best_loss: float | None
+    img_s: float | None  # the median over train records, all ranks
+    img_s_per_rank: float | None  # img_s over the world size (run.json's), when known
+    step_time: float | None  # median seconds per step
+    data_time: float | None  # median seconds per step waiting for data
+    data_share: float | None  # data_time over step_time
+    tflops: float | None  # the median of the job's model TFLOP/s (every rank's summed)
+    best_map: float | None
+    best_map_step: int | None
+    last_step: int | None
+    ended: str
+
+
+def _job_tflops(record: Mapping[str, object]) -> float | None:
+    ranks = rank_figures(record)
+    return job_totals(ranks).tflops if ranks else _number(record, "tflops")
+
+
+def _medians(train: list[Mapping[str, object]], key: str) -> float | None:
+    return _median([v for r in train if (v := _number(r, key)) is not None])
+
+
+def run_figures(records: Sequence[Mapping[str, object]], world_size: int | None) -> RunFigures:
+    train = [r for r in records if r.get("kind") == "train"]
+    evals = [r for r in records if r.get("kind") == "eval" and _number(r, "map") is not None]
+    best = max(evals, key=lambda r: _number(r, "map") or 0.0) if evals else None
+    losses = [v for r in train if (v := _number(r, "loss")) is not None]
+    finite = [v for v in losses if math.isfinite(v)]  # min() is undefined with a nan among them
+    steps = [int(s) for r in records if (s := _number(r, "step")) is not None]
+    ended = next(
+        (str(r["kind"]) for r in reversed(records) if r.get("kind") in ("done", "stopped")), ""
+    )
+    img_s, data_time = _medians(train, "images_per_sec"), _medians(train, "data_time")
+    step_time = _medians(train, "step_time")
+    return RunFigures(
+        final_loss=losses[-1] if losses else None,
+        best_loss=min(finite) if finite else (losses[-1] if losses else None),
+        img_s=img_s,
+        img_s_per_rank=img_s / world_size if img_s is not None and world_size else None,
+        step_time=step_time,
+        data_time=data_time,
+        data_share=data_time / step_time if data_time is not None and step_time else None,
+        tflops=_median([v for r in train if (v := _job_tflops(r)) is not None]),
+        best_map=_number(best, "map") if best else None,
+        best_map_step=int(_number(best, "step") or 0) if best else None,
+        last_step=max(steps) if steps else None,
+        ended=(ended or "running or cut short") if records else NEVER_LOGGED,
+    )
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return MISSING if value is None else f"{value:{spec}}{unit}"
+
+
+def _fixed(spec: str, unit: str = "") -> Callable[[float | None], str]:
+    return lambda value: _fmt(value, spec, unit)
+
+
+def _percent(value: float | None) -> str:
+    return _fmt(None if value is None else value * 100, ".1f", " %")
+
+
+def _whole(value: float | None) -> str:
+    return MISSING if value is None else str(int(value))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure row of the table: its name, how a run's figures give it, how it is shown, and
+    which way is better (None: no best is marked). `always`: shown even when no run has it."""
+
+    key: str
+    value: Callable[[RunFigures], float | None]
+    text: Callable[[float | None], str]
+    better: str | None
+    always: bool = False
+
+
+# The figure rows, in order: a new figure is a field of RunFigures and one entry here.
+METRICS: tuple[Metric, ...] = (
+    Metric("final loss", lambda f: f.final_loss, _fixed(".4f"), LOWER, always=True),
+    Metric("best loss", lambda f: f.best_loss, _fixed(".4f"), LOWER, always=True),
+    Metric("images/s (median, all ranks)", lambda f: f.img_s, _fixed(".1f"), HIGHER, always=True),
+    Metric("images/s per rank (median)", lambda f: f.img_s_per_rank, _fixed(".1f"), HIGHER),
+    Metric("step time (median)", lambda f: f.step_time, _fixed(".3f", " s"), None),
+    Metric("data wait (median)", lambda f: f.data_time, _fixed(".3f", " s/step"), None),
+    Metric("data wait share", lambda f: f.data_share, _percent, LOWER),
+    Metric("TFLOP/s (median, model)", lambda f: f.tflops, tflops_text, HIGHER),
+    Metric("best mAP", lambda f: f.best_map, _fixed(".4f"), HIGHER),
+    Metric("best mAP at step", lambda f: f.best_map_step, _whole, None),
+    Metric("last step", lambda f: f.last_step, _whole, None, always=True),
+)
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
 class TableRow:
-    """One row of the N-way table: a cell per run, in the runs' order. `better` says which way
-    the best value lies (metric rows; None where no value is better); `best` the columns that
-    hold it (every column of a tie; none where fewer than two runs have the figure)."""
+    """One row of the table: a cell per run, in the runs' order. `better` says which way the
+    best value lies (figure rows; None where no value is better); `best` the columns that hold
+    it (every column of a tie; none where fewer than two runs have the figure)."""
 
     section: str  # "grid", "settings", "run.json" or "metrics"
     key: str
     cells: tuple[str, ...]
     better: str | None = None
     best: tuple[int, ...] = ()
-    numbers: tuple[float | None, ...] = ()  # a metric row's figures unrounded (for --json)
+    numbers: tuple[float | None, ...] = ()  # a figure row's figures unrounded (for --json)
+
+    @property
+    def same(self) -> bool:
+        return len(set(self.cells)) <= 1
+
+
+# Sections whose rows that are the same on every run `differences_only` hides.
+HIDEABLE = ("settings", "run.json")
 
 
 @dataclass
 class RunTable:
-    """Many runs side by side: the grid's values (a sweep's combinations) first, then the
-    settings that differ, then each run's figures with the best of each row marked."""
+    """Runs side by side: the grid's values (a sweep's combinations) first, then the submitted
+    settings and run.json fields (those that differ first), then each run's figures with the
+    best of each row marked."""
 
     sides: list[RunSide]
     rows: list[TableRow]
@@ -360,10 +325,24 @@ class RunTable:
     def labels(self) -> list[str]:
         return [side.label for side in self.sides]
 
-    def to_dict(self) -> dict[str, object]:
+    def shown(self, differences_only: bool = True) -> list[TableRow]:
+        """The rows to show: with differences_only, a setting or run.json field that is the
+        same on every run is left out."""
+        if not differences_only:
+            return list(self.rows)
+        return [row for row in self.rows if row.section not in HIDEABLE or not row.same]
+
+    def counts(self, section: str) -> tuple[int, int]:
+        """(rows that differ, rows) of a section."""
+        rows = [row for row in self.rows if row.section == section]
+        return sum(not row.same for row in rows), len(rows)
+
+    def to_dict(self, differences_only: bool = True) -> dict[str, object]:
+        """The JSON of `runai-tui compare --json` (docs/cli.md has its shape)."""
         labels = self.labels
         return {
             "sweep": self.sweep,
+            "differences_only": differences_only,
             "jobs": [
                 {
                     "label": side.label,
@@ -379,92 +358,59 @@ class RunTable:
                     "section": row.section,
                     "key": row.key,
                     "cells": dict(zip(labels, row.cells, strict=True)),
+                    "same": row.same,
                     "better": row.better,
                     "best": [labels[i] for i in row.best],
                 }
                 | ({"numbers": dict(zip(labels, row.numbers, strict=True))} if row.numbers else {})
-                for row in self.rows
+                for row in self.shown(differences_only)
             ],
         }
 
 
-@dataclass(frozen=True)
-class RunFigures:
-    """What the table's metric rows say of one run, from its trainer records."""
-
-    final_loss: float | None
-    best_loss: float | None
-    img_s: float | None  # the median over train records, all ranks
-    tflops: float | None  # the median of the job's model TFLOP/s (every rank's summed)
-    best_map: float | None
-    last_step: int | None
-    ended: str
-
-
-def _job_tflops(record: Mapping[str, object]) -> float | None:
-    ranks = rank_figures(record)
-    return job_totals(ranks).tflops if ranks else _number(record, "tflops")
-
-
-def run_figures(records: Sequence[Mapping[str, object]]) -> RunFigures:
-    summary = summarize(records, None)
-    train = [r for r in records if r.get("kind") == "train"]
-    losses = [v for r in train if (v := _number(r, "loss")) is not None]
-    finite = [v for v in losses if math.isfinite(v)]  # min() is undefined with a nan among them
-    tflops = _median([v for r in train if (v := _job_tflops(r)) is not None])
-    return RunFigures(
-        final_loss=summary.final_loss,
-        best_loss=min(finite) if finite else (losses[-1] if losses else None),
-        img_s=summary.img_s_total,
-        tflops=tflops,
-        best_map=summary.best_map,
-        last_step=summary.last_step,
-        ended=summary.finished if records else NEVER_LOGGED,
-    )
-
-
-def _best(values: list[float | None], better: str) -> tuple[int, ...]:
+def _best(values: list[float | None], better: str | None) -> tuple[int, ...]:
     """The columns of the best value; a nan or inf (a diverged run) is compared against but is
     never the best."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
-    if not finite or sum(v is not None for v in values) < 2:  # one figure alone is no "best"
-        return ()
+    if better is None or not finite or sum(v is not None for v in values) < 2:
+        return ()  # one figure alone is no "best"
     top = min(finite) if better == LOWER else max(finite)
     return tuple(i for i, v in enumerate(values) if v == top)
 
 
-def _metric_row(
-    key: str, values: list[float | None], text: Callable[[float | None], str], better: str
-) -> TableRow:
-    cells = tuple(text(v) for v in values)
-    # A diverged run's nan or inf is shown as such, never as a JSON number (JSON has none).
-    finite = tuple(v if v is not None and math.isfinite(v) else None for v in values)
-    return TableRow("metrics", key, cells, better, _best(values, better), finite)
+def metric_rows(figures: list[RunFigures]) -> list[TableRow]:
+    """METRICS' rows for these runs (a row no run has is left out unless `always`), then how
+    each run ended."""
+    rows = []
+    for metric in METRICS:
+        values = [metric.value(f) for f in figures]
+        if not metric.always and all(v is None for v in values):
+            continue
+        cells = tuple(metric.text(v) for v in values)
+        # A diverged run's nan or inf is shown as such, never as a JSON number (JSON has none).
+        finite = tuple(v if v is not None and math.isfinite(v) else None for v in values)
+        best = _best(values, metric.better)
+        rows.append(TableRow("metrics", metric.key, cells, metric.better, best, finite))
+    return [*rows, TableRow("metrics", "ended", tuple(f.ended for f in figures))]
 
 
-def _fixed(spec: str) -> Callable[[float | None], str]:
-    return lambda value: _fmt(value, spec)
-
-
-def _differing(
+def _fields(
     section: str, per_side: list[list[tuple[str, str]]], grid: set[tuple[str, ...]]
 ) -> list[TableRow]:
-    """The keys whose values are not the same on every side, in first-seen order; a row whose
-    cells repeat a grid row's (the grid's `trainer.lr` as `args --lr`) is left out."""
+    """Every key of any side, those whose values differ first, each group in first-seen order;
+    a row whose cells repeat a grid row's (the grid's `trainer.lr` as `args --lr`) is left
+    out."""
     maps = [dict(pairs) for pairs in per_side]
     keys = list(dict.fromkeys(k for pairs in per_side for k, _ in pairs))
-    rows = []
-    for key in keys:
-        cells = tuple(m.get(key, MISSING) for m in maps)
-        if len(set(cells)) > 1 and cells not in grid:
-            rows.append(TableRow(section, key, cells))
-    return rows
+    rows = [TableRow(section, key, tuple(m.get(key, MISSING) for m in maps)) for key in keys]
+    rows = [row for row in rows if row.cells not in grid]
+    return [row for row in rows if not row.same] + [row for row in rows if row.same]
 
 
 def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
-    """Line up many runs, one column each. A run that never logged a step keeps its column:
-    its figures are `-` and its `ended` row says so. `sweep`: the sweep compared, else the one
-    every run belongs to, if they all belong to one."""
+    """Line up two or more runs, one column each. A run that never logged a step keeps its
+    column: its figures are `-` and its `ended` row says so; each side's `lacks` says what was
+    not found. `sweep`: the sweep compared, else the one every run belongs to, if one."""
     if sweep is None and len({side.sweep for side in sides}) == 1:
         sweep = sides[0].sweep
     for side in sides:
@@ -476,43 +422,22 @@ def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
         TableRow("grid", key, tuple(side.values.get(key, MISSING) for side in sides))
         for key in grid
     ]
-    grid_cells = {row.cells for row in rows}
+    grid_cells = {row.cells for row in rows if not row.same}
     submissions = [
         [p for p in submission_fields(side.argv) if p[0] != "name"] if side.argv else []
         for side in sides
     ]
-    rows += _differing("settings", submissions, grid_cells)
+    rows += _fields("settings", submissions, grid_cells)
     infos = [run_json_fields(side.run_info) if side.run_info else [] for side in sides]
-    rows += _differing("run.json", infos, grid_cells)
-    figures = [run_figures(side.records) for side in sides]
-    rows += [
-        _metric_row("final loss", [f.final_loss for f in figures], _fixed(".4f"), LOWER),
-        _metric_row("best loss", [f.best_loss for f in figures], _fixed(".4f"), LOWER),
-        _metric_row(
-            "images/s (median, all ranks)", [f.img_s for f in figures], _fixed(".1f"), HIGHER
-        ),
-    ]
-    if any(f.tflops is not None for f in figures):
-        rows.append(
-            _metric_row("TFLOP/s (median, model)", [f.tflops for f in figures], tflops_text, HIGHER)
-        )
-    if any(f.best_map is not None for f in figures):
-        rows.append(_metric_row("best mAP", [f.best_map for f in figures], _fixed(".4f"), HIGHER))
-    rows += [
-        TableRow(
-            "metrics",
-            "last step",
-            tuple(MISSING if f.last_step is None else str(f.last_step) for f in figures),
-        ),
-        TableRow("metrics", "ended", tuple(f.ended for f in figures)),
-    ]
+    rows += _fields("run.json", infos, grid_cells)
+    rows += metric_rows([run_figures(side.records, world_size_of(side)) for side in sides])
     return RunTable(sides, rows, sweep)
 
 
 SECTION_TITLES = {
     "grid": "the sweep's grid",
-    "settings": "submitted settings that differ",
-    "run.json": "run.json fields that differ",
+    "settings": "submitted settings",
+    "run.json": "run.json fields",
     "metrics": "figures (* best; BEST: which way)",
 }
 BEST_MARK = "*"
@@ -528,18 +453,37 @@ def table_cells(row: TableRow) -> list[str]:
     return [f"{c} {BEST_MARK}" if i in row.best else c for i, c in enumerate(row.cells)]
 
 
-def render_table(table: RunTable) -> list[str]:
+def section_title(table: RunTable, section: str) -> str:
+    """A section's title line (without `== `): the settings and run.json fields say how many of
+    them differ."""
+    if section not in HIDEABLE:
+        return SECTION_TITLES[section]
+    differ, total = table.counts(section)
+    return f"{SECTION_TITLES[section]}: {differ} of {total} differ"
+
+
+def sectioned(table: RunTable, differences_only: bool = True) -> list[tuple[str, list[TableRow]]]:
+    """The shown rows by section, in the table's order; a section with rows, none shown (all
+    the same), still has its title."""
+    shown = table.shown(differences_only)
+    sections = list(dict.fromkeys(row.section for row in table.rows))
+    return [(s, [row for row in shown if row.section == s]) for s in sections]
+
+
+def render_table(table: RunTable, differences_only: bool = True) -> list[str]:
     """Plain text lines: a header of the runs, what each lacks, then each section's rows."""
     head = f"{len(table.sides)} runs" + (f" of sweep {table.sweep}" if table.sweep else "")
     lines = [f"compare {head}: {', '.join(table.labels)}"]
     lines += [f"{side.label} lacks {what}" for side in table.sides for what in side.lacks]
-    if not table.rows:
+    shown = table.shown(differences_only)
+    if not shown:
         return lines
-    shown = [[_cut(c, _CELL_WIDTH) for c in table_cells(row)] for row in table.rows]
+    cells_of = {id(row): [_cut(c, _CELL_WIDTH) for c in table_cells(row)] for row in shown}
     labels = [_cut(label, _CELL_WIDTH) for label in table.labels]
-    key_width = min(max(len(row.key) for row in table.rows), 40)
+    key_width = min(max(len(row.key) for row in shown), 40)
     widths = [
-        max([len(labels[i])] + [len(cells[i]) for cells in shown]) for i in range(len(labels))
+        max([len(labels[i])] + [len(cells[i]) for cells in cells_of.values()])
+        for i in range(len(labels))
     ]
 
     def line(key: str, cells: list[str], last: str) -> str:
@@ -547,12 +491,9 @@ def render_table(table: RunTable) -> list[str]:
         return f"{_cut(key, 40):<{key_width}}  {body}  {last}".rstrip()
 
     lines += ["", line("", labels, "BEST")]
-    section = ""
-    for row, cells in zip(table.rows, shown, strict=True):
-        if row.section != section:
-            section = row.section
-            lines.append(f"== {SECTION_TITLES[section]}")
-        lines.append(line(row.key, cells, row.better or ""))
+    for section, rows in sectioned(table, differences_only):
+        lines.append(f"== {section_title(table, section)}")
+        lines += [line(row.key, cells_of[id(row)], row.better or "") for row in rows]
     return lines
 
 

@@ -14,12 +14,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
 from pathlib import Path
 from typing import Any
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
@@ -93,10 +95,12 @@ async def gather_job(client: Any, name: str) -> RunSide:
         side.lacks.append("the submission (describe shows neither a submit argv nor a command)")
     side.records_source = "the master's log"
     try:
-        async for line in client.stream_logs(name, follow=False):
-            record = parse_metric_line(line)
-            if record is not None:
-                side.records.append(record)
+        # Closed here, in this task, even when a cancel (another job's failure) ends the read.
+        async with contextlib.aclosing(client.stream_logs(name, follow=False)) as lines:
+            async for line in lines:
+                record = parse_metric_line(line)
+                if record is not None:
+                    side.records.append(record)
     except RunaiError as error:
         side.records_source = f"the master's log: {error.message}"
     if not side.records and side.records_source == "the master's log":
@@ -130,11 +134,11 @@ GATHER_AT_ONCE = 8
 async def gather_jobs(client: Any, names: list[str]) -> list[RunSide]:
     """Many jobs' sides, in the order given, GATHER_AT_ONCE read at a time: N jobs take about
     as long as the slowest few, not the sum (benchmarks/compare_gather.py). An unknown job
-    raises RunaiError, as gather_job does."""
+    raises RunaiError, as gather_job does, once the other reads are cancelled and ended."""
     limit = asyncio.Semaphore(GATHER_AT_ONCE)
 
     async def one(name: str) -> RunSide:
         async with limit:
             return await gather_job(client, name)
 
-    return list(await asyncio.gather(*(one(name) for name in names)))
+    return await gather_all(one(name) for name in names)

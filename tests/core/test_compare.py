@@ -1,16 +1,19 @@
-"""compare's pure logic (knowledge/compare.py) and the tensorboard_port profile field."""
+"""compare's pure logic (knowledge/compare.py) with two runs, and the tensorboard_port profile
+field. The table with many runs: tests/core/test_compare_many.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from runai_tui.knowledge.compare import (
+    METRICS,
+    NEVER_LOGGED,
     RunSide,
     argv_diff,
-    compare,
-    render,
+    render_table,
+    run_figures,
+    run_table,
     submission_fields,
-    summarize,
 )
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai.command import build_submit_argv
@@ -47,40 +50,54 @@ def records(img_s: list[float], loss: float, maps: list[float]) -> list[dict]:
     return [*out, {"kind": "done", "step": len(img_s)}]
 
 
-def test_metrics_summary_medians_per_rank_final_loss_best_map() -> None:
-    summary = summarize(records([10.0, 40.0, 20.0], 0.5, [0.1, 0.3, 0.2]), world_size=2)
-    assert summary.img_s_total == 20.0 and summary.img_s_per_rank == 10.0
-    assert summary.data_time == 0.1 and summary.data_share == pytest.approx(0.2)
-    assert summary.final_loss == 1.5  # the last train record's loss
-    assert (summary.best_map, summary.best_map_step) == (0.3, 20)
-    assert summary.finished == "done" and summary.last_step == 30
+def test_figures_are_medians_per_rank_the_final_loss_and_the_best_map() -> None:
+    figures = run_figures(records([10.0, 40.0, 20.0], 0.5, [0.1, 0.3, 0.2]), world_size=2)
+    assert figures.img_s == 20.0 and figures.img_s_per_rank == 10.0
+    assert figures.data_time == 0.1 and figures.data_share == pytest.approx(0.2)
+    assert figures.final_loss == 1.5  # the last train record's loss
+    assert (figures.best_map, figures.best_map_step) == (0.3, 20)
+    assert figures.ended == "done" and figures.last_step == 30
 
 
-def test_differences_come_first_and_each_lack_is_said() -> None:
+def two_runs() -> list[RunSide]:
     a = RunSide(
         "job-a", ["submit", "a", "--workers", "1", "--image", "x"], "jobspec",
         {"world_size": 2, "config": {"lr": 0.01, "seed": 0}}, records([10.0], 1.0, []),
     )  # fmt: skip
     b = RunSide("runs/b", None, "", {"world_size": 4, "config": {"lr": 0.01, "seed": 1}},
                 records([40.0], 0.5, [0.2]), lacks=["the submission (a run directory...)"])  # fmt: skip
-    result = compare(a, b)
-    assert [(r.key, r.a, r.b) for r in result.run_json] == [
-        ("config.seed", "0", "1"), ("world_size", "2", "4"), ("config.lr", "0.01", "0.01")
-    ]  # fmt: skip
-    assert result.submission[0].key == "name" and result.submission[0].b == "-"
-    metrics = {r.key: (r.a, r.b) for r in result.metrics}
-    assert metrics["median img/s per rank"] == ("5.0", "10.0")
-    assert metrics["best mAP"] == ("-", "0.2000 (step 10)")
-    text = "\n".join(render(result))
-    assert "B lacks the submission (a run directory...)" in text
-    assert "== run.json: 2 of 3 differ" in text
-    assert "config.lr" not in "\n".join(render(result, same_rows=False))
-    assert result.to_dict()["run_json"][0] == {
-        "key": "config.seed",
-        "a": "0",
-        "b": "1",
-        "same": False,
-    }
+    return [a, b]
+
+
+def test_two_runs_are_one_table_the_same_rows_shown_on_asking() -> None:
+    table = run_table(two_runs())
+    run_json = [(r.key, r.cells, r.same) for r in table.rows if r.section == "run.json"]
+    assert run_json == [  # the differences first, then the rows that are the same
+        ("config.seed", ("0", "1"), False),
+        ("world_size", ("2", "4"), False),
+        ("config.lr", ("0.01", "0.01"), True),
+    ]
+    settings = {r.key: r.cells for r in table.rows if r.section == "settings"}
+    assert settings == {"--workers": ("1", "-"), "--image": ("x", "-")}
+    figures = {r.key: r for r in table.rows if r.section == "metrics"}
+    assert figures["images/s per rank (median)"].cells == ("5.0", "10.0")
+    assert figures["images/s per rank (median)"].best == (1,)
+    assert figures["best mAP"].cells == ("-", "0.2000")
+    assert figures["best mAP at step"].cells == ("-", "10")
+    text = "\n".join(render_table(table))
+    assert "runs/b lacks the submission (a run directory...)" in text
+    assert "== run.json fields: 2 of 3 differ" in text and "config.lr" not in text
+    every = "\n".join(render_table(table, differences_only=False))
+    assert "== run.json fields: 2 of 3 differ" in every and "config.lr" in every
+    doc = table.to_dict()
+    seed = next(row for row in doc["rows"] if row["key"] == "config.seed")
+    assert seed == {
+        "section": "run.json", "key": "config.seed", "cells": {"job-a": "0", "runs/b": "1"},
+        "same": False, "better": None, "best": [],
+    }  # fmt: skip
+    assert doc["differences_only"] is True
+    assert "config.lr" not in [row["key"] for row in doc["rows"]]
+    assert "config.lr" in [row["key"] for row in table.to_dict(False)["rows"]]
 
 
 def test_a_side_without_records_is_compared_and_says_what_it_lacks() -> None:
@@ -92,19 +109,26 @@ def test_a_side_without_records_is_compared_and_says_what_it_lacks() -> None:
         argv=["submit", "job-b", "--workers", "2", "--large-shm"],
         records_source="no metric lines in the master's log",
     )
-    result = compare(a, b)
-    text = render(result)
-    lack = "B lacks trainer metric records (no metric lines in the master's log): it never logged"
-    assert [line for line in text if "lacks" in line] == [lack + " a step"]
-    assert not any(line.startswith("A lacks") for line in text)
-    submission = {r.key: (r.a, r.b) for r in result.submission if not r.same}
-    assert submission == {"name": ("job-a", "job-b"), "--large-shm": ("-", "(set)")}
-    metrics = {r.key: (r.a, r.b) for r in result.metrics}
-    assert metrics["records"] == ("2", "0") and metrics["final loss"][1] == "-"
-    assert metrics["ended"] == ("done", "-")
-    assert result.to_dict()["b"]["lacks"] == [
+    table = run_table([a, b])
+    text = render_table(table)
+    lack = "job-b lacks trainer metric records (no metric lines in the master's log): it never"
+    assert [line for line in text if "lacks" in line] == [lack + " logged a step"]
+    settings = {r.key: r.cells for r in table.rows if r.section == "settings" and not r.same}
+    assert settings == {"--large-shm": ("-", "(set)")}
+    figures = {r.key: r.cells for r in table.rows if r.section == "metrics"}
+    assert figures["final loss"] == ("2.0000", "-") and figures["ended"] == ("done", NEVER_LOGGED)
+    assert table.to_dict()["jobs"][1]["lacks"] == [
         "trainer metric records (no metric lines in the master's log): it never logged a step"
     ]
+
+
+def test_every_figure_row_comes_from_the_one_list() -> None:
+    # A figure is one METRICS entry: the table's figure rows are METRICS' (those some run has),
+    # then how each run ended.
+    table = run_table(two_runs())
+    keys = [r.key for r in table.rows if r.section == "metrics"]
+    assert keys == [m.key for m in METRICS if m.key in keys] + ["ended"]
+    assert {m.key for m in METRICS if m.always} <= set(keys)
 
 
 def test_argv_diff_lists_only_what_changed() -> None:

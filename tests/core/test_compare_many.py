@@ -56,12 +56,13 @@ def sweep_sides() -> list[RunSide]:
 
 
 def rows_of(table: Any) -> dict[str, Any]:
-    return {row.key: row for row in table.rows}
+    """The rows shown by default: the settings and run.json fields that differ, every figure."""
+    return {row.key: row for row in table.shown()}
 
 
 def test_grid_first_then_the_settings_that_differ_and_the_same_left_out() -> None:
     table = run_table(sweep_sides(), sweep="sw-1")
-    assert [(r.section, r.key) for r in table.rows[:2]] == [
+    assert [(r.section, r.key) for r in table.shown()[:2]] == [
         ("grid", "trainer.lr"),
         ("settings", "--large-shm"),
     ]
@@ -70,6 +71,10 @@ def test_grid_first_then_the_settings_that_differ_and_the_same_left_out() -> Non
     assert rows["--large-shm"].cells == ("-", "-", "(set)", "-")
     # `args --lr` says what the grid row says; `--workers` and `args --epochs` are the same.
     assert not {"args --lr", "--workers", "args --epochs", "name"} & set(rows)
+    # Asked for, the same ones are there too, after those that differ; the grid's repeat not.
+    every = [r.key for r in table.shown(differences_only=False) if r.section == "settings"]
+    assert every[0] == "--large-shm" and {"--workers", "args --epochs"} <= set(every)
+    assert not {"args --lr", "name"} & set(every)
 
 
 def test_the_best_of_each_row_is_marked_and_which_way_is_said() -> None:
@@ -120,7 +125,7 @@ def test_json_is_the_same_table() -> None:
     assert [job["label"] for job in doc["jobs"]] == ["lr-1", "lr-2", "lr-3", "lr-4"]
     assert doc["jobs"][0]["values"] == {"trainer.lr": "0.01"}
     assert doc["jobs"][3]["lacks"][0].endswith("it never logged a step")
-    assert [row["key"] for row in doc["rows"]] == [row.key for row in table.rows]
+    assert [row["key"] for row in doc["rows"]] == [row.key for row in table.shown()]
     final = next(row for row in doc["rows"] if row["key"] == "final loss")
     assert final["section"] == "metrics" and final["better"] == "lower"
     assert final["cells"] == {"lr-1": "1.0000", "lr-2": "0.8000", "lr-3": "3.0000", "lr-4": "-"}
@@ -147,7 +152,7 @@ def test_settings_that_differ_alike_are_each_shown_without_a_grid() -> None:
         RunSide("c", argv("c", "0.01", "--priority", "low")),
     ]
     table = run_table(sides)
-    settings = [(r.key, r.cells) for r in table.rows if r.section == "settings"]
+    settings = [(r.key, r.cells) for r in table.shown() if r.section == "settings"]
     assert settings == [
         ("--priority", ("low", "high", "low")),
         ("args --lr", ("0.01", "0.02", "0.01")),

@@ -15,7 +15,7 @@ import pytest
 from runai_tui import submission_record
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
-from runai_tui.tui.screens.compare import RunsCompareScreen, RunsCurves
+from runai_tui.tui.screens.compare import CompareScreen, RunsCurves
 from runai_tui.tui.screens.jobs import JobsScreen
 from tests.local.conftest import SWEEP_RATES, LocalSweep, gate_command, run_local
 from tests.local.test_through_runai_tui import tui
@@ -234,9 +234,9 @@ async def test_equals_on_the_marked_sweep_opens_its_table_and_overlaid_curves(
         await wait_for(pilot, lambda: len(jobs.table.marked()) == 3, "the sweep marked")
         assert jobs.table.toggle_mark(lr_sweep.other)  # and one that never logged a step
         await pilot.press("equals_sign")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunsCompareScreen), "the screen")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), "the screen")
         screen = app.screen
-        assert isinstance(screen, RunsCompareScreen)
+        assert isinstance(screen, CompareScreen)
         await wait_for(pilot, lambda: screen.result is not None, "the comparison")
         assert screen.result is not None
         names = [*lr_sweep.names, lr_sweep.other]

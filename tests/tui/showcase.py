@@ -21,7 +21,7 @@ from runai_tui.knowledge.compare import RunSide
 from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
 from runai_tui.tui.app import RunaiTuiApp
-from runai_tui.tui.screens.compare import RunsCompareScreen
+from runai_tui.tui.screens.compare import CompareScreen
 from runai_tui.tui.widgets.job_table import JobTable
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -246,7 +246,7 @@ async def compare_runs(pilot: Pilot) -> None:
     await jobs_loaded(pilot)
     sides = sweep_runs()
     names = [side.label for side in sides]
-    pilot.app.push_screen(RunsCompareScreen(None, names, "the 4 marked jobs", sides=sides))
+    pilot.app.push_screen(CompareScreen(None, names, "the 4 marked jobs", sides=sides))
     await wait_for(pilot, lambda: getattr(pilot.app.screen, "result", None) is not None)
     await pilot.pause()
 

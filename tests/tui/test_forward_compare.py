@@ -9,8 +9,9 @@ from pathlib import Path
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.command import build_submit_argv
-from runai_tui.tui.screens.compare import CompareScreen
+from runai_tui.tui.screens.compare import CompareScreen, RunsCurves
 from tests.tui.helpers import RecordingApp, notifications, wait_for
+from tests.tui.screen_text import screen_text
 
 # A "TensorBoard" that answers one line per connection, on a port the kernel picks.
 SERVER = """
@@ -103,14 +104,19 @@ async def test_equals_compares_the_previous_and_the_selected_job(
         assert isinstance(screen, CompareScreen)
         await wait_for(pilot, lambda: screen.result is not None, "the comparison")
         assert screen.result is not None
-        assert (screen.job_a, screen.job_b) == ("demo-a", "demo-b")
-        rows = {r.key: (r.a, r.b) for r in screen.result.submission}
-        assert rows["name"] == ("demo-a", "demo-b")
-        metrics = {r.key: (r.a, r.b) for r in screen.result.metrics}
-        assert metrics["final loss"] == ("0.5000", "0.5000") and metrics["records"] == ("5", "5")
-        assert screen.result.a.lacks[0].startswith("run.json (")  # the demo pods write none
-        table = str(screen.query_one("#compare-table").render())
-        assert "== metrics: 0 of 11 differ" in table and "≠ name" in table
+        assert screen.jobs == ["demo-a", "demo-b"]
+        assert screen.result.labels == ["demo-a", "demo-b"]
+        rows = {r.key: r for r in screen.result.rows}
+        assert rows["final loss"].cells == ("0.5000", "0.5000")
+        assert rows["--workers"].same  # one profile: every setting the same but the name
+        assert screen.result.sides[0].lacks[0].startswith("run.json (")  # the demo pods write none
+        curves = screen.query_one(RunsCurves).curves  # two runs get their curves too
+        assert [c.label for c in curves] == ["demo-a", "demo-b"] and all(c.loss for c in curves)
+        text = screen_text(app)
+        assert "submitted settings: 0 of" in text and "--workers" not in text
+        await pilot.press("d")  # the rows that are the same, too
+        await pilot.pause()
+        assert "--workers" in screen_text(app)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is jobs, "back on the jobs screen")
 
@@ -122,5 +128,5 @@ async def test_equals_compares_the_previous_and_the_selected_job(
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), "a second compare")
         marked = app.screen
         assert isinstance(marked, CompareScreen)
-        assert (marked.job_a, marked.job_b) == ("demo-a", "demo-b")
-        assert marked.how == "the two marked jobs"
+        assert marked.jobs == ["demo-a", "demo-b"]
+        assert marked.how == "the 2 marked jobs"

@@ -1,7 +1,7 @@
-"""CompareScreen (`=` on two jobs): the two runs side by side, as `runai-tui compare` prints them
-(knowledge/compare.py), gathered in a worker; `d` toggles the rows that are the same.
-RunsCompareScreen (`=` on three or more marked jobs): the N-way table, and every run's loss and
-images/s overlaid, one colour per run."""
+"""CompareScreen (`=` on two or more marked jobs, or on the job selected before and this one):
+the table of `runai-tui compare` (knowledge/compare.py), gathered in a worker, with every run's
+loss and images/s overlaid, one colour per run; `d` shows the settings and run.json fields that
+are the same too, `l` puts the curves on a log scale."""
 
 from __future__ import annotations
 
@@ -17,84 +17,19 @@ from textual_plotext.plot import Plot
 
 from runai_tui.errors import Failure
 from runai_tui.knowledge.compare import (
-    SECTION_TITLES,
-    Comparison,
     RunCurves,
     RunSide,
     RunTable,
-    compare,
-    render,
     run_curves,
     run_table,
+    section_title,
+    sectioned,
     table_cells,
 )
-from runai_tui.knowledge.run_sources import gather_job, gather_jobs
+from runai_tui.knowledge.run_sources import gather_jobs
 from runai_tui.runai.client import RunaiClient
 from runai_tui.text import literal
 from runai_tui.tui.widgets.curves import LossAndThroughputPlot
-
-
-class CompareScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape,q", "close", "Close"),
-        Binding("d", "toggle_same", "Differences only"),
-    ]
-
-    DEFAULT_CSS = """
-    CompareScreen { align: center middle; }
-    CompareScreen > Vertical {
-        width: 95%; height: 90%;
-        border: thick $accent; background: $surface; padding: 0 1;
-    }
-    CompareScreen #compare-status { height: auto; color: $text-muted; }
-    CompareScreen VerticalScroll { height: 1fr; }
-    """
-
-    def __init__(self, client: RunaiClient, job_a: str, job_b: str, how: str) -> None:
-        super().__init__()
-        self.client = client
-        self.job_a, self.job_b, self.how = job_a, job_b, how
-        self.result: Comparison | None = None
-        self.same_rows = True
-
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = f"compare {literal(self.job_a)} · {literal(self.job_b)}"
-            box.border_subtitle = "d differences only · esc close"
-            yield Static(f"{self.how}; reading both runs…", id="compare-status", markup=False)
-            with VerticalScroll():
-                yield Static("", id="compare-table", markup=False)
-
-    def on_mount(self) -> None:
-        self.gather()
-
-    @work(exclusive=True, group="compare", exit_on_error=False)
-    async def gather(self) -> None:
-        status = self.query_one("#compare-status", Static)
-        try:
-            a = await gather_job(self.client, self.job_a)
-            b = await gather_job(self.client, self.job_b)
-        except Failure as error:
-            text = f"compare failed: {error.message}"
-            status.update(Text(literal(text + (f" — {error.hint}" if error.hint else ""))))
-            return
-        self.result = compare(a, b)
-        status.update(Text(literal(self.how)))
-        self.show()
-
-    def show(self) -> None:
-        if self.result is None:
-            return
-        lines = render(self.result, same_rows=self.same_rows)
-        self.query_one("#compare-table", Static).update(Text("\n".join(map(literal, lines))))
-
-    def action_toggle_same(self) -> None:
-        self.same_rows = not self.same_rows
-        self.show()
-
-    def action_close(self) -> None:
-        self.dismiss(None)
-
 
 # Each run's colour, in the table's header and on the curves (tab10: told apart on dark and
 # light themes); past ten runs the colours repeat and the names tell them apart.
@@ -112,9 +47,9 @@ def _style(index: int) -> str:
     return "rgb({},{},{})".format(*run_colour(index))
 
 
-def table_renderable(table: RunTable) -> Table:
-    """The N-way table as `runai-tui compare` prints it, each run's name in its curves' colour
-    and the best of each row in bold; names and values are text, never markup."""
+def table_renderable(table: RunTable, differences_only: bool = True) -> Table:
+    """The table as `runai-tui compare` prints it, each run's name in its curves' colour and the
+    best of each row in bold; names and values are text, never markup."""
     grid = Table(show_edge=False, box=None, padding=(0, 2, 0, 0))
     grid.add_column("", no_wrap=True)  # the section titles share it: never folded
     for i, label in enumerate(table.labels):
@@ -122,16 +57,14 @@ def table_renderable(table: RunTable) -> Table:
             Text(literal(label), style=f"bold {_style(i)}"), overflow="fold", max_width=30
         )
     grid.add_column("BEST")
-    section = ""
-    for row in table.rows:
-        if row.section != section:
-            section = row.section
-            grid.add_row(Text(f"== {SECTION_TITLES[section]}", style="bold"))
-        cells = [
-            Text(literal(cell), style="bold green" if i in row.best else "")
-            for i, cell in enumerate(table_cells(row))
-        ]
-        grid.add_row(Text(literal(row.key)), *cells, Text(row.better or "", style="dim"))
+    for section, rows in sectioned(table, differences_only):
+        grid.add_row(Text(f"== {section_title(table, section)}", style="bold"))
+        for row in rows:
+            cells = [
+                Text(literal(cell), style="bold green" if i in row.best else "")
+                for i, cell in enumerate(table_cells(row))
+            ]
+            grid.add_row(Text(literal(row.key)), *cells, Text(row.better or "", style="dim"))
     return grid
 
 
@@ -167,24 +100,25 @@ class RunsCurves(LossAndThroughputPlot):
                     )
 
 
-class RunsCompareScreen(ModalScreen[None]):
-    """`=` on three or more marked jobs: the N-way table of `runai-tui compare A B C …` and the
-    curves of every run overlaid. `sides`, when given, are shown as they are (nothing gathered)."""
+class CompareScreen(ModalScreen[None]):
+    """`=` on two or more jobs: the table of `runai-tui compare A B …` and the curves of every
+    run overlaid. `sides`, when given, are shown as they are (nothing gathered)."""
 
     BINDINGS = [
         Binding("escape,q", "close", "Close"),
+        Binding("d", "toggle_same", "Same rows too"),
         Binding("l", "log_scale", "Log scale"),
     ]
 
     DEFAULT_CSS = """
-    RunsCompareScreen { align: center middle; }
-    RunsCompareScreen > Vertical {
+    CompareScreen { align: center middle; }
+    CompareScreen > Vertical {
         width: 98%; height: 95%;
         border: thick $accent; background: $surface; padding: 0 1;
     }
-    RunsCompareScreen #runs-status { height: auto; color: $text-muted; }
-    RunsCompareScreen #runs-table { height: auto; margin-bottom: 1; }
-    RunsCompareScreen VerticalScroll { height: 1fr; }
+    CompareScreen #compare-status { height: auto; color: $text-muted; }
+    CompareScreen #compare-table { height: auto; margin-bottom: 1; }
+    CompareScreen VerticalScroll { height: 1fr; }
     """
 
     def __init__(
@@ -199,17 +133,18 @@ class RunsCompareScreen(ModalScreen[None]):
         self.jobs, self.how = list(jobs), how
         self.given = sides
         self.result: RunTable | None = None
+        self.differences_only = True
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = f"compare {len(self.jobs)} runs"
-            box.border_subtitle = "l log scale · esc close"
+            box.border_subtitle = "d same rows too · l log scale · esc close"
             yield Static(
-                f"{self.how}; reading {len(self.jobs)} runs…", id="runs-status", markup=False
+                f"{self.how}; reading {len(self.jobs)} runs…", id="compare-status", markup=False
             )
             with VerticalScroll():
-                yield Static("", id="runs-table", markup=False)
-                yield RunsCurves(id="runs-curves")
+                yield Static("", id="compare-table", markup=False)
+                yield RunsCurves(id="compare-curves")
 
     def on_mount(self) -> None:
         if self.given is not None:
@@ -219,7 +154,7 @@ class RunsCompareScreen(ModalScreen[None]):
 
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def gather(self) -> None:
-        status = self.query_one("#runs-status", Static)
+        status = self.query_one("#compare-status", Static)
         try:
             sides = await gather_jobs(self.client, self.jobs)
         except Failure as error:
@@ -235,9 +170,21 @@ class RunsCompareScreen(ModalScreen[None]):
             box.border_title = f"compare {len(sides)} runs of sweep {literal(self.result.sweep)}"
         lacks = [f"{side.label} lacks {what}" for side in sides for what in side.lacks]
         lines = [literal(line) for line in [self.how, *lacks]]
-        self.query_one("#runs-status", Static).update(Text("\n".join(lines)))
-        self.query_one("#runs-table", Static).update(table_renderable(self.result))
+        self.query_one("#compare-status", Static).update(Text("\n".join(lines)))
+        self.show_table()
         self.query_one(RunsCurves).show([run_curves(side) for side in sides])
+
+    def show_table(self) -> None:
+        if self.result is not None:
+            shown = table_renderable(self.result, self.differences_only)
+            self.query_one("#compare-table", Static).update(shown)
+
+    def action_toggle_same(self) -> None:
+        """`d`: the settings and run.json fields that are the same on every run, shown or not."""
+        self.differences_only = not self.differences_only
+        what = "same rows too" if self.differences_only else "differences only"
+        self.query_one(Vertical).border_subtitle = f"d {what} · l log scale · esc close"
+        self.show_table()
 
     def action_log_scale(self) -> None:
         self.query_one(RunsCurves).toggle_log_scale()

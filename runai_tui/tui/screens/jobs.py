@@ -318,15 +318,11 @@ class JobsScreen(AppScreen[None]):
 
     def action_compare(self) -> None:
         # off the first paint (docs/performance.md)
-        from runai_tui.tui.screens.compare import CompareScreen, RunsCompareScreen
+        from runai_tui.tui.screens.compare import CompareScreen
 
         marked = self.table.marked()
-        if len(marked) > 2:
-            how = f"the {len(marked)} marked jobs"
-            self.app.push_screen(RunsCompareScreen(self.tui.client, list(marked), how))
-            return
-        if len(marked) == 2:
-            pair, how = list(marked), "the two marked jobs"
+        if len(marked) >= 2:
+            jobs, how = list(marked), f"the {len(marked)} marked jobs"
         else:
             job = self.table.selected_job
             if job is None or not self.previous_job or self.previous_job == job.name:
@@ -336,8 +332,8 @@ class JobsScreen(AppScreen[None]):
                     markup=False,
                 )
                 return
-            pair, how = [self.previous_job, job.name], "the previously selected job and this one"
-        self.app.push_screen(CompareScreen(self.tui.client, pair[0], pair[1], how))
+            jobs, how = [self.previous_job, job.name], "the previously selected job and this one"
+        self.app.push_screen(CompareScreen(self.tui.client, jobs, how))
 
     def action_mark_sweep(self) -> None:
         job = self._selected()
