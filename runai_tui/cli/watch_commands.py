@@ -38,7 +38,9 @@ WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 def add_ranks_arguments(rk: argparse.ArgumentParser) -> None:
     rk.add_argument("job")
     rk.add_argument(
-        "--json", action="store_true", help='{"job", "pod", "now", "ranks": [...], "total": {...}}'
+        "--json",
+        action="store_true",
+        help='{"job", "pod", "now", "ranks": [...], "total": {...}, "target": {...} or null}',
     )
 
 
@@ -94,6 +96,8 @@ def cmd_ranks(args: argparse.Namespace) -> int:
                 "now": round(now, 3),
                 "ranks": [f.to_dict() for f in progress.ranks],
                 "total": job.to_dict(),  # the job's img/s and TFLOP/s (summed), MFU (mean)
+                # --target-map: where the run reached its target mAP, or that it did not
+                "target": progress.target.to_dict() if progress.target else None,
             }
         )
         return 0
@@ -118,6 +122,8 @@ def cmd_ranks(args: argparse.Namespace) -> int:
     print(f"job {literal(args.job)}, records from pod {literal(pod or '-')}")
     header = ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "TFLOP/S", "MFU"]
     print(table(rows, [*header, "AGE"]))
+    if progress.target is not None:
+        print(f"time to target: {progress.target.text()}")
     return 0
 
 

@@ -66,6 +66,27 @@ def test_the_run_stops_at_the_first_evaluation_that_reaches_the_target(reached) 
 
 
 @pytest.mark.slow
+def test_runai_tui_reads_the_time_to_target_the_run_wrote(reached) -> None:
+    """`runai-tui ranks` (through TrainingProgress, as from the pod's log) and compare read it."""
+    from runai_tui.knowledge.progress import TimeToTarget, TrainingProgress
+
+    out, records = reached
+    progress = TrainingProgress()
+    for line in (out / "metrics.jsonl").read_text().splitlines():
+        progress.feed(line)
+    (record,) = [r for r in records if r["kind"] == "target"]
+    assert progress.target is not None and progress.target.reached
+    assert progress.target.to_dict() == {
+        k: v for k, v in record.items() if k not in ("kind", "time", "epoch", "eval_seconds")
+    }
+    text = progress.target.text()
+    assert text.startswith(f"map50 {LOW_TARGET:g} reached at step {record['step']} after ")
+    assert f"({record['images']} images; evaluation " in text
+    run = json.loads((out / "run.json").read_text())
+    assert TimeToTarget.from_record(run["target"]) == progress.target
+
+
+@pytest.mark.slow
 def test_an_unreachable_target_says_not_reached(tmp_path, monkeypatch) -> None:
     records = tiny_run(
         tmp_path, monkeypatch, "--max-steps", "2", "--eval-every-steps", "1", "--target-map", "1",
@@ -77,6 +98,11 @@ def test_an_unreachable_target_says_not_reached(tmp_path, monkeypatch) -> None:
     assert run["target"]["status"] == target["status"] == "not reached"
     assert (target["metric"], target["target"], target["step"]) == ("map", 1.0, 2)
     assert target["value"] == max(r["map"] for r in evals)
+    from runai_tui.knowledge.progress import TimeToTarget
+
+    read = TimeToTarget.from_record(target)
+    assert read is not None and not read.reached
+    assert read.text().startswith("map 1 not reached: best ")
 
 
 def test_a_target_needs_evaluations_and_a_fraction(tmp_path) -> None:
