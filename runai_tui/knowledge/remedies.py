@@ -294,6 +294,7 @@ PROPOSALS: dict[str, Propose] = {
     "cuda-oom": _cuda_oom,
     "straggler": _exclude_node,
     "hang-rank": _exclude_node,
+    "wire-slow-pair": _exclude_node,  # the finding is on the pod of the suspect node
     "pending": _pending,
 }
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from runai_tui.knowledge.progress import parse_metric_line
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
-PAIR_FACTOR = 3.0  # a pair this many times slower than the median of the others is a slow link
+PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link
 MiB = 1 << 20
 
 
@@ -211,21 +211,22 @@ def below_link(check: WireCheck) -> str | None:
 
 def slow_pair(check: WireCheck) -> tuple[Pair, str, str] | None:
     """(the slowest pair, the node to suspect, evidence) when one pair is PAIR_FACTOR times
-    slower than the median of the others (three pairs or more), else None. The node: the one
-    the slow pairs share (a rank's link is in two pairs), else the pair's second."""
+    slower than the upper median of the others (three pairs or more: a slow node is in two of
+    three pairs, and the upper median of the other two is then the fast one), else None. The
+    node: the one the slow pairs share (a rank's link is in two pairs), else the pair's second."""
     if len(check.pairs) < 3:
         return None
     ordered = sorted(check.pairs, key=lambda p: p.gbs)
     slowest = ordered[0]
-    others = statistics.median(p.gbs for p in ordered[1:])
+    others = statistics.median_high(p.gbs for p in ordered[1:])
     if slowest.gbs * PAIR_FACTOR > others:
         return None
     slow = [p for p in check.pairs if p.gbs * PAIR_FACTOR <= others]
     shared = set(slow[0].nodes).intersection(*(set(p.nodes) for p in slow[1:]))
     node = shared.pop() if len(slow) > 1 and len(shared) == 1 else slowest.nodes[1]
     evidence = (
-        f"pair {slowest.text()}, {others / max(slowest.gbs, 1e-9):.1f}x slower than the median "
-        f"{others:g} GB/s of the other pairs"
+        f"pair {slowest.text()}, {others / max(slowest.gbs, 1e-9):.1f}x slower than the "
+        f"upper median {others:g} GB/s of the other pairs"
         + (f"; {len(slow)} slow pairs share node {node}" if len(slow) > 1 else "")
     )
     return slowest, node, evidence

@@ -283,6 +283,33 @@ CODES: dict[str, Code] = {
             "newest 6 records",
         ),
         Code(
+            "wire-slow",
+            WARNING,
+            NEVER,
+            "the wire check's all-reduce moved less than half of what the link the pods read "
+            "should carry (busbw against /sys/class/net/IF/speed, or the RDMA port's rate): "
+            "every step's gradient all-reduce pays for it",
+            "on TCP raise NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD (a `runai-tui burnin "
+            "--set env.NCCL_SOCKET_NTHREADS=4` run shows what moves more) and check "
+            "NCCL_SOCKET_IFNAME names the fast NIC; on RDMA check NET/IB is in use, "
+            "NCCL_IB_GID_INDEX, and PFC/ECN on the switch; the slowest pair names the link",
+            "all-reduce busbw 0.8 GB/s (6.4 Gb/s) at 138.8 MiB is 26% of the 25 Gb/s tcp link "
+            "the pods read (under 50%); slowest pair ranks 1-2 (pods j-worker-0 / j-worker-1, "
+            "nodes node-b / node-c): 0.9 GB/s",
+        ),
+        Code(
+            "wire-slow-pair",
+            WARNING,
+            REMEDY,
+            "one pair of neighbouring ranks moved data at least 3x slower than the other pairs "
+            "(their upper median) in the wire check: a slow link, NIC or node",
+            "check the named node's NIC and cable (link speed, errors: `runai-tui preflight JOB`) "
+            "and its switch port; resubmit off that node (exclude_node) until it is fixed",
+            "pair ranks 1-2 (pods j-worker-0 / j-worker-1, nodes node-b / node-c): 0.05 GB/s, "
+            "16.0x slower than the upper median 0.8 GB/s of the other pairs; 2 slow pairs share node "
+            "node-c",
+        ),
+        Code(
             "pod-lost",
             ERROR,
             RUN_AGAIN,

@@ -26,7 +26,7 @@ from runai_tui.knowledge.diagnose.nccl_net import (
     final_transport,
     init_devices,
 )
-from runai_tui.knowledge.diagnose.prefilter import newlines, pick_prefilter
+from runai_tui.knowledge.diagnose.prefilter import COMM_RECORD, newlines, pick_prefilter
 from runai_tui.knowledge.diagnose.records import (
     B_RECORD,
     RECORD_MARK,
@@ -42,6 +42,7 @@ FINDINGS_PER_CODE = 3  # findings kept per code per pod; the rest are only count
 LOG_HEADER = re.compile(r"[EWIF]\d{4} [\d:.]+ +\d+ \S+:\d+\] ")  # torch's glog-style prefix
 MAX_LINE_READ = 1 << 20  # a saved log's "line" longer than this is read in pieces
 LINE_BATCH_CHARS = 1 << 20  # streamed lines are examined in blocks of about this many characters
+COMM_MARK = COMM_RECORD.decode()
 SEEN_MAX, SEEN_LINE = 4096, 512  # recent short candidate lines whose codes are remembered
 
 
@@ -113,6 +114,7 @@ class PodDiagnoser:
         # torchrun's log header ("E1126 13:24:46.301000 14196 .../api.py:1008] ") of its exit
         # barrier's error: the traceback lines that carry it are that error's, not findings.
         self._exit_barrier_header: str | None = None
+        self.comm_record: tuple[int, str] | None = None  # the trainer's wire check: (line, text)
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -223,6 +225,7 @@ class PodDiagnoser:
         seen = self._seen.get(raw)
         if seen is None:
             other = b"NET/" in raw or b"Using network" in raw or b"NCCL_IB_" in raw
+            other = other or COMM_RECORD in raw
             if B_RECORD in raw and (b"NaN" in raw or b"Infinity" in raw):
                 other = True
             seen = (line_codes(decode(raw)), other)
@@ -279,6 +282,8 @@ class PodDiagnoser:
             self._network(number, line)
         if "NCCL_IB_" in line:
             self._settings(line)
+        if COMM_MARK in line:
+            self.comm_record = (number, line)  # the newest wire check (knowledge/wire.py)
         if RECORD_MARK in line and ("NaN" in line or "Infinity" in line):
             record = parse_metric_line(line)
             loss = record.get("loss") if record is not None else None

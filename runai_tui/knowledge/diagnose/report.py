@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.diagnose import detectors, lost, waiting
+from runai_tui.knowledge.diagnose import detectors, lost, waiting, wire_check
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
 from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding, one_per_fault
@@ -16,6 +16,8 @@ DETECTORS: tuple[Detector, ...] = (
     detectors.tcp_fallback,
     detectors.data_starved,
     detectors.straggler,
+    wire_check.wire_slow,
+    wire_check.wire_slow_pair,
     detectors.stalled,
     waiting.pending,
     lost.pod_lost,
