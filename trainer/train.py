@@ -2,7 +2,8 @@
 
 Imported only after the command line has been checked, so usage errors never wait for torch.
 `train` reads as the run's steps; each step is a function below it, in the same order, and the
-state they hand each other is `Run`.
+state they hand each other is `Run` (trainer/state.py): the fast-path choices come back as a
+record (`FastPath`), never written into the configuration, and the meters live on the `Run`.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     # Optimiser, schedule and gradient scaler.
     opt = build_optimizer(cfg, ctx, net, data, steps, path, log)
 
-    # Resume: model, optimiser, schedule, scaler, position and RNG, before anything is written.
+    # The run's state, and what measures it. Resume: model, optimiser, schedule, scaler,
+    # position and RNG, before anything is written.
     meters = Meters(ForwardClock(net.model_without_ddp), flops, data.inputs)
     run = Run(
         cfg, ctx, log, data, steps.total, path, net, opt, meters, open_metrics(cfg, ctx, log),
@@ -104,11 +106,13 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
         run.progress.global_step,
     )  # fmt: skip
 
-    # The loop. An epoch ends early only at --max-steps or on a stop request.
+    # The loop. An epoch ends early at --max-steps, on a stop request, or at the first evaluation
+    # that reaches --target-map.
     run.stop.install()
     outcome = train_epochs(run)
 
-    # The end: a final checkpoint and evaluation, or a checkpoint to resume from after a stop.
+    # The end: a final checkpoint and evaluation (and the target's record when it was not
+    # reached), or a checkpoint to resume from after a stop.
     if outcome == "stopped":
         return stop_preempted(run)
     return finish(run)
@@ -449,6 +453,7 @@ def train_epochs(run: Run) -> str:
     every --eval-every-steps steps; returns the last epoch's outcome ("stopped" on a stop
     request, "target" once an evaluation reached --target-map)."""
     cfg, progress, feed, val_set = run.cfg, run.progress, run.data.feed, run.data.val_set
+    checkpoint_now = functools.partial(save, run)
     outcome = "epoch_end"
     while progress.epoch < cfg.epochs and progress.global_step < run.total_steps:
         batches = iter(feed.epoch_batches(progress.epoch, progress.step_in_epoch))
@@ -456,12 +461,10 @@ def train_epochs(run: Run) -> str:
             f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of "
             f"{feed.steps(progress.epoch)}"
         )
-        outcome = train_one_epoch(run, batches, functools.partial(save, run))
+        outcome = train_one_epoch(run, batches, checkpoint_now)
         while outcome == "evaluate":  # --eval-every-steps: then on with the same batches
             reached = evaluate_for_target(run)
-            outcome = (
-                "target" if reached else train_one_epoch(run, batches, functools.partial(save, run))
-            )
+            outcome = "target" if reached else train_one_epoch(run, batches, checkpoint_now)
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
             # end them now, not when the generator is collected, so evaluation does not fork its
