@@ -384,6 +384,17 @@ class RunaiTuiApp(App[int]):
         if after is not None:
             after()
 
+    def show_submitted(self, name: str | None) -> None:
+        """After a submit form (new, from a profile, or a resubmit from any screen): back on the
+        jobs table, `name` selected once the table has it."""
+        if not name:
+            return
+        self.select_after_refresh = name
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, JobsScreen):
+            self.pop_screen()
+        if isinstance(self.screen, JobsScreen):
+            self.screen.refresh_jobs()
+
 
 # The screens reach the app through TuiHost; mypy checks here that the app is one.
 _HOST: type[TuiHost] = RunaiTuiApp

@@ -80,6 +80,8 @@ class TuiHost(Protocol):
         self, job: str, pod: str | None, after: Callable[[], object] | None = None
     ) -> None: ...
 
+    def show_submitted(self, name: str | None) -> None: ...
+
 
 class AppScreen(Screen[Result]):
     """A screen with the shared StatusHeader."""

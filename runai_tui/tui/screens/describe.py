@@ -27,7 +27,6 @@ from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.screens.logs import LogsScreen
 from runai_tui.tui.screens.preflight import PreflightScreen
-from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
@@ -302,20 +301,9 @@ class DescribeScreen(AppScreen[None]):
     @work(exclusive=True, group="describe-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self) -> None:
         # on demand: the remedies screen loads resubmit (docs/performance.md)
-        from runai_tui.tui.screens.remedies import plan_for_form
+        from runai_tui.tui.screens.remedies import open_resubmit_form
 
-        planned = await plan_for_form(self, self.job.name)
-        if planned is not None:
-            self.app.push_screen(SubmitScreen(resubmit=planned), self._resubmitted)
-
-    def _resubmitted(self, name: str | None) -> None:
-        """Back on the jobs table with the new job selected."""
-        if name:
-            self.tui.select_after_refresh = name
-            self.dismiss()
-            refresh = getattr(self.app.screen, "refresh_jobs", None)
-            if refresh is not None:
-                refresh()
+        await open_resubmit_form(self, self.job.name)
 
     def action_back(self) -> None:
         self.dismiss()

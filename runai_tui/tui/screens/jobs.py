@@ -430,7 +430,7 @@ class JobsScreen(AppScreen[None]):
         # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.submit import SubmitScreen
 
-        self.app.push_screen(SubmitScreen(), self._submitted)
+        self.app.push_screen(SubmitScreen(), self.tui.show_submitted)
 
     def action_resubmit(self) -> None:
         """The submit form filled from the selected job's submission, remedies applied."""
@@ -441,23 +441,15 @@ class JobsScreen(AppScreen[None]):
     @work(exclusive=True, group="jobs-resubmit", exit_on_error=False)
     async def _open_resubmit_form(self, name: str) -> None:
         # off the first paint (docs/performance.md)
-        from runai_tui.tui.screens.remedies import plan_for_form
-        from runai_tui.tui.screens.submit import SubmitScreen
+        from runai_tui.tui.screens.remedies import open_resubmit_form
 
-        planned = await plan_for_form(self, name)
-        if planned is not None:
-            self.app.push_screen(SubmitScreen(resubmit=planned), self._submitted)
-
-    def _submitted(self, name: str | None) -> None:
-        if name:
-            self.tui.select_after_refresh = name
-            self.refresh_jobs()
+        await open_resubmit_form(self, name)
 
     def action_profiles(self) -> None:
         # off the first paint (docs/performance.md)
         from runai_tui.tui.screens.profiles import ProfilesScreen
 
-        self.app.push_screen(ProfilesScreen(), self._submitted)
+        self.app.push_screen(ProfilesScreen(), self.tui.show_submitted)
 
     # -- filter ----------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from textual.widgets import Static
 from runai_tui import resubmit
 from runai_tui.errors import Failure
 from runai_tui.text import literal
+from runai_tui.tui.screens.submit import SubmitScreen
 
 if TYPE_CHECKING:
     from runai_tui.resubmit import Plan
@@ -42,6 +43,15 @@ async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:
         tui.report_error(error)
         return None
     return planned
+
+
+async def open_resubmit_form(screen: AppScreen[Any], job: str) -> None:
+    """The resubmit form of `job` (`R` on the jobs table, the describe screen and the remedies):
+    the submit form filled by plan_for_form; a job it submits is shown selected on the jobs
+    table."""
+    planned = await plan_for_form(screen, job)
+    if planned is not None:
+        screen.app.push_screen(SubmitScreen(resubmit=planned), screen.tui.show_submitted)
 
 
 class RemediesScreen(ModalScreen[bool]):
