@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -139,3 +141,18 @@ def test_the_bundle_redacts_every_value_the_record_redacts() -> None:
     assert secrets == {"hf_abcdef123", "wandb-key-42", "aws-xyz"}
     text = "login with hf_abcdef123 then wandb-key-42"
     assert submission_record.redact(text, secrets) == "login with <redacted> then <redacted>"
+
+
+def test_watch_report_and_bundle_import_neither_textual_nor_torch(tmp_path: Path) -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "from runai_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['--backend', 'local', 'report', '--since', '1h']) == 0\n"
+        "    assert main(['--backend', 'local', 'watch', 'nope', '--recover']) == 2\n"
+        f"    assert main(['--backend', 'local', 'bundle', 'nope', '-o', '{tmp_path}/b.tgz']) == 2\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
