@@ -35,6 +35,7 @@ the CPU speed options win here (bf16 needs avx512_bf16/AMX to be worth it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -64,8 +65,9 @@ REFERENCE_FILES = (
 )
 
 WRAPPER = """
-import functools, runpy, sys, types
+import functools, json, os, runpy, sys, types
 import torch
+import torchvision
 import torchvision.models.detection as detection
 # Compatibility only: stored coco_eval.py versions import torch._six (removed in torch 2.0) for
 # string_classes, used only when evaluating from a results file; give it the old value.
@@ -74,9 +76,17 @@ try:
 except ImportError:
     sys.modules["torch._six"] = torch._six = types.ModuleType("torch._six")
     torch._six.string_classes = (str, bytes)
-# Same model as ours: random weights, no ImageNet download for the backbone.
+# Same model as ours: random weights, no ImageNet download for the backbone. Other builder
+# arguments (a resize other than 800/1333, a score threshold) only where the environment's
+# REFERENCE_MODEL_KWARGS (JSON) asks, for tiny checks on a CPU (train.py has no flag for them):
+# through the builders and torchvision.models.get_model, which newer train.py versions call.
+extra = json.loads(os.environ.get("REFERENCE_MODEL_KWARGS") or "{}")
 for name in ("retinanet_resnet50_fpn_v2", "retinanet_resnet50_fpn"):
-    setattr(detection, name, functools.partial(getattr(detection, name), weights_backbone=None))
+    setattr(detection, name, functools.partial(getattr(detection, name), weights_backbone=None,
+                                               **extra))
+if extra and hasattr(torchvision.models, "get_model"):
+    get_model = torchvision.models.get_model
+    torchvision.models.get_model = lambda name, **config: get_model(name, **{**extra, **config})
 reference = sys.argv[1]
 sys.path.insert(0, reference)
 sys.argv = [reference + "/train.py", *sys.argv[2:]]
@@ -182,14 +192,20 @@ def timed_iterations(
             base = max(steady_from - 2, recompiles[-1][0] if recompiles else 0)
             if len(stamps) >= iterations and len(stamps) - 1 - base >= window:
                 break
-    if proc.poll() is None:
+    # No proc.poll() first: it would reap a child that has already exited, and wait4 (the
+    # only way to its peak RSS) would then raise ChildProcessError, hiding the child's output.
+    with contextlib.suppress(ProcessLookupError):  # the group: loader workers too
         os.killpg(proc.pid, signal.SIGKILL)
-    _, _, usage = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     proc.stdout.close()
     base = max(steady_from - 2, recompiles[-1][0] if recompiles else 0)
     if len(stamps) < iterations or len(stamps) - 1 - base < 2:
         text = b"".join(tail).decode(errors="replace")
-        raise RuntimeError(f"{argv[1]}: {len(stamps)} of {iterations} iterations:\n{text}")
+        raise RuntimeError(
+            f"{argv[1]}: exit {proc.returncode}, {len(stamps)} of {iterations} iterations; "
+            f"its last lines:\n{text}"
+        )
     steady = (stamps[-1] - stamps[base]) / (len(stamps) - 1 - base)
     cpu_steady = (cpu[-1] - cpu[base]) / (len(cpu) - 1 - base)
     return {
