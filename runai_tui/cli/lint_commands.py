@@ -15,9 +15,9 @@ from runai_tui.cli.common import (
     print_json,
 )
 from runai_tui.errors import Failure, UsageError
-from runai_tui.knowledge.checks import exit_code, finding_dict, finding_line, lint
+from runai_tui.knowledge.checks import exit_code, finding_line, lint
 from runai_tui.knowledge.plan import make_plan, measure
-from runai_tui.knowledge.remedies import attach, remedy_dict, remedy_line
+from runai_tui.knowledge.remedies import attach, remedy_line
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
@@ -68,16 +68,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     found = []
     for label, profile in loaded:
         findings = lint(profile)
-        attach(findings, profile)
+        attach(findings, profile, from_fix=True)  # a fix that is an override is the remedy
         found += [(label, finding) for finding in findings]
     if args.json:
         print_json(
-            {
-                "findings": [
-                    {**finding_dict(label, finding), "remedy": remedy_dict(finding)}
-                    for label, finding in found
-                ]
-            }
+            {"findings": [{"profile": label, **finding.to_dict()} for label, finding in found]}
         )
     else:
         for label, finding in found:

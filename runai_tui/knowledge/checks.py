@@ -29,18 +29,6 @@ MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 POD_INTERFACES = ("eth", "lo")
 
 
-def finding_dict(profile: str, finding: Finding) -> dict[str, str]:
-    """A lint finding as `lint --json` gives it."""
-    return {
-        "profile": profile,
-        "code": finding.code,
-        "severity": finding.severity,
-        "field": finding.field,
-        "message": finding.message,
-        "fix": finding.fix,
-    }
-
-
 def finding_line(profile: str, finding: Finding) -> str:
     """`PROFILE: severity: code: field: message (fix: ...)` (lint's text output)."""
     return (

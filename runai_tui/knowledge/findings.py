@@ -4,9 +4,9 @@ A finding says what is wrong (`message`), how bad it is (`severity`: error, warn
 and what to change (`fix`), under a stable `code`. Where it was found depends on who found it:
 lint names the profile `field`, diagnose the `pod`, the log `line` and its text (`evidence`),
 preflight the `pod` (and marks a check that passed `ok`). A finding may carry a `remedy`: the
-profile overrides that fix it (knowledge/remedies.py computes and validates them). Each of them turns findings into its
-own JSON and text (checks.py, diagnose/render.py, preflight.py): those formats are pinned by
-tests and do not change with this shape.
+profile overrides that fix it (knowledge/remedies.py computes and validates them). Its JSON is
+one shape everywhere (`to_dict`); each of them prints its own text (checks.py,
+diagnose/render.py, preflight.py).
 
 One finding per fault: the same code with the same fix on several pods is one finding that
 names them (`pods`), with the first one's evidence (`one_per_fault`; diagnose, preflight, the
@@ -61,6 +61,24 @@ class Finding:
     def all_pods(self) -> list[str]:
         """Every pod the finding is about: `pods` when grouped, else `pod` (none: a job's)."""
         return list(self.pods) if self.pods else [self.pod] if self.pod else []
+
+    def to_dict(self) -> dict[str, object]:
+        """The one JSON shape of a finding, in `lint`, `diagnose` and `preflight --json`
+        (docs/health.md, "A finding in JSON"): every key always there, `remedy` an object or
+        null."""
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "fix": self.fix,
+            "field": self.field,
+            "pod": self.pod,
+            "pods": self.all_pods,
+            "line": self.line,
+            "evidence": self.evidence,
+            "ok": self.ok,
+            "remedy": self.remedy.to_dict() if self.remedy is not None else None,
+        }
 
 
 # `fix` texts that more than one of lint, diagnose and preflight give: each is written here once,

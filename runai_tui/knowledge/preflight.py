@@ -11,7 +11,7 @@ the same way on every pod are given once, naming the pods.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
@@ -118,14 +118,11 @@ def status(item: Finding) -> str:
     return FAIL if item.severity == ERROR else SKIP
 
 
-def item_dict(item: Finding, remedy: Remedy | None = None) -> dict[str, str]:
-    """A checklist item as `preflight --json` gives it; `remedy`: its fault's, when the remedy
-    was attached to the fault (Preflight.faults) rather than to the item."""
-    found = {"check": item.code, "status": status(item), "reason": item.message, "fix": item.fix}
-    remedy = remedy or item.remedy
-    if remedy is not None:  # the overrides that fix it (knowledge/remedies.py)
-        found["remedy"] = " ".join(remedy.sets)
-    return found
+def item_dict(item: Finding, remedy: Remedy | None = None) -> dict[str, object]:
+    """A checklist item as `preflight --json` gives it: its status, then the finding's one
+    shape (Finding.to_dict); `remedy`: its fault's, when the remedy was attached to the fault
+    (Preflight.faults) rather than to the item."""
+    return {"status": status(item), **replace(item, remedy=remedy or item.remedy).to_dict()}
 
 
 @dataclass
@@ -148,17 +145,6 @@ class PodChecklist:
         given = remedies or {}
         items = [item_dict(i, given.get((i.code, i.fix, self.pod))) for i in self.items]
         return {"pod": self.pod, "items": items}
-
-
-def fault_dict(fault: Finding) -> dict[str, object]:
-    """A fault (a check failed on one pod or more) as `preflight --json` gives it."""
-    return {
-        "check": fault.code,
-        "pods": fault.all_pods,
-        "reason": fault.message,  # the first pod's
-        "fix": fault.fix,
-        "remedy": fault.remedy.to_dict() if fault.remedy is not None else None,
-    }
 
 
 @dataclass
@@ -189,7 +175,7 @@ class Preflight:
         }
         return {
             "pods": [p.to_dict(remedies) for p in self.pods],
-            "faults": [fault_dict(f) for f in self.faults()],
+            "faults": [f.to_dict() for f in self.faults()],  # `message`: the first pod's
         }
 
 

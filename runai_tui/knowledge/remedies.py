@@ -295,8 +295,28 @@ PROPOSALS: dict[str, Propose] = {
     "straggler": _exclude_node,
     "hang-rank": _exclude_node,
     "wire-slow-pair": _exclude_node,  # the finding is on the pod of the suspect node
+    **dict.fromkeys(("gpu-ecc", "gpu-pending", "gpu-throttled", "gpu-xid"), _exclude_node),
     "pending": _pending,
 }
+
+
+# `--set FIELD=VALUE`, as a fix text writes an override (in backquotes or not).
+FIX_SET = re.compile(r"--set[ =]([\w.\-]+=[^\s`,;()]*)")
+
+
+def fix_overrides(finding: Finding) -> Remedy | None:
+    """The override a finding's fix writes out, as its remedy: the first `--set FIELD=VALUE` of
+    the fix and those that follow it directly (`--set A=1 --set B=2`); an alternative after
+    `or` is not taken. None when the fix writes none."""
+    first = FIX_SET.search(finding.fix)
+    if first is None:
+        return None
+    sets, at = [first.group(1)], first.end()
+    while (more := FIX_SET.match(finding.fix, at + 1)) and finding.fix[at] == " ":
+        sets.append(more.group(1))
+        at = more.end()
+    why = finding.fix[: first.start()].strip(" `:(,") or f"the fix of {finding.code}"
+    return Remedy(tuple(sets), why)
 
 
 def propose(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
@@ -315,12 +335,22 @@ def validate(remedy: Remedy, profile: Profile) -> bool:
     return changed.data != profile.data
 
 
-def attach(findings: Iterable[Finding], profile: Profile, context: Context | None = None) -> int:
-    """Give each finding its remedy where one validates; returns how many got one."""
+def attach(
+    findings: Iterable[Finding],
+    profile: Profile,
+    context: Context | None = None,
+    from_fix: bool = False,
+) -> int:
+    """Give each finding its remedy where one validates; returns how many got one. `from_fix`
+    (lint's profile findings): a code no proposal knows gets the override its fix writes out
+    (`write the unit: --set memory.request=3846Mi`); diagnose's codes say in their table
+    whether they have a remedy, so theirs come from PROPOSALS alone."""
     context = context or Context()
     count = 0
     for finding in findings:
         remedy = propose(finding, profile, context)
+        if from_fix and finding.code not in PROPOSALS:
+            remedy = fix_overrides(finding)
         finding.remedy = remedy if remedy is not None and validate(remedy, profile) else None
         count += finding.remedy is not None
     return count
@@ -336,11 +366,6 @@ def remedy_line(remedy: Remedy) -> str:
 
     words = " ".join(shlex.quote(w) for w in set_words(remedy.sets))
     return f"remedy: {words}" + (f"  ({remedy.why})" if remedy.why else "")
-
-
-def remedy_dict(finding: Finding) -> dict[str, object] | None:
-    """A finding's remedy in JSON (`{"set": [...], "why": ...}`), None when it has none."""
-    return finding.remedy.to_dict() if finding.remedy is not None else None
 
 
 def overrides(findings: Iterable[Finding]) -> list[tuple[str, Finding]]:

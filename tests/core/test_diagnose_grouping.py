@@ -88,12 +88,16 @@ def test_preflight_gives_a_fault_on_every_pod_once_with_its_fix_and_remedy() -> 
     assert "FAIL  socket-ifname NCCL_SOCKET_IFNAME=" in text
     assert "FAIL  socket-ifname j-master-0, j-worker-0\n" in text
     doc = report.to_dict()
-    assert [(f["check"], f["pods"]) for f in doc["faults"]] == [
+    assert [(f["code"], f["pods"]) for f in doc["faults"]] == [
         ("shm", ["j-master-0", "j-worker-0"]),
         ("socket-ifname", ["j-master-0", "j-worker-0"]),
     ]
     assert doc["faults"][0]["remedy"]["set"] == ["large_shm=true"]
     # Each pod's failed item shows its fault's remedy, the same one.
     for pod in doc["pods"]:
-        remedies = {i["check"]: i.get("remedy") for i in pod["items"] if i["status"] == "fail"}
-        assert remedies == {"shm": "large_shm=true", "socket-ifname": "env.NCCL_SOCKET_IFNAME=eth0"}
+        remedies = {i["code"]: i["remedy"]["set"] for i in pod["items"] if i["status"] == "fail"}
+        assert remedies == {
+            "shm": ["large_shm=true"],
+            "socket-ifname": ["env.NCCL_SOCKET_IFNAME=eth0"],
+        }
+        assert all(i["remedy"] is None for i in pod["items"] if i["status"] != "fail")

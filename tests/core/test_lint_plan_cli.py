@@ -11,7 +11,9 @@ from tests.core.test_cli import run, user_profile
 from tests.fakes import fake_runai, rule
 
 LINE = re.compile(r"^[\w.-]+: (error|warning|info): [a-z-]+: [\w./-]+: .+ \(fix: .+\)$")
-FINDING_KEYS = {"profile", "code", "severity", "field", "message", "fix", "remedy"}
+# The one shape of a finding (Finding.to_dict), with the profile it is about.
+FINDING_KEYS = {"profile", "code", "severity", "message", "fix", "field", "pod", "pods", "line",
+                "evidence", "ok", "remedy"}  # fmt: skip
 PLAN_KEYS = {
     "pods",
     "processes_per_pod",
@@ -41,7 +43,7 @@ command: [sh, job.sh]
 def test_lint_every_profile_text_format_and_exit_1() -> None:
     out = run("lint")
     assert out.returncode == 1, out.stderr
-    lines = out.stdout.splitlines()
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("  remedy: ")]
     assert lines and all(LINE.match(line) for line in lines), lines
     tcp = [line for line in lines if line.startswith("retinanet-tcp: ")]
     assert tcp[0] == (
@@ -74,7 +76,10 @@ def test_lint_exit_0_with_only_infos_and_by_path(tmp_path: Path) -> None:
     out = run("lint", "quiet")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        line for line in out.stdout.splitlines() if ": info: nccl-debug-info: " in line
+        "quiet: info: nccl-debug-info: env.NCCL_DEBUG: NCCL_DEBUG=INFO: right for a first run "
+        "(it shows NET/IB or NET/Socket), noisy in production (fix: once the transport is "
+        "confirmed: --set env.NCCL_DEBUG=WARN)",
+        "  remedy: --set env.NCCL_DEBUG=WARN  (once the transport is confirmed)",
     ]
     path = tmp_path / "elsewhere.yaml"
     path.write_text(QUIET)
@@ -217,4 +222,10 @@ def test_lint_offers_a_remedy_under_a_finding_that_has_one() -> None:
     data = json.loads(run("lint", "retinanet-tcp", "--set", "large_shm=false", "--json").stdout)
     remedies = {f["code"]: f["remedy"] for f in data["findings"]}
     assert remedies["shm-loader-workers"]["set"] == ["large_shm=true"]
-    assert remedies["memory-unit"] is None
+    # A fix that is an override is the finding's remedy, an object as every other remedy.
+    unit = next(f for f in data["findings"] if f["code"] == "memory-unit")
+    assert unit["fix"].startswith("write the unit: --set memory.request=3846Mi")
+    assert unit["remedy"] == {"set": ["memory.request=3846Mi"], "why": "write the unit"}
+    at = lines.index(next(line for line in lines if ": memory-unit: memory.request" in line))
+    assert lines[at + 1] == "  remedy: --set memory.request=3846Mi  (write the unit)"
+    assert remedies["cuda-visible-devices"] is None  # its fix deletes a key: no override

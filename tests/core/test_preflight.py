@@ -104,6 +104,8 @@ RDMA_POD = {
     "python": "3.12.3",
     "torch": "2.14.1",
     "master": "open 10.0.0.1",
+    "smi": "|GPU 00000000:07:00.0",  # nvidia-smi -q: one GPU, nothing wrong (test_gpu_health.py)
+    "kernel_log": "ok",
 }
 
 
@@ -162,8 +164,13 @@ def test_failed_checks_carry_remedies_against_the_submitted_profile() -> None:
     result = checklist("p", facts(**{**RDMA_POD, "netifs": "eth0 lo", "shm_kb": "65536"}))
     failed = [i for i in result.items if status(i) == FAIL]
     attach(failed, profile)
-    remedies = {i.code: item_dict(i).get("remedy") for i in failed}
-    assert remedies == {"shm": "large_shm=true", "socket-ifname": "env.NCCL_SOCKET_IFNAME=eth0"}
+    remedies = {i.code: item_dict(i)["remedy"] for i in failed}
+    assert {code: remedy["set"] for code, remedy in remedies.items()} == {
+        "shm": ["large_shm=true"],
+        "socket-ifname": ["env.NCCL_SOCKET_IFNAME=eth0"],
+    }
+    item = item_dict(failed[0])
+    assert item == {"status": "fail", **failed[0].to_dict()}  # the one shape, and its status
     text = render_text(Preflight([result]))
     assert (
         "remedy: --set env.NCCL_SOCKET_IFNAME=eth0  (NCCL_SOCKET_IFNAME names eth0, an "

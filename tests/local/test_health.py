@@ -51,7 +51,7 @@ def test_preflight_and_diagnose_on_a_real_local_job(probe_job: str) -> None:
     doc = json.loads(res.stdout)
     assert [p["pod"] for p in doc["pods"]] == ["probe-master-0", "probe-worker-0"]
     for pod in doc["pods"]:
-        status = {i["check"]: i["status"] for i in pod["items"]}
+        status = {i["code"]: i["status"] for i in pod["items"]}
         # The local cluster has no IB and no GPU: those items are skipped and say why.
         assert status == {
             "memlock": "skip",
@@ -63,8 +63,10 @@ def test_preflight_and_diagnose_on_a_real_local_job(probe_job: str) -> None:
             "master": "pass",
             "python": "pass",
             "torch": "pass",
+            "gpu-health": "skip",  # no nvidia-smi here
+            "gpu-xid": status["gpu-xid"],  # pass where dmesg is readable, else skip
         }
-        reasons = {i["check"]: i["reason"] for i in pod["items"]}
+        reasons = {i["code"]: i["message"] for i in pod["items"]}
         assert "IB is not in use" in reasons["memlock"]
         assert reasons["nccl-env"] == "NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=lo"
         assert "answers" in reasons["master"]
@@ -88,7 +90,7 @@ def test_preflight_and_diagnose_on_a_real_local_job(probe_job: str) -> None:
     assert "FAIL  socket-ifname probe-bad-master-0, probe-bad-worker-0\n" in res.stdout
     assert res.stdout.count("fix: check the Multus network annotation") == 1
     faults = json.loads(tui("preflight", "probe-bad", "--json").stdout)["faults"]
-    assert [f["pods"] for f in faults if f["check"] == "socket-ifname"] == [
+    assert [f["pods"] for f in faults if f["code"] == "socket-ifname"] == [
         ["probe-bad-master-0", "probe-bad-worker-0"]
     ]  # (shm too, on a machine whose /dev/shm is under 1 GiB)
     res = tui("preflight", "probe", "--pod", "nope")

@@ -50,23 +50,8 @@ class Diagnosis:
         """`diagnose --json`: {"pods": [...], "findings": [...]}."""
         return {
             "pods": [p.to_dict() for p in self.pods],
-            "findings": [finding_dict(f) for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
         }
-
-
-def finding_dict(f: Finding) -> dict[str, object]:
-    """A finding as `diagnose --json` gives it."""
-    return {
-        "code": f.code,
-        "severity": f.severity,
-        "pod": f.pod,
-        "pods": f.all_pods,  # every pod with this fault (one_per_fault), `pod` first
-        "line": f.line,
-        "evidence": f.evidence,
-        "message": f.message,
-        "fix": f.fix,
-        "remedy": f.remedy.to_dict() if f.remedy is not None else None,
-    }
 
 
 def combine(
