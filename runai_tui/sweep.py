@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui import submission_record
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
 from runai_tui.knowledge.trainer_facts import read_trainer_args
@@ -35,7 +34,7 @@ from runai_tui.runai import runner
 from runai_tui.trainer_flags import FIELD, setting_key
 
 if TYPE_CHECKING:
-    from runai_tui.models import Job, JobDetail
+    from runai_tui.models import Job
     from runai_tui.profiles import Profile
     from runai_tui.runai.client import RunaiClient
 
@@ -176,17 +175,6 @@ def id_prefix(sweep: str) -> str:
     return m.group(1)
 
 
-def record_of(detail: JobDetail) -> submission_record.Record | None:
-    """The job's submission record, or None when it has none or an unreadable one."""
-    return read_submission(detail).decoded_record()
-
-
-def sweep_of(detail: JobDetail) -> str | None:
-    """The ID of the sweep the described job belongs to, or None."""
-    record = record_of(detail)
-    return record.sweep if record is not None else None
-
-
 def _index(prefix: str, name: str) -> int | None:
     head, dash, tail = name.rpartition("-")
     return int(tail) if dash and head == prefix and tail.isdigit() else None
@@ -212,10 +200,19 @@ async def asweep_jobs(
                 detail = await client.adescribe(name)
             except RunaiError:  # deleted between the list and now
                 return False
-        return sweep_of(detail) == sweep
+        return read_submission(detail).sweep_of()[0] == sweep
 
     kept = await asyncio.gather(*(belongs(name) for _, name in found))
     return [name for (_, name), keep in zip(found, kept, strict=True) if keep]
+
+
+async def asweep_of_job(
+    client: RunaiClient, name: str, jobs: Sequence[Job] | None = None
+) -> tuple[str | None, list[str]]:
+    """The sweep job `name` belongs to (its record says which) and the sweep's jobs
+    (asweep_jobs); (None, []) for a job of no sweep. RunaiError for an unknown job."""
+    sweep, _ = read_submission(await client.adescribe(name)).sweep_of()
+    return sweep, [] if sweep is None else await asweep_jobs(client, sweep, jobs)
 
 
 def sweep_jobs(client: RunaiClient, sweep: str, jobs: Sequence[Job] | None = None) -> list[str]:

@@ -8,14 +8,13 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge import run_sources
 from runai_tui.knowledge.compare import RunSide, render_table, run_table
 from runai_tui.runai import runner
-from runai_tui.runai.client import Forwarding
+from runai_tui.runai.client import Forwarding, RunaiClient
 from runai_tui.sweep import sweep_jobs
 from runai_tui.text import literal
 
@@ -102,17 +101,17 @@ def _run_dir(text: str) -> RunSide:
     return run_sources.read_run_dir(path)
 
 
-def _sides(args: argparse.Namespace, names: list[str], client: Any) -> list[RunSide]:
+def _sides(args: argparse.Namespace, names: list[str], client: RunaiClient | None) -> list[RunSide]:
     """Every run's side, in the order given: the run directories read here, the jobs together
-    (run_sources.gather_jobs)."""
+    (run_sources.gather_jobs; `client` is None when every run is a directory)."""
     dirs = {text: _run_dir(text) for text in names if _is_dir(text, args.run_dir)}
     jobs = [text for text in names if text not in dirs]
-    gathered = runner.run_sync(run_sources.gather_jobs(client, jobs)) if jobs else []
+    gathered = runner.run_sync(run_sources.gather_jobs(client, jobs)) if client and jobs else []
     by_job = dict(zip(jobs, gathered, strict=True))
     return [dirs[text] if text in dirs else by_job[text] for text in names]
 
 
-def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
+def _compare_names(args: argparse.Namespace, client: RunaiClient | None) -> list[str]:
     """The runs to compare: those given, or a sweep's jobs. Fewer than two, a name given twice,
     or a sweep with runs besides it is a usage error."""
     if args.sweep is not None:
@@ -122,7 +121,7 @@ def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
                 f"compare the sweep alone (runai-tui compare --sweep {args.sweep}) or name "
                 "every run",
             )
-        return sweep_job_names(client, args.sweep)
+        return sweep_job_names(client or client_for(args), args.sweep)
     if len(args.runs) < 2:
         raise UsageError(
             f"compare needs two or more runs, got {len(args.runs)}",
@@ -134,7 +133,7 @@ def _compare_names(args: argparse.Namespace, client: Any) -> list[str]:
     return list(args.runs)
 
 
-def sweep_job_names(client: Any, sweep: str) -> list[str]:
+def sweep_job_names(client: RunaiClient, sweep: str) -> list[str]:
     """The jobs of a sweep, by the sweep ID in their submission records. Fewer than two left is
     the cluster's state, not the command's fault (exit 1, as for an unknown job); a malformed ID
     is a usage error (sweep_jobs says so)."""

@@ -4,7 +4,7 @@ preflight). Pure functions over profiles, records and log lines; no UI."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from runai_tui.errors import ErrorKind, RunaiError
@@ -23,6 +23,25 @@ class ExecSource(Protocol):
     async def aexec_output(
         self, name: str, pod: str | None, command: Sequence[str], timeout: float | None = None
     ) -> str: ...
+
+
+class RunsHere(Protocol):
+    """Whether a backend's pods run on this machine (the local cluster's do)."""
+
+    @property
+    def is_local(self) -> bool: ...
+
+
+class JobSource(ExecSource, Protocol):
+    """What compare's read of a job needs of the client (knowledge/run_sources.py): describe,
+    a command in the master, the master's log read once, and where the pods run."""
+
+    @property
+    def backend(self) -> RunsHere: ...
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncGenerator[str, None]: ...
 
 
 def pods_to_probe(detail: JobDetail, pod: str | None) -> list[Pod]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError
+from runai_tui.knowledge import JobSource
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.progress import parse_metric_line
 from runai_tui.knowledge.submitted import JobSubmission, read_submission
@@ -72,24 +73,13 @@ def output_dir(found: JobSubmission, argv: list[str] | None) -> str:
     return os.path.join(base, where) if base and not os.path.isabs(where) else where
 
 
-def sweep_of(found: JobSubmission) -> tuple[str | None, dict[str, str]]:
-    """A sweep's job's sweep ID and combination of the grid (FIELD -> VALUE), from its
-    submission record: the N-way table's title and first rows. (None, {}) for a job of no sweep,
-    or a record that cannot be read (compare then shows the settings that differ, as for any
-    job)."""
-    record = found.decoded_record()
-    if record is None:
-        return None, {}
-    return record.sweep, dict(record.values)
-
-
-async def gather_job(client: Any, name: str) -> RunSide:
+async def gather_job(client: JobSource, name: str) -> RunSide:
     """A job's side: describe, the master's log, and run.json where it can be reached.
     An unknown job raises RunaiError (not found)."""
     detail = await client.adescribe(name)
     found = read_submission(detail)
     side = RunSide(label=name)
-    side.sweep, side.values = sweep_of(found)
+    side.sweep, side.values = found.sweep_of()  # the N-way table's title and first rows
     side.argv, side.argv_source = found.shown_argv()
     if side.argv is None:
         side.lacks.append("the submission (describe shows neither a submit argv nor a command)")
@@ -131,7 +121,7 @@ async def gather_job(client: Any, name: str) -> RunSide:
 GATHER_AT_ONCE = 8
 
 
-async def gather_jobs(client: Any, names: list[str]) -> list[RunSide]:
+async def gather_jobs(client: JobSource, names: list[str]) -> list[RunSide]:
     """Many jobs' sides, in the order given, GATHER_AT_ONCE read at a time: N jobs take about
     as long as the slowest few, not the sum (benchmarks/compare_gather.py). An unknown job
     raises RunaiError, as gather_job does, once the other reads are cancelled and ended."""

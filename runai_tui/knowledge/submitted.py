@@ -94,6 +94,15 @@ class JobSubmission:
         except ValueError:
             return None
 
+    def sweep_of(self) -> tuple[str | None, dict[str, str]]:
+        """The ID of the sweep the job belongs to and its combination of the grid (FIELD ->
+        VALUE), from its submission record; (None, {}) for a job of no sweep, or a record that
+        cannot be read."""
+        record = self.decoded_record()
+        if record is None or record.sweep is None:
+            return None, {}
+        return record.sweep, dict(record.values)
+
     def rebuild(self) -> Submitted:
         """The profile the job was submitted with; RuntimeFailure (one line) says what cannot be
         known."""

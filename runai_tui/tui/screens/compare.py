@@ -155,6 +155,8 @@ class CompareScreen(ModalScreen[None]):
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def gather(self) -> None:
         status = self.query_one("#compare-status", Static)
+        if self.client is None:  # given the sides (run directories): nothing to read
+            return
         try:
             sides = await gather_jobs(self.client, self.jobs)
         except Failure as error:

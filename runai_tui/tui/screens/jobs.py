@@ -345,15 +345,11 @@ class JobsScreen(AppScreen[None]):
         """Mark every job of the sweep `name` belongs to (its record says which), through the
         one lookup `list/delete/wait --sweep` use."""
         # off the first paint (docs/performance.md)
-        from runai_tui.sweep import asweep_jobs, sweep_of
+        from runai_tui.sweep import asweep_of_job
 
         try:
-            found = sweep_of(await self.tui.client.adescribe(name))
-            names = (
-                []
-                if found is None
-                else await asweep_jobs(self.tui.client, found, list(self.table.jobs.values()))
-            )
+            jobs = list(self.table.jobs.values())
+            found, names = await asweep_of_job(self.tui.client, name, jobs)
         except Failure as exc:  # a runai error, a timeout, an ID this version cannot read
             self.notify(exc.message, severity="error", markup=False)
             return
