@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from runai_tui import __version__
-from runai_tui.cli.common import Parser, runai_cli_for, settings_for
+from runai_tui.cli.common import Parser, print_error, print_failure, runai_cli_for, settings_for
 from runai_tui.errors import Failure, UsageError
 
 
@@ -238,12 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.cmd = tail or []
         return command(args.command)(args)
     except Failure as exc:
-        # A ProfileError carries every problem found; each gets its own `error:` line.
-        problems = getattr(exc, "problems", None) or [exc.message]
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
+        print_failure(exc)  # a ProfileError's every problem on its own `error:` line
         if debug:
             _print_traceback()
         return exc.exit_code
@@ -258,8 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             _print_traceback()
             return 1
-        print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print("hint: rerun with --debug for the traceback", file=sys.stderr)
+        print_error(
+            f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback"
+        )
         return 1
 
 

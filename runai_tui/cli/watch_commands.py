@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui.cli.common import client_for, print_json, table
+from runai_tui.cli.common import client_for, print_error, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
 from runai_tui.knowledge.job_records import (
@@ -204,7 +204,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
     elif result.outcome == "reached":
         print(result.text())
     else:
-        print(f"error: {literal(result.text())}", file=sys.stderr)
+        print_error(literal(result.text()))
     return result.exit_code
 
 
@@ -241,7 +241,7 @@ def _wait_sweep(args: argparse.Namespace) -> int:
         if result.outcome == "reached":
             print(result.text())
         else:
-            print(f"error: {literal(result.text())}", file=sys.stderr)
+            print_error(literal(result.text()))
     return max(r.exit_code for r in results)
 
 
