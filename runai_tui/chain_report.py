@@ -30,7 +30,7 @@ from runai_tui.watcher import Attempt, Chain, attempt_of
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
 
-_PREEMPT = re.compile(r"preempt", re.IGNORECASE)
+_PREEMPTED = re.compile(r"preempted$", re.IGNORECASE)
 READS_AT_ONCE = 4
 
 
@@ -57,7 +57,13 @@ def restarts(detail: JobDetail) -> int:
 
 
 def preemptions(detail: JobDetail) -> int:
-    return sum(1 for e in detail.events if _PREEMPT.search(e.reason))
+    """Times the job gave its slots to a job of higher priority: describe's count where it has
+    one (the local cluster's `preemptions`), else its `Preempted` events (a `Preempting` event
+    is the job that took them)."""
+    count = detail.raw.get("preemptions") if detail.raw else None
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    return sum(1 for e in detail.events if _PREEMPTED.match(e.reason))
 
 
 def gpus(detail: JobDetail) -> float:

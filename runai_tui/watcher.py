@@ -229,16 +229,15 @@ class Watcher:
     async def watch(self, job: str) -> str:
         """Watch `job`'s chain to its end: "completed", "failed" (without recover) or
         "stopped"."""
-        chain = await read_chain(self.client, job)
+        chain = Chain([Attempt(job, 1, None, Phase.UNKNOWN)])  # until the records are read
+        try:
+            chain = await self._retrying(lambda: read_chain(self.client, job), chain)
+        except Failure as exc:  # the job is gone, or its records cannot be read
+            self._report(chain, "stopped", exc.message)
+            return "stopped"
         self._report(chain, "watching", _chain_text(chain), attempts=chain.to_dict()["attempts"])
-        try:
-            return await self._follow(chain)
-        except Stop as stop:
-            return stop.outcome
-
-    async def _follow(self, chain: Chain) -> str:
-        try:
-            while True:
+        while True:
+            try:
                 phase = await self._phase(chain)
                 if phase is Phase.COMPLETED:
                     self._report(chain, "completed", f"{chain.latest.name} completed")
@@ -246,10 +245,15 @@ class Watcher:
                 if phase is Phase.FAILED:
                     chain = await self._on_failed(chain)
                     continue
-                await self.sleep(self.policy.interval)
-        except RunaiError as exc:  # only a job gone is not retried: deleted under the watcher
-            self._report(chain, "stopped", f"{exc.message}: nothing left to watch")
-            return "stopped"
+            except Stop as stop:
+                return stop.outcome
+            except RunaiError as exc:  # only a job gone is not retried: deleted under the watcher
+                self._report(chain, "stopped", f"{exc.message}: nothing left to watch")
+                return "stopped"
+            except Failure as exc:  # what cannot be read or submitted: said, never a traceback
+                self._report(chain, "stopped", exc.message)
+                return "stopped"
+            await self.sleep(self.policy.interval)
 
     async def _phase(self, chain: Chain) -> Phase:
         name = chain.latest.name
@@ -318,6 +322,8 @@ class Watcher:
                 result = await resubmit.asubmit(self.client, planned)
                 break
             except RunaiError as exc:  # it may have gone through: the records tell
+                if exc.kind == ErrorKind.NOT_FOUND:
+                    raise
                 self._report(chain, "runai-error", f"submit: {exc.message}; looking again")
                 await self.sleep(RUNAI_BACKOFF)
                 again = await self._retrying(lambda: read_chain(self.client, chain.root), chain)

@@ -2,12 +2,14 @@
 preemption, a watcher's next attempt), and the seconds first spent on them.
 
 Read from the trainer's own lines, in the order they were written across every run of one job
-or chain of attempts: its train records (`{"kind": "train", "step": N, "time": T}`, rank 0) and
-its resume line (`trainer: resumed from PATH: step C, …`). After a resume from step C, the steps
-C+1 up to the furthest step reached before it are trained again: that many steps are lost, and
-the seconds the earlier run spent on them (the time of its furthest record less the time of its
-record at C) are work redone. Where no resume line was kept, the step of the first record after
-the step sequence went back stands for C+1 (exact with --log-every 1).
+or chain of attempts: its train records (`{"kind": "train", "step": N, "time": T}`, rank 0), its
+resume record (`{"kind": "resume", "step": C, "lost": N}`: the steps its metrics.jsonl had past
+the checkpoint it resumed from) and its resume line (`trainer: resumed from PATH: step C, …`).
+After a resume from step C, the steps C+1 up to the furthest step reached before it are trained
+again: that many steps are lost (the resume record's own count where it has one), and the
+seconds the earlier run spent on them (the time of its furthest record less the time of its
+record at C) are work redone. Where neither was kept, the step of the first record after the
+step sequence went back stands for C+1 (exact with --log-every 1).
 
 Core: lines in, figures out; `runai-tui report`, the describe screen and `list` may share it.
 """
@@ -35,7 +37,8 @@ class Redone:
     best_map: float | None = None
     last_step: int | None = None
     _furthest: int | None = None
-    _pending: int | None = None  # the step the newest resume line named
+    _pending: int | None = None  # the step the newest resume line or record named
+    _pending_lost: int | None = None  # the resume record's count of steps lost
     _times: list[tuple[int, float]] = field(default_factory=list)  # this run's (step, time)
 
     def feed(self, line: str) -> None:
@@ -47,6 +50,11 @@ class Redone:
         if record is None:
             return
         kind, step = record.get("kind"), record.get("step")
+        if kind == "resume" and isinstance(step, int):
+            lost = record.get("lost")
+            self._pending = step
+            self._pending_lost = lost if isinstance(lost, int) and lost >= 0 else None
+            return
         if kind == "eval" and isinstance(record.get("map"), (int, float)):
             value = float(record["map"])  # type: ignore[arg-type]
             self.best_map = value if self.best_map is None else max(self.best_map, value)
@@ -59,12 +67,15 @@ class Redone:
         start = self._pending
         if start is None and self.last_step is not None and step <= self.last_step:
             start = step - 1  # went back without a resume line: log-every 1's exact figure
-        if start is not None and furthest is not None and furthest > start:
-            self.steps += furthest - start
+        lost = self._pending_lost
+        if lost is None and start is not None and furthest is not None:
+            lost = max(furthest - start, 0)
+        if start is not None and lost:
+            self.steps += lost
             self.seconds += self._seconds_after(start)
             self.resumes += 1
             self._times = []
-        self._pending = None
+        self._pending = self._pending_lost = None
         if isinstance(when, (int, float)):
             self._times.append((step, float(when)))
         if isinstance(loss, (int, float)):

@@ -106,6 +106,11 @@ def test_steps_lost_are_the_steps_trained_again_after_a_resume() -> None:
     bare = redone(first + [train(s, 500.0 + s, 1.5) for s in range(5, 9)])
     assert (bare.steps, bare.seconds) == (3, 30.0)
     assert redone(first).steps == 0
+    # The trainer's resume record counts the steps its metrics.jsonl had past the checkpoint
+    # (a run whose log is gone included): its count wins, the resume line names the same step.
+    record = json.dumps({"kind": "resume", "step": 6, "lost": 2, "resumes": 1, "lost_total": 2})
+    counted = redone([*first, second[0], record, *second[1:]])
+    assert (counted.steps, counted.seconds, counted.resumes) == (2, 10.0, 1)
 
 
 def attempt(name: str, number: int, parent: str | None, minute: int) -> Attempt:
