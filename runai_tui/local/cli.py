@@ -124,7 +124,7 @@ def cmd_list(p: Parsed, argv: list[str]) -> int:
             "Training",
             w["phase"],
             w["projectName"],
-            "Yes",
+            "Yes" if w["preemptible"] else "No",
             f"{w['runningPods']}/{w['requestedPods']}",
             f"{w['allocatedGPUs']:.2f}",
         ]
@@ -225,6 +225,8 @@ def cmd_describe(p: Parsed, argv: list[str]) -> int:
         ("Created", doc["createdAt"]),
         ("Pods", f"{doc['runningPods']} running / {doc['requestedPods']} requested"),
         ("GPUs", f"{doc['allocatedGPUs']} allocated"),
+        ("Priority", f"{doc['priority']} ({'' if doc['preemptible'] else 'non-'}preemptible)"),
+        ("Preemptions", str(doc["preemptions"])),
         ("Working dir", spec.get("workingDir") or ""),
         ("Master port", str(doc.get("masterPort") or "")),
         ("State", doc["stateDir"]),
@@ -235,7 +237,7 @@ def cmd_describe(p: Parsed, argv: list[str]) -> int:
         _out(f"{'PVC:':<13}{mount['claim']} at {mount['path']} -> {mount['local']}")
     _out("\nPods:")
     _table(
-        ["Name", "Role", "Phase", "PID", "Exit", "Restarts", "Message"],
+        ["Name", "Role", "Phase", "PID", "Restarts", "Exit", "Message"],
         [
             [
                 pod["name"],

@@ -63,6 +63,9 @@ class JobView:
             "runningPods": sum(1 for p in pods if p.get("phase") == "Running"),
             "requestedPods": len(self.spec.get("pods") or pods),
             "allocatedGPUs": int(self.status.get("allocatedGPUs") or 0),
+            "priority": self.spec.get("priority") or "",
+            "preemptible": bool(self.spec.get("preemptible", True)),
+            "preemptions": int(self.status.get("preemptions") or 0),
             "createdAt": self.spec.get("createdAt") or self.status.get("createdAt") or "",
             "message": self.problem or str(self.status.get("message") or ""),
         }

@@ -34,6 +34,12 @@ NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
 NODE_NAME = "local"  # the local cluster's one node: every pod runs on it
 DEFAULT_BACKOFF_LIMIT = 6  # a Kubernetes Job's default: restarts before the workload fails
+# `--priority`, lowest first (runai 2.25's values, docs/runai-cli.md section 1.3; the profile
+# field table's list, kept equal by tests/local/test_flags.py). A training without one is `low`:
+# Run:ai gives trainings its lowest built-in class, `train`, preemptible (NVIDIA Run:ai docs,
+# "Workload Priority and Preemption"). A higher priority takes a lower, preemptible job's slots.
+PRIORITIES = ("very-low", "low", "medium-low", "medium", "medium-high", "high", "very-high")
+DEFAULT_PRIORITY = "low"
 
 # Flags the local cluster acts on. Every other flag given is recorded and described as having
 # no effect here.
@@ -50,6 +56,8 @@ HONOURED = {
     "master-gpu-devices-request",
     "name-prefix",
     "no-master",
+    "preemptibility",
+    "priority",
     "project",
     "master-restart-policy",
     "restart-policy",
@@ -177,6 +185,8 @@ def build_spec(
         "resources": _resources(parsed, workers, world, worker_gpus, master_gpus, pods, extended),
         "graceSeconds": grace,
         "backoffLimit": backoff_limit,
+        "priority": _priority(parsed),
+        "preemptible": v["preemptibility"] != "non-preemptible",  # a training's default
         "baseEnv": base_env(),
         "pods": pods,
         "notes": _notes(parsed, config),
@@ -266,6 +276,22 @@ def _working_dir(requested: str, mounts: list[pvc.Mount], cwd: Path) -> str:
     if not working_dir.startswith("/"):
         raise SpecError(f'invalid --working-dir "{requested}": use an absolute path')
     return working_dir
+
+
+def _priority(parsed: Parsed) -> str:
+    """--priority, one of PRIORITIES (default: DEFAULT_PRIORITY)."""
+    value = parsed.values["priority"] or DEFAULT_PRIORITY
+    if value not in PRIORITIES:
+        raise SpecError(
+            f'invalid argument "{value}" for "--priority" flag: use one of {", ".join(PRIORITIES)}'
+        )
+    return str(value)
+
+
+def priority_rank(spec: JobSpec) -> int:
+    """SPEC's place in PRIORITIES (higher wins); a spec of before priorities counts as default."""
+    name = spec.get("priority") or DEFAULT_PRIORITY
+    return PRIORITIES.index(name) if name in PRIORITIES else PRIORITIES.index(DEFAULT_PRIORITY)
 
 
 def _restart_policies(parsed: Parsed) -> tuple[str, str, int]:

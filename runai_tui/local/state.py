@@ -119,6 +119,8 @@ class JobSpec(TypedDict, total=False):
     resources: Resources
     graceSeconds: float
     backoffLimit: int
+    priority: str  # one of jobspec.PRIORITIES
+    preemptible: bool
     baseEnv: dict[str, str]
     pods: list[PodSpec]
     notes: list[str]
@@ -165,6 +167,7 @@ class JobStatus(TypedDict, total=False):
     pods: list[PodStatus]
     events: list[Event]
     createdAt: str
+    preemptions: int  # times a higher-priority job took this one's slots
 
 
 class StateError(LocalError):
@@ -253,6 +256,12 @@ class JobPaths:
     @property
     def suspend_request(self) -> Path:
         return self.root / "suspend-requested"
+
+    @property
+    def preempt_request(self) -> Path:
+        """Written by a higher-priority job's supervisor: JSON {by, priority}; this job's
+        supervisor stops its pods and waits for slots again."""
+        return self.root / "preempt-requested"
 
     @property
     def supervisor_log(self) -> Path:
@@ -456,3 +465,22 @@ def read_spec(path: Path) -> JobSpec:
 def read_status(path: Path) -> JobStatus:
     """status.json, unchecked beyond being an object (writers that only update keys use it)."""
     return cast(JobStatus, read_json(path))
+
+
+def running_jobs(exclude: Path) -> Iterator[tuple[Path, JobSpec, JobStatus]]:
+    """Other jobs whose supervisor is alive and past scheduling: (dir, spec, status)."""
+    for jobdir in iter_job_dirs():
+        if jobdir == exclude:
+            continue
+        try:
+            st = read_status(JobPaths(jobdir).status)
+            spec = read_spec(JobPaths(jobdir).spec)
+        except StateError:
+            continue
+        sup = st.get("supervisor")
+        if (
+            st.get("phase") in ("Initializing", "Running")
+            and sup
+            and process_alive(sup.get("pid"), sup.get("startTicks"))
+        ):
+            yield jobdir, spec, st

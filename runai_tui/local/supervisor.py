@@ -21,9 +21,10 @@ from pathlib import Path
 
 from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
-from runai_tui.local.jobspec import NODE_NAME, pod_environment
+from runai_tui.local.jobspec import DEFAULT_PRIORITY, NODE_NAME, pod_environment, priority_rank
 from runai_tui.local.state import (
     JobPaths,
+    JobSpec,
     JobStatus,
     PodSpec,
     PodStatus,
@@ -37,6 +38,11 @@ POLL_SECONDS = 0.1
 # CrashLoopBackOff: the kubelet waits 10 s, doubling to 5 min; the local cluster is quicker.
 RESTART_BACKOFF_SECONDS = 1.0
 RESTART_BACKOFF_MAX_SECONDS = 30.0
+# The waiting reasons a preemption can cure: slots (GPUs, pods) that other jobs hold.
+_CAPACITY = (
+    "0/1 nodes are available: 1 Insufficient nvidia.com/gpu",
+    "0/1 nodes are available: 1 Too many pods",
+)
 
 
 def spawn(jobdir: Path) -> tuple[int, int | None]:
@@ -96,6 +102,8 @@ class Supervisor:
         self.restarts = 0  # restarts of any pod of this start, against the backoff limit
         self.pod_restarts: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}  # pods in back-off: when they start again
+        self.preempted_by = ""  # the job that last took this one's slots
+        self.preempted_note = ""  # what its message says while it waits for them again
         self.log_sizes: dict[str, int] = {}
         # A slow node's pods (slow_nodes in local.yaml) run for their CPU share only.
         shares = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
@@ -130,12 +138,17 @@ class Supervisor:
             st["message"] = ""
 
         self.update(begin)
-        if not self._schedule():
-            self._finish_stopped()
-            return
-        self._start_pods()
-        self.throttle.start()
-        self._watch()
+        fresh = True
+        while True:
+            if not self._schedule():
+                self._finish_stopped()
+                return
+            self._start_pods(keep_previous=not fresh)
+            self.throttle.start()
+            if not self._watch():
+                return
+            self._preempted()  # back to waiting for slots; the pods start again after
+            fresh = False
 
     def _schedule(self) -> bool:
         """Wait until the job's PVC directories exist and this machine has the GPUs and pod
@@ -151,13 +164,18 @@ class Supervisor:
                 config = LocalConfig()
             with locked(state.state_root() / "scheduler.lock"):
                 used, pods_used = _in_use(exclude=self.jobdir)
-                text = self._unschedulable(config, need - (config.gpus - used), pods + pods_used)
+                short = need - (config.gpus - used)
+                text = self._unschedulable(config, short, pods + pods_used)
+                if text and text.startswith(_CAPACITY):
+                    text += self._preempt_for(config, short, pods + pods_used)
+                text = text or self._yield_to_preemptor()
                 if not text:
 
                     def scheduled(st: JobStatus) -> None:
                         st["phase"] = "Initializing"
                         st["allocatedGPUs"] = need
                         st["message"] = ""
+                        self.preempted_note = ""
                         add_event(
                             st, "Normal", "Scheduled", f"assigned to node local ({need} GPUs)"
                         )
@@ -168,7 +186,10 @@ class Supervisor:
                 said = text
 
                 def unschedulable(st: JobStatus, text: str = text) -> None:
-                    st["message"] = text
+                    # A preempted job keeps saying so while it waits
+                    st["message"] = (
+                        f"{self.preempted_note}; {text}" if self.preempted_note else text
+                    )
                     add_event(st, "Warning", "Unschedulable", text)
 
                 self.update(unschedulable)
@@ -211,6 +232,93 @@ class Supervisor:
             )
         return ""
 
+    def _preempt_for(self, config: LocalConfig, short: int, pods_wanted: int) -> str:
+        """Ask lower-priority, preemptible running jobs to give up their slots when that frees
+        enough (as the Run:ai scheduler preempts); what was asked, for the waiting message."""
+        mine = priority_rank(self.spec)
+        victims: list[tuple[Path, JobSpec, JobStatus]] = []
+        for jobdir, spec, st in state.running_jobs(exclude=self.jobdir):
+            if spec.get("preemptible", True) and priority_rank(spec) < mine:
+                victims.append((jobdir, spec, st))
+        victims.sort(key=lambda v: (priority_rank(v[1]), v[1].get("createdAt", "")))
+        chosen, pods_over = [], pods_wanted - config.max_pods if config.max_pods else 0
+        for jobdir, spec, st in victims:
+            if short <= 0 and pods_over <= 0:
+                break
+            chosen.append((jobdir, spec))
+            short -= int(st.get("allocatedGPUs") or 0)
+            pods_over -= len(st.get("pods") or [])
+        if not chosen or short > 0 or pods_over > 0:
+            return ""
+        names = []
+        for jobdir, spec in chosen:
+            request = JobPaths(jobdir).preempt_request
+            names.append(f"{spec['name']} ({spec.get('priority') or DEFAULT_PRIORITY})")
+            if request.exists():
+                continue
+            by = {"by": self.spec["name"], "priority": self.spec.get("priority")}
+            write_json_atomic(request, by)
+
+            def preempting(st: JobStatus, victim: str = names[-1]) -> None:
+                add_event(st, "Normal", "Preempting", f"preempting workload {victim}")
+
+            self.update(preempting)
+        return f" Preempting lower-priority workload(s) {', '.join(names)}."
+
+    def _yield_to_preemptor(self) -> str:
+        """A job preempted by one that has not started yet waits for it: the slots are its."""
+        by = self.preempted_by
+        if not by:
+            return ""
+        try:
+            st = read_status(JobPaths(self.jobdir.parent / by).status)
+        except state.StateError:
+            return ""
+        if st.get("phase") in ("Creating", "Pending"):
+            return f"preempted by workload {by}; it starts first, then this one when slots free up"
+        return ""
+
+    def _preempted(self) -> None:
+        """A higher-priority job asked for this job's slots: its pods get TERM and the grace
+        period (the trainer saves a checkpoint), then the job waits Pending, as on Run:ai."""
+        try:
+            request = state.read_json(self.paths.preempt_request)
+        except state.StateError:
+            request = {}
+        by, priority = str(request.get("by") or "?"), str(request.get("priority") or "?")
+        self.preempted_by = by
+        self.throttle.stop()
+        self._stop_pods(f"preempted by workload {by}")
+        shares = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
+        self.throttle = Throttle(self.jobdir, shares)  # a fresh one for the next start
+        for pod in self.spec["pods"]:  # the preempted container is the previous one now
+            self._rotate_log(pod["name"])
+
+        why = self.preempted_note = (
+            f"preempted by higher-priority workload {by} (priority {priority})"
+        )
+
+        def waiting(st: JobStatus) -> None:
+            st.update({"phase": "Pending", "allocatedGPUs": 0, "masterPort": None})
+            st["message"] = f"{why}; it starts again when slots free up"
+            st["preemptions"] = int(st.get("preemptions") or 0) + 1
+            for entry in st["pods"]:
+                entry.update({"phase": "Pending", "pid": None, "message": why})
+            add_event(st, "Warning", "Preempted", f"workload {why}; waiting for slots")
+
+        self.update(waiting)
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.preempt_request.unlink()
+
+    def _rotate_log(self, name: str) -> None:
+        """The pod's current log becomes its previous one (`logs --previous`)."""
+        for current, previous in (
+            (self.paths.pod_log(name), self.paths.pod_log(name, previous=True)),
+            (self.paths.pod_log_times(name), self.paths.pod_log_times(name, previous=True)),
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(current, previous)
+
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end and not self._should_stop():
@@ -248,20 +356,23 @@ class Supervisor:
             log.write((error + "\n").encode())
         return error
 
-    def _start_pods(self) -> None:
+    def _start_pods(self, keep_previous: bool = False) -> None:
         self.port = _free_port()
         self.update(lambda st: st.update({"masterPort": self.port}))
         for pod in self.spec["pods"]:
             if self._should_stop():
                 return
-            # A new start (submit or resume) makes new pods: no previous container yet.
-            for stale in (
-                self.paths.pod_log(pod["name"], previous=True),
-                self.paths.pod_log_times(pod["name"], previous=True),
-                self.paths.pod_log_times(pod["name"]),
-            ):
+            # A new start (submit or resume) makes new pods: no previous container yet. After
+            # a preemption the preempted container stays the previous one.
+            stale = [self.paths.pod_log_times(pod["name"])]
+            if not keep_previous:
+                stale += [
+                    self.paths.pod_log(pod["name"], previous=True),
+                    self.paths.pod_log_times(pod["name"], previous=True),
+                ]
+            for path in stale:
                 with contextlib.suppress(FileNotFoundError):
-                    stale.unlink()
+                    path.unlink()
             if not self._start_pod(pod):
                 return
 
@@ -373,13 +484,16 @@ class Supervisor:
             with open(self.paths.pod_log_times(name), "a", encoding="ascii") as times:
                 times.write(f"{time.time():.3f} {size}\n")
 
-    def _watch(self) -> None:
+    def _watch(self) -> bool:
+        """Follow the pods until the job ends (False) or is preempted (True)."""
         if self._finished:
-            return
+            return False
         while True:
             if self._should_stop():
                 self._finish_stopped()
-                return
+                return False
+            if self.paths.preempt_request.exists():
+                return True
             self._record_log_growth(self.procs)
             for name, proc in list(self.procs.items()):
                 code = proc.poll()
@@ -413,12 +527,12 @@ class Supervisor:
                 self.update(ended)
                 if exit_code != 0:
                     self._fail(f"pod {name} {text}")
-                    return
+                    return False
             if not self._due_restarts():
-                return
+                return False
             if not self.procs and not self.restart_at:
                 self._complete()
-                return
+                return False
             time.sleep(POLL_SECONDS)
 
     _finished = False

@@ -207,3 +207,14 @@ def test_help_of_every_command_runai_tui_uses_is_read_as_from_a_real_runai() -> 
     assert verbs is not None and {"suspend", "resume", "describe", "logs"} <= verbs.commands
     listing = parse_help(run_local("training", "list", "--help").out)
     assert listing is not None and "--next-token" in listing.flags
+
+
+def test_priorities_are_the_field_tables_and_a_bad_one_is_one_line() -> None:
+    from runai_tui.profiles.fields import PRIORITIES
+
+    assert jobspec.PRIORITIES == PRIORITIES
+    res = run_local("training", "pytorch", "submit", "p", "--priority", "urgent", "--", "true")
+    assert res.code == 1 and res.err.strip().splitlines() == [
+        'Error: invalid argument "urgent" for "--priority" flag: use one of '
+        + ", ".join(PRIORITIES)
+    ]
