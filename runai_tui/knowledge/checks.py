@@ -65,6 +65,7 @@ class Facts:
     profile: Profile
     trainer: TrainerArgs | None
     trainer_error: str
+    step_time: float | None = None  # seconds a step, measured (the plan's), when known
 
     @property
     def env(self) -> dict[str, str]:
@@ -141,16 +142,17 @@ def rule(
     return register
 
 
-def facts(profile: Profile) -> Facts:
+def facts(profile: Profile, step_time: float | None = None) -> Facts:
     try:
-        return Facts(profile, read_trainer_args(profile), "")
+        return Facts(profile, read_trainer_args(profile), "", step_time)
     except UsageError as error:
-        return Facts(profile, None, error.message)
+        return Facts(profile, None, error.message, step_time)
 
 
-def lint(profile: Profile) -> list[Finding]:
-    """Every finding for profile, errors first, then warnings, then infos (rule order within)."""
-    known = facts(profile)
+def lint(profile: Profile, step_time: float | None = None) -> list[Finding]:
+    """Every finding for profile, errors first, then warnings, then infos (rule order within);
+    `step_time`: seconds a step as a job measured it (the plan's), when known."""
+    known = facts(profile, step_time)
     found: list[Finding] = []
     for spec in RULES.values():
         for hit in spec.check(known):
@@ -641,3 +643,7 @@ def _master_differs(f: Facts) -> Iterable[RuleFinding]:
                 f"--set master_env.{key}= gives the master the workers' setting",
                 field=f"master_env.{key}",
             )
+
+
+# Registered last: the rules on how a job comes back (restart policy, checkpoint interval).
+from runai_tui.knowledge import recovery_rules  # noqa: E402, F401

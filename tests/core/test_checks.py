@@ -44,6 +44,8 @@ env:
   TORCH_FR_BUFFER_SIZE: "2000"
   TORCH_FR_DUMP_ON_TIMEOUT: "1"
 large_shm: true
+restart_policy: OnFailure
+backoff_limit: 3
 command: [/data/scripts/vision/shell/train-retinanet-ddp.sh]
 args: [--ddp-comm-hook, bf16]
 """
@@ -318,3 +320,27 @@ def test_the_example_overrides_are_read_as_the_cli_reads_them(tmp_path: Path) ->
     (finding,) = example_findings(spec)
     assert run.returncode == 1, run.stderr
     assert run.stdout == finding_line("lint-example.yaml", finding) + "\n"
+
+
+def test_a_long_job_without_a_way_back_is_warned(store: ProfileStore) -> None:
+    def codes(*sets: str, step_time: float | None = None) -> list[tuple[str, str]]:
+        found = lint(profile(store, *sets), step_time=step_time)
+        return [
+            (f.code, f.field) for f in found if f.code in ("no-way-back", "checkpoint-interval")
+        ]
+
+    assert codes("restart_policy=Never") == [("no-way-back", "restart_policy")]
+    assert codes("backoff_limit=0") == [("no-way-back", "backoff_limit")]
+    # 600 steps at the assumed 1 s are 10 minutes: short enough to need no way back
+    assert codes("restart_policy=Never", "args=[--max-steps,600]") == []
+    # ... but at 5 s a step, measured, they are 50 minutes, and the default 1000 steps apart
+    assert codes("restart_policy=Never", "args=[--max-steps,600]", step_time=5.0) == [
+        ("no-way-back", "restart_policy"),
+        ("checkpoint-interval", "args"),
+    ]
+    assert codes("trainer.checkpoint-every=0") == [("checkpoint-interval", "args")]
+    assert codes("trainer.checkpoint-every=1000") == []  # the default: 17 minutes at 1 s a step
+    found = [f for f in lint(profile(store, "trainer.checkpoint-every=1000"), step_time=3.0)]
+    hit = next(f for f in found if f.code == "checkpoint-interval")
+    assert "every 1000 steps, 50 min apart (3 s a step, measured)" in hit.message
+    assert hit.fix.startswith("--set trainer.checkpoint-every=300 ")
