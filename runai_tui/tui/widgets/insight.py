@@ -7,8 +7,6 @@ in a worker, after typing pauses, and kept for the life of the panel.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,7 +15,7 @@ from textual.widgets import Label, Static
 
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.checks import Finding, lint
-from runai_tui.knowledge.plan import apply_measure, make_plan, read_progress
+from runai_tui.knowledge.plan import LogStream, apply_measure, make_plan, read_progress
 from runai_tui.knowledge.progress import TrainingProgress
 from runai_tui.profiles import Profile
 from runai_tui.text import literal
@@ -67,7 +65,7 @@ class InsightPanel(VerticalScroll):
     }
     """
 
-    def __init__(self, client: Any, *, id: str | None = None) -> None:
+    def __init__(self, client: LogStream, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.client = client
         self.findings: list[Finding] = []
