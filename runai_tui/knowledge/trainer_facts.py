@@ -18,6 +18,7 @@ from runai_tui.trainer_flags import (
     HOOK_SPEC,
     TrainerArgs,
     parse,
+    spelled,
     trainer_start,
 )
 
@@ -94,10 +95,10 @@ def trainer_args_problem(args: TrainerArgs) -> str:
     """What the trainer would refuse among the values the plan reads ("" when nothing)."""
     for name in ("batch_size", "grad_accum", "epochs", "lr_base_batch"):
         if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1"
+            return f"--{spelled(name)} {getattr(args, name)}: must be at least 1"
     for name in ("max_steps", "workers"):
         if getattr(args, name) < 0:
-            return f"--{name.replace('_', '-')} {getattr(args, name)}: must be 0 or more"
+            return f"--{spelled(name)} {getattr(args, name)}: must be 0 or more"
     if args.batch_size % args.grad_accum:  # the trainer's words (trainer/config.py validate)
         return (
             f"--batch-size {args.batch_size} does not divide into --grad-accum "
@@ -116,7 +117,7 @@ def trainer_args_problem(args: TrainerArgs) -> str:
     if args.ddp_bucket_mb < 0:
         return f"--ddp-bucket-mb {args.ddp_bucket_mb}: must be 0 (PyTorch's default) or more"
     for name, flag in sorted(FLAGS.items()):
-        value = getattr(args, name.replace("-", "_"))
+        value = args.values[name.replace("-", "_")]
         if flag.kind == "switch" and value not in flag.choices:
             return f"--{name} {value!r}: expected {_said(flag.choices)}"
     if args.min_size < 32 or args.max_size < args.min_size:
