@@ -22,3 +22,27 @@ def test_every_flag_reads_to_the_trainers_default() -> None:
     )
     assert trainer_flags.TrainerArgs().values == vars(build_parser().parse_args([]))
     assert trainer_flags.parse([]).given == frozenset()
+
+
+def test_one_reader_behind_parse_set_the_output_dir_and_compares_pairs() -> None:
+    words = ["--compile", "--output-dir=/o1", "--seed", "3", "--no-sync-bn", "--unknown", "x",
+             "--output-dir", "/o2", "--channels-last", "on"]  # fmt: skip
+    assert [(t.flag, t.raw) for t in trainer_flags.tokens(words)] == [
+        ("--compile", None),  # a switch alone: on
+        ("--output-dir", "/o1"),
+        ("--seed", "3"),
+        ("--no-sync-bn", None),
+        ("--unknown", "x"),  # another program's flag: the next word when it is no flag
+        ("--output-dir", "/o2"),
+        ("--channels-last", "on"),
+    ]
+    assert trainer_flags.value_of(words, "output-dir") == "/o2"  # the last, as argparse
+    read = trainer_flags.parse(words)
+    known, extra = build_parser().parse_known_args(words)
+    assert extra == ["--unknown", "x"]
+    assert read.values == vars(known)
+    assert read.given == {"compile", "output_dir", "seed", "sync_bn", "channels_last"}
+    command, args = trainer_flags.set_flag(["python", "-m", "trainer"], words, "output-dir", "/o3")
+    assert command == ["python", "-m", "trainer"]
+    assert args == ["--compile", "--output-dir=/o3", "--seed", "3", "--no-sync-bn", "--unknown",
+                    "x", "--channels-last", "on"]  # fmt: skip
