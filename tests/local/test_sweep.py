@@ -55,6 +55,25 @@ def test_a_sweep_of_three_learning_rates_runs_each_job_to_completion(
 
 
 @pytest.mark.slow
+def test_watch_and_report_take_the_sweep(lr_sweep: LocalSweep) -> None:
+    res = lr_sweep.tui("watch", "--sweep", lr_sweep.id, "--recover", "--interval", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    events = [json.loads(line) for line in res.stdout.splitlines()]
+    done = sorted(e["job"] for e in events if e["event"] == "completed")
+    assert done == lr_sweep.names  # every chain ended; lr-4, named alike, is not of it
+    assert not [e for e in events if e["event"] == "submitted"]
+    res = lr_sweep.tui("report", "--sweep", lr_sweep.id, "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    rows = {row["job"]: row for row in report["jobs"]}
+    assert sorted(rows) == lr_sweep.names
+    for row in rows.values():
+        assert (row["sweep"], row["outcome"], row["attempts"]) == (lr_sweep.id, "Completed", 1)
+        assert row["steps_lost"] == 0 and row["last_step"] is not None
+    assert report["total"]["jobs"] == 3
+
+
+@pytest.mark.slow
 def test_list_and_the_verbs_take_the_sweep_and_leave_a_job_of_the_same_name_pattern(
     lr_sweep: LocalSweep,
 ) -> None:
