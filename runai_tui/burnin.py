@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from runai_tui.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import wait_for
 from runai_tui.knowledge.trainer_facts import trainer_args
-from runai_tui.knowledge.wire import WireCheck, find_check
-from runai_tui.models import master_pod
+from runai_tui.knowledge.wire import WireCheck, read_job_check
 from runai_tui.profiles import apply_overrides
 from runai_tui.runai import runner, submission
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
 SUBCOMMAND = "comm-check"
 SUFFIX = "-burnin"
-LOG_TAIL = 8  # lines of the master's log shown when no record came
 
 
 @dataclass(frozen=True)
@@ -111,14 +109,7 @@ async def _wait_and_read(
     client: RunaiClient, name: str, timeout: float | None, interval: float
 ) -> BurnIn:
     waited = await wait_for(client, name, "done", timeout, interval)
-    if waited.outcome in ("deleted",):
+    if waited.outcome == "deleted":
         raise RuntimeFailure(f"job {name} was deleted before it ended", "")
-    detail = await client.adescribe(name)
-    pod = master_pod(detail.pods)
-    if pod is None:
-        return BurnIn(name, None, waited.phase, waited.outcome)
-    lines = [line async for line in client.stream_logs(name, pod=pod.name, follow=False)]
-    check = find_check(lines)
-    if check is not None:
-        check = check.with_nodes({p.name: p.node for p in detail.pods if p.node})
-    return BurnIn(name, check, waited.phase, waited.outcome, tuple(lines[-LOG_TAIL:]))
+    check, tail = await read_job_check(client, name)
+    return BurnIn(name, check, waited.phase, waited.outcome, tuple(tail))

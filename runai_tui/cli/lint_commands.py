@@ -14,11 +14,13 @@ from runai_tui.cli.common import (
     print_failure,
     print_json,
 )
-from runai_tui.errors import Failure, UsageError
+from runai_tui.errors import ErrorKind, Failure, RunaiError, UsageError
 from runai_tui.knowledge.checks import exit_code, finding_line, lint
-from runai_tui.knowledge.plan import make_plan, measure
+from runai_tui.knowledge.plan import Plan, apply_wire, make_plan, measure
 from runai_tui.knowledge.remedies import attach, remedy_line
+from runai_tui.knowledge.wire import read_job_check, where_measured
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
+from runai_tui.runai import runner
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
 
@@ -44,6 +46,12 @@ def add_plan_arguments(pl: argparse.ArgumentParser) -> None:
         "--job", metavar="JOB", help="measure step time from this job (default: the job name)"
     )
     pl.add_argument("--no-measure", action="store_true", help="do not look for a job's records")
+    pl.add_argument(
+        "--wire-from",
+        metavar="JOB",
+        help="price the all-reduce at the busbw JOB's comm check measured (its comm record: "
+        "`runai-tui burnin` or a trainer run), not the assumed link",
+    )
 
 
 def _lint_targets(
@@ -96,6 +104,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.sets:
         profile = apply_overrides(profile, args.sets)
     plan = make_plan(profile, args.dataset_size)
+    if args.wire_from:
+        plan = _priced_by_wire(plan, args)
     if not args.no_measure:
         job = args.job or profile.job_name or profile.name
         try:
@@ -107,6 +117,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print("\n".join(plan.lines()))
     return 0
+
+
+def _priced_by_wire(plan: Plan, args: argparse.Namespace) -> Plan:
+    """--wire-from JOB: the busbw of JOB's comm record; a job without one is a usage error."""
+    try:
+        check, _ = runner.run_sync(read_job_check(client_for(args), args.wire_from))
+    except RunaiError as exc:
+        if exc.kind is not ErrorKind.NOT_FOUND:
+            raise
+        raise UsageError(
+            f"--wire-from {args.wire_from}: no such job", "see: runai-tui list"
+        ) from None
+    if check is None:
+        raise UsageError(
+            f"--wire-from {args.wire_from}: the job has no comm record (it never measured the "
+            "wire: --comm-check off, one pod, or its log is gone)",
+            f"measure it: runai-tui burnin --profile {args.profile}",
+        )
+    return apply_wire(plan, args.wire_from, check.busbw_gbs, where_measured(check))
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"lint": cmd_lint, "plan": cmd_plan}

@@ -50,6 +50,7 @@ GRADIENT_BYTES_PER_PARAMETER = 4  # fp32: AMP autocasts activations, parameters 
 # Links the all-reduce time is given for: key -> Gb/s (line rate).
 LINKS: dict[str, float] = {"tcp_25gbps": 25.0, "ib_200gbps": 200.0}
 LINK_LABELS: dict[str, str] = {"tcp_25gbps": "25 Gb/s TCP", "ib_200gbps": "200 Gb/s InfiniBand"}
+WIRE = "measured"  # the link key of a job's measured all-reduce busbw (plan --wire-from JOB)
 
 # A measured step whose all-reduce (at the profile's link, with its hook) takes more than this
 # share is mostly communication: plan warns.
@@ -208,6 +209,11 @@ class Plan:
     # The path the job takes, as its run.json will record it: amp, channels_last and compile,
     # each {"chosen": ..., "why": ...} (precision_path below).
     path: dict[str, dict[str, str]] = field(default_factory=dict)
+    wire: str = ""  # the label of the WIRE link: the busbw a job measured (apply_wire)
+    priced: str = ""  # what the all-reduce is priced at, said in a row (apply_wire)
+
+    def label(self, key: str) -> str:
+        return self.wire if key == WIRE else LINK_LABELS[key]
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -243,17 +249,22 @@ class Plan:
             + f" ({self.model}, {self.num_classes} classes)",
             *(f"{PATH_LABELS[key]}: {p['chosen']} ({p['why']})" for key, p in self.path.items()),
             f"gradient bytes: {self.gradient_bytes:,} ({self.gradient_bytes / 1e6:.1f} MB fp32)",
+            "all-reduce priced at: "
+            + (
+                self.priced
+                or f"the assumed {LINK_LABELS[self.link]} (--wire-from JOB: a job's measured busbw)"
+            ),
             *self._allreduce_lines(),
         ]
         if self.measured is not None:
             m = self.measured
             rows.append(f"measured step time: {_ms(m.step_time)} (job {m.job}, {m.source})")
             for key, share in m.allreduce_share.items():
-                rows.append(f"  all-reduce share on {LINK_LABELS[key]}: {share:.0%}")
+                rows.append(f"  all-reduce share on {self.label(key)}: {share:.0%}")
             if m.other_step_time is not None:
                 delta = m.other_step_time - m.step_time
                 rows.append(
-                    f"  with {m.other_hook} on {LINK_LABELS[self.link]}: about "
+                    f"  with {m.other_hook} on {self.label(self.link)}: about "
                     f"{_ms(m.other_step_time)} a step ({_ms(abs(delta))} "
                     f"{'more' if delta > 0 else 'less'}, the all-reduce not overlapping compute)"
                 )
@@ -301,7 +312,7 @@ class Plan:
             times = {k: f"{_ms(t)} fp32" for k, t in self.allreduce_seconds.items()}
         for key, text in times.items():
             mark = " (the profile's link)" if key == self.link else ""
-            rows.append(f"  on {LINK_LABELS[key]}{mark}: {text}")
+            rows.append(f"  on {self.label(key)}{mark}: {text}")
         return rows
 
     def _resource_rows(self) -> list[str]:
@@ -553,8 +564,27 @@ def apply_measure(
         )
         plan.warnings.append(
             f"the measured step time is mostly communication: the all-reduce alone would take "
-            f"{share:.0%} of it on {LINK_LABELS[plan.link]}; {advice}"
+            f"{share:.0%} of it on {plan.label(plan.link)}; {advice}"
         )
+    return plan
+
+
+def apply_wire(plan: Plan, job: str, busbw_gbs: float, where: str) -> Plan:
+    """Price the all-reduce at the bus bandwidth `job` measured (its comm record, `where` saying
+    at what size and world size) instead of the profile's assumed link: busbw is nccl-tests'
+    figure independent of the ranks, so the ring bytes per rank over it is the time."""
+    gbps = busbw_gbs * 8
+    assumed = LINK_LABELS[plan.link]
+    plan.allreduce_seconds[WIRE] = transfer_seconds(plan.allreduce_bytes_per_rank, gbps)
+    if plan.hook_bytes_per_rank is not None:
+        plan.hook_seconds[WIRE] = transfer_seconds(plan.hook_bytes_per_rank, gbps)
+    plan.half_seconds[WIRE] = transfer_seconds(plan.half_bytes_per_rank, gbps)
+    plan.link = WIRE
+    plan.wire = f"the wire job {job} measured ({busbw_gbs:g} GB/s busbw)"
+    plan.priced = (
+        f"the busbw job {job} measured, {busbw_gbs:g} GB/s = {gbps:.1f} Gb/s ({where}), "
+        f"not the assumed {assumed}"
+    )
     return plan
 
 

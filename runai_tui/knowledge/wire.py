@@ -10,11 +10,14 @@ them; link speeds are bits (Gb/s) as the kernel and NICs say them.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.models import JobDetail, master_pod
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
 PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link
@@ -155,6 +158,41 @@ def find_check(lines: Iterable[str]) -> WireCheck | None:
     return found
 
 
+class LogSource(Protocol):
+    """A RunaiClient, as far as reading a job's check needs it."""
+
+    async def adescribe(self, name: str) -> JobDetail: ...
+
+    def stream_logs(
+        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
+    ) -> AsyncIterator[str]: ...
+
+
+async def read_job_check(client: LogSource, name: str) -> tuple[WireCheck | None, list[str]]:
+    """The newest comm record in the master pod's whole log, the pairs' unknown nodes filled
+    from describe; and the log's last lines (why there is none)."""
+    detail = await client.adescribe(name)
+    pod = master_pod(detail.pods)
+    if pod is None:
+        return None, []
+    lines: list[str] = []
+    stream = client.stream_logs(name, pod=pod.name, follow=False)
+    try:
+        async for line in stream:
+            lines.append(line)
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()  # type: ignore[attr-defined]
+    check = find_check(lines)
+    if check is not None:
+        check = check.with_nodes({p.name: p.node for p in detail.pods if p.node})
+    return check, lines[-8:]
+
+
+def where_measured(check: WireCheck) -> str:
+    return f"at {size_text(check.sizes[-1].bytes)} over {check.world_size} ranks"
+
+
 def size_text(size: int) -> str:
     return f"{size / MiB:g} MiB" if size % (MiB // 4) == 0 else f"{size / MiB:.1f} MiB"
 
@@ -213,7 +251,7 @@ def slow_pair(check: WireCheck) -> tuple[Pair, str, str] | None:
     """(the slowest pair, the node to suspect, evidence) when one pair is PAIR_FACTOR times
     slower than the upper median of the others (three pairs or more: a slow node is in two of
     three pairs, and the upper median of the other two is then the fast one), else None. The
-    node: the one the slow pairs share (a rank's link is in two pairs), else the pair's second."""
+    node: that of the pair's rank whose pairs are slower on average (a rank is in two pairs)."""
     if len(check.pairs) < 3:
         return None
     ordered = sorted(check.pairs, key=lambda p: p.gbs)
@@ -221,12 +259,16 @@ def slow_pair(check: WireCheck) -> tuple[Pair, str, str] | None:
     others = statistics.median_high(p.gbs for p in ordered[1:])
     if slowest.gbs * PAIR_FACTOR > others:
         return None
-    slow = [p for p in check.pairs if p.gbs * PAIR_FACTOR <= others]
-    shared = set(slow[0].nodes).intersection(*(set(p.nodes) for p in slow[1:]))
-    node = shared.pop() if len(slow) > 1 and len(shared) == 1 else slowest.nodes[1]
+
+    def mean_of(rank: int) -> float:
+        return statistics.fmean(p.gbs for p in check.pairs if rank in p.ranks)
+
+    a, b = slowest.ranks
+    rank = a if mean_of(a) < mean_of(b) else b
+    node = slowest.nodes[0] if rank == a else slowest.nodes[1]
     evidence = (
         f"pair {slowest.text()}, {others / max(slowest.gbs, 1e-9):.1f}x slower than the "
-        f"upper median {others:g} GB/s of the other pairs"
-        + (f"; {len(slow)} slow pairs share node {node}" if len(slow) > 1 else "")
+        f"upper median {others:g} GB/s of the other pairs; rank {rank} (node {node}) has the "
+        f"slower pairs: {mean_of(rank):.3g} GB/s on average"
     )
     return slowest, node, evidence

@@ -306,8 +306,8 @@ CODES: dict[str, Code] = {
             "check the named node's NIC and cable (link speed, errors: `runai-tui preflight JOB`) "
             "and its switch port; resubmit off that node (exclude_node) until it is fixed",
             "pair ranks 1-2 (pods j-worker-0 / j-worker-1, nodes node-b / node-c): 0.05 GB/s, "
-            "16.0x slower than the upper median 0.8 GB/s of the other pairs; 2 slow pairs share node "
-            "node-c",
+            "16.0x slower than the upper median 0.8 GB/s of the other pairs; rank 2 (node "
+            "node-c) has the slower pairs: 0.07 GB/s on average",
         ),
         Code(
             "pod-lost",
