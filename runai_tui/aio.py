@@ -25,10 +25,24 @@ async def _end(tasks: Sequence[asyncio.Future[_T]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def gather_all(awaitables: Iterable[Awaitable[_T]]) -> list[_T]:
+async def _gated(gate: asyncio.Semaphore, awaitable: Awaitable[_T]) -> _T:
+    try:
+        async with gate:
+            return await awaitable
+    except BaseException:
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()  # cancelled before its turn: never started, and never warned of
+        raise
+
+
+async def gather_all(awaitables: Iterable[Awaitable[_T]], at_once: int | None = None) -> list[_T]:
     """Every result, in the order given; the first failure (in that order, of those that failed
     by the time one did) is raised once the others are cancelled and ended. A cancel from
-    outside cancels them all and waits for them the same way."""
+    outside cancels them all and waits for them the same way. `at_once`: at most that many
+    run at a time (each `runai` read is a process of its own)."""
+    if at_once is not None:
+        gate = asyncio.Semaphore(at_once)
+        awaitables = [_gated(gate, aw) for aw in awaitables]
     tasks = [asyncio.ensure_future(aw) for aw in awaitables]
     if not tasks:
         return []

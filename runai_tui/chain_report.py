@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge.redone import Redone
 from runai_tui.models import Job, JobDetail, Phase, master_pod
@@ -238,7 +239,7 @@ async def recent_chains(client: RunaiClient, since: float, now: float) -> list[C
             except RunaiError:
                 return None
 
-    found = [a for a in await asyncio.gather(*(one(n) for n in recent)) if a is not None]
+    found = [a for a in await gather_all(one(n) for n in recent) if a is not None]
     return chains_of(found)
 
 
@@ -263,7 +264,7 @@ async def build(client: RunaiClient, chains: Sequence[Chain], price: float | Non
         async with gate:
             return await chain_row(client, chain, now)
 
-    return Report(list(await asyncio.gather(*(one(c) for c in chains))), price)
+    return Report(await gather_all(one(c) for c in chains), price)
 
 
 __all__ = ["Phase", "Report", "build", "chains_of", "recent_chains"]

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
 from runai_tui.knowledge.trainer_facts import read_trainer_args
@@ -202,7 +203,7 @@ async def asweep_jobs(
                 return False
         return read_submission(detail).sweep_of()[0] == sweep
 
-    kept = await asyncio.gather(*(belongs(name) for _, name in found))
+    kept = await gather_all(belongs(name) for _, name in found)
     return [name for (_, name), keep in zip(found, kept, strict=True) if keep]
 
 

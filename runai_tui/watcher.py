@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypeVar
 
 from runai_tui import resubmit
+from runai_tui.aio import gather_all
 from runai_tui.errors import ErrorKind, Failure, RunaiError, UsageError
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.diagnose.retry import Verdict, decide
@@ -113,7 +114,7 @@ async def _described(client: RunaiClient, names: Sequence[str]) -> list[Attempt]
                     return None
                 raise
 
-    return [a for a in await asyncio.gather(*(one(n) for n in names)) if a is not None]
+    return [a for a in await gather_all(one(n) for n in names) if a is not None]
 
 
 async def read_chain(client: RunaiClient, job: str, jobs: Sequence[Job] | None = None) -> Chain:

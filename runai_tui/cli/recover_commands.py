@@ -4,7 +4,6 @@ as the retry catalogue says (the watcher: runai_tui/watcher.py; one per job: wat
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -12,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runai_tui import watch_lock
+from runai_tui.aio import gather_all
 from runai_tui.cli.common import client_for, settings_for
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.runai import runner
@@ -129,7 +129,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     )
 
     async def every() -> list[str]:
-        return list(await asyncio.gather(*(watcher.watch(c.root) for c in chains)))
+        return await gather_all(watcher.watch(c.root) for c in chains)
 
     try:
         outcomes = runner.run_sync(every())

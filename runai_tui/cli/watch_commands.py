@@ -7,7 +7,6 @@ Logic: runai_tui/knowledge/job_records.py and runai_tui/knowledge/job_end.py.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import json
 import sys
@@ -15,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from runai_tui.aio import gather_all
 from runai_tui.cli.common import client_for, print_error, print_json, table
 from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
@@ -228,7 +228,7 @@ def _wait_sweep(args: argparse.Namespace) -> int:
             )
             for n in names
         )
-        return names, list(await asyncio.gather(*waits))
+        return names, await gather_all(waits)
 
     names, results = runner.run_sync(every())
     if not names:

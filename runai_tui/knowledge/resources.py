@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.probe_facts import last_fact, parse_facts
@@ -302,7 +303,7 @@ async def top_job(
                 return PodResources(p_name, error=exc.message, hint=exc.hint)
         return parse_probe(p_name, output)
 
-    rows = await asyncio.gather(*(run(p.name, p.phase) for p in pods))
+    rows = await gather_all(run(p.name, p.phase) for p in pods)
     return TopReport(name, list(rows))
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError
 from runai_tui.models import Job, normalize_phase
 
@@ -87,4 +88,4 @@ async def act(client: RunaiClient, verb: str, names: Sequence[str]) -> list[Outc
                 return Outcome(name, False, exc.message, exc.hint)
             return Outcome(name, True, said.strip())
 
-    return list(await asyncio.gather(*(one(name) for name in dict.fromkeys(names))))
+    return await gather_all(one(name) for name in dict.fromkeys(names))

@@ -4,6 +4,7 @@ waits until each has ended, its stream closed in its own task, before it is rais
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import AsyncIterator
 
 import pytest
@@ -51,3 +52,31 @@ def test_results_in_order_and_nothing_to_await() -> None:
         return await gather_all([after(0.02, 1), after(0.0, 2)]), await gather_all([])
 
     assert asyncio.run(main()) == ([1, 2], [])
+
+
+def test_at_once_bounds_how_many_run_and_a_failure_before_their_turn_starts_none() -> None:
+    running, most, started = 0, 0, []
+
+    async def one(i: int) -> int:
+        nonlocal running, most
+        started.append(i)
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        if i == 1:
+            raise ValueError("the second fails")
+        return i
+
+    async def main() -> None:
+        assert await gather_all((one(i) for i in (0, 2, 3, 4)), at_once=2) == [0, 2, 3, 4]
+        assert most == 2
+        started.clear()
+        with pytest.raises(ValueError, match="the second fails"):
+            await gather_all((one(i) for i in range(6)), at_once=2)
+        # Those that took the freed places were cancelled; the rest never started.
+        assert started[:2] == [0, 1] and not {4, 5} & set(started)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine ... was never awaited"
+        asyncio.run(main())

@@ -50,27 +50,24 @@ async def diagnose_job(
     unavailable: list[Finding] = []
 
     # off `diagnose --log`, a waited path: no event loop, no dump reader (docs/performance.md)
-    import asyncio
-
+    from runai_tui.aio import gather_all
     from runai_tui.knowledge import flight_recorder  # the same: off `diagnose --log`
 
     dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
-    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
 
     async def read(diagnoser: PodDiagnoser) -> None:
-        async with slots:
-            stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
-            try:
-                async for line in stream:
-                    diagnoser.feed(line)
-                    dumps_at.feed(diagnoser.pod, line)
-            except RunaiError as exc:
-                unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
-            finally:
-                with contextlib.suppress(Exception):
-                    await stream.aclose()  # type: ignore[attr-defined]
+        stream = client.stream_logs(name, pod=diagnoser.pod, follow=False, tail=tail)
+        try:
+            async for line in stream:
+                diagnoser.feed(line)
+                dumps_at.feed(diagnoser.pod, line)
+        except RunaiError as exc:
+            unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
 
-    await asyncio.gather(*(read(d) for d in diagnosers))
+    await gather_all((read(d) for d in diagnosers), at_once=MAX_CONCURRENT_PODS)
     for r in await flight_recorder.job_findings(client, detail, dumps_at):  # the rank that hung
         severity = CODES[r.code].severity
         unavailable.append(Finding(r.code, severity, r.message, r.fix, pod=r.pod, evidence=cut(r.evidence)))  # fmt: skip
