@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass, field, replace
 
 from runai_tui.errors import RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, gpu_health, pods_to_probe
 from runai_tui.knowledge.findings import (
     ERROR,
     FIX_MEMLOCK,
@@ -89,6 +89,21 @@ except OSError as e:
   fi
 else
   p python none
+fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  if q="$(nvidia-smi -q 2>&1)"; then
+    printf '%s\n' "$q" | while IFS= read -r l; do p smi "|$l"; done
+  else
+    p smi_error "$(printf '%s' "$q" | head -n 1)"
+  fi
+else
+  p smi_error "no nvidia-smi in the pod"
+fi
+if k="$(dmesg 2>&1)"; then
+  p kernel_log ok
+  printf '%s\n' "$k" | grep 'NVRM: Xid' | tail -n 20 | while IFS= read -r l; do p xid "$l"; done
+else
+  p kernel_log "$(printf '%s' "$k" | head -n 1)"
 fi
 p end ok
 """.replace("__TIMEOUT__", str(CONNECT_TIMEOUT))
@@ -179,7 +194,7 @@ class Preflight:
         }
 
 
-def checklist(pod: str, output: str) -> PodChecklist:
+def checklist(pod: str, output: str, node: str = "") -> PodChecklist:
     """The probe's output into a checklist; a fact the probe could not print is a fail or a skip
     that says so, never a pass."""
     facts = parse_facts(output, MARK)
@@ -206,6 +221,7 @@ def checklist(pod: str, output: str) -> PodChecklist:
         _nccl_env(env),
         _master(last_fact(facts, "master_addr"), last_fact(facts, "master_port"), facts),
         *_versions(facts),
+        *gpu_health_items(facts, node),
     ]
     if last_fact(facts, "end") != "ok":
         items.append(
@@ -367,6 +383,36 @@ def _versions(facts: dict[str, list[str]]) -> list[Finding]:
     return items
 
 
+def gpu_health_items(facts: dict[str, list[str]], node: str) -> list[Finding]:
+    """GPU health (knowledge/gpu_health.py): `nvidia-smi -q` and the kernel log's XIDs, each
+    fault a failed item naming the node; what the pod cannot read is skipped, never failed."""
+    items: list[Finding] = []
+    if "smi" in facts:
+        gpus = gpu_health.parse_smi("\n".join(line[1:] for line in facts["smi"]))
+        faults = gpu_health.smi_faults(gpus, node)
+        items += [check_failed(f.check, f.reason, gpu_health.FIX) for f in faults]
+        if not gpus:
+            items.append(check_skipped("gpu-health", "nvidia-smi -q listed no GPU"))
+        elif not faults:
+            items.append(check_passed("gpu-health", f"{len(gpus)} GPU(s): no volatile "
+                                      "uncorrected ECC error, no page or row pending, no HW "
+                                      "slowdown, thermal slowdown or power brake"))  # fmt: skip
+    else:
+        why = last_fact(facts, "smi_error") or "not probed"
+        items.append(check_skipped("gpu-health", f"nvidia-smi -q not read ({why}): skipped"))
+    said = last_fact(facts, "kernel_log")
+    if said != "ok":
+        why = said or "not probed"
+        items.append(check_skipped("gpu-xid", f"the kernel log is not readable here ({why}): "
+                                   "XIDs not checked"))  # fmt: skip
+        return items
+    xids = gpu_health.xid_faults(gpu_health.parse_xids(facts.get("xid", [])), node)
+    items += [check_failed(f.check, f.reason, gpu_health.FIX) for f in xids]
+    if not xids:
+        items.append(check_passed("gpu-xid", "no NVIDIA XID error in the kernel log"))
+    return items
+
+
 async def preflight_job(
     client: ExecSource,
     name: str,
@@ -382,7 +428,7 @@ async def preflight_job(
 
     slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
 
-    async def run(p_name: str, phase: Phase) -> PodChecklist:
+    async def run(p_name: str, phase: Phase, node: str) -> PodChecklist:
         if phase is not Phase.RUNNING:
             return PodChecklist(
                 p_name, [check_skipped("pod", f"the pod is {phase.value}: nothing runs there yet")]
@@ -392,9 +438,9 @@ async def preflight_job(
                 output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
             except RunaiError as exc:
                 return PodChecklist(p_name, [check_failed("probe", exc.message, exc.hint)])
-        return checklist(p_name, output)
+        return checklist(p_name, output, node)
 
-    lists = await asyncio.gather(*(run(p.name, p.phase) for p in pods))
+    lists = await asyncio.gather(*(run(p.name, p.phase, p.node) for p in pods))
     return Preflight(list(lists))
 
 

@@ -80,6 +80,10 @@ PROBE = "\n".join(
         "@@pf python 3.12.3",
         "@@pf torch 2.14.1",
         "@@pf master open 10.0.0.1",
+        "@@pf smi |GPU 00000000:07:00.0",
+        "@@pf smi |    Clocks Event Reasons",
+        "@@pf smi |        HW Slowdown                       : Active",
+        "@@pf kernel_log ok",
         "@@pf end ok",
     ]
 )
