@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,24 +94,37 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-def _until(check: Any, what: str, seconds: float = 300) -> Any:
+def _until(check: Any, what: str, seconds: float = 300, pause: float = 1.0) -> Any:
     deadline = time.monotonic() + seconds
     while not (value := check()):
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(1.0)
+        time.sleep(pause)
     return value
 
 
 def _kill_worker_mid_training(night: Night) -> None:
-    def steps() -> int:
-        log = night.tui("logs", JOB, "--pod", f"{JOB}-worker-0").stdout
-        master = night.tui("logs", JOB).stdout
-        return (master + log).count('"kind": "train"') >= 5
+    """SIGKILL the worker pod's main process (as if its node went away) once the run is past
+    step 5 and off a checkpoint (every 3 steps), so that some steps are trained again."""
 
-    _until(steps, f"{JOB} to train 5 steps")
-    pods = night.local("training", "pytorch", "describe", JOB, "-o", "json")["pods"]
-    worker = next(p for p in pods if p["name"] == f"{JOB}-worker-0")
-    os.kill(worker["pid"], signal.SIGKILL)  # the pod's main process: as if its node went away
+    def worker_pid() -> int | None:
+        pods = night.local("training", "pytorch", "describe", JOB, "-o", "json")["pods"]
+        return next((p["pid"] for p in pods if p["name"] == f"{JOB}-worker-0"), None)
+
+    pid = _until(worker_pid, f"{JOB}'s worker pod to start")
+    # The master's log file itself, read every tenth of a second: a `logs` process per look
+    # would cost more than a step.
+    log = Path(night.env["XDG_STATE_HOME"]) / "runai-tui/local/jobs/local" / JOB / "logs"
+
+    def past_a_checkpoint() -> bool:
+        try:
+            text = (log / f"{JOB}-master-0.log").read_text(errors="replace")
+        except OSError:
+            return False
+        steps = [int(m) for m in re.findall(r'"kind": "train", "step": (\d+)', text)]
+        return bool(steps) and steps[-1] >= 5 and steps[-1] % 3 != 0
+
+    _until(past_a_checkpoint, f"{JOB} to train 5 steps", pause=0.1)
+    os.kill(pid, signal.SIGKILL)
 
 
 def _watch(night: Night, *more: str) -> subprocess.Popen[str]:
