@@ -2,7 +2,8 @@
 as a node that goes away), `watch --recover` submits it again and the chain completes from its
 checkpoints; the watcher killed mid-chain and started again carries on and submits nothing
 twice; a second watcher is refused; a job whose fault no retry cures stops its watcher with the
-reason. The morning `report` and the post-mortem `bundle` read the same jobs.
+reason. The morning `report` and the post-mortem `bundle` read the same jobs. Apart, with no
+trainer: a fault whose remedy is applied only with --apply-remedies.
 
 One module-scoped night (`night`) serves every test: one trainer run and one resumed run
 (ResNet-18 at 64 px, fp32, 12 steps), one fast failure.
@@ -271,3 +272,53 @@ def test_the_bundle_holds_every_pods_logs_and_no_secret(night: Night, tmp_path: 
     assert b"<redacted>" in members[f"{JOB}/describe.json"]
     manifest = json.loads(members[f"{JOB}/manifest.json"])
     assert manifest["secrets_redacted"] == 1
+
+
+IFACE_CHECK = (
+    'if [ "$GLOO_SOCKET_IFNAME" = lo ]; then echo joined; else echo "RuntimeError: [enforce fail '
+    "at third_party/gloo/gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find "
+    'address for: $GLOO_SOCKET_IFNAME"; exit 1; fi'
+)
+
+
+@pytest.mark.slow
+def test_a_fault_with_a_remedy_is_submitted_again_only_with_apply_remedies(
+    tmp_path: Path,
+) -> None:
+    """No trainer: two pods that fail as Gloo does on an interface the machine lacks, and
+    succeed on `lo`, the remedy diagnose computes here."""
+    from tests.local.resubmit_loop import user_profile
+    from tests.local.test_through_runai_tui import tui
+
+    user_profile("ifx", f"job_name: ifx\nimage: x:1\nworkers: 1\n"
+                        f"command: [sh, -c, {json.dumps(IFACE_CHECK)}]\n")  # fmt: skip
+    done = tui("submit", "--profile", "ifx", "--set", "env.GLOO_SOCKET_IFNAME=nonexist0")
+    assert done.returncode == 0, done.stderr
+    watch = ("watch", "ifx", "--recover", "--backoff", "0", "--interval", "1")
+    held = tui(*watch)
+    assert held.returncode == 1
+    assert held.stdout.splitlines()[-1].endswith(
+        "ifx [attempt 1/3] stopped: not submitted again: remedies not applied without "
+        "--apply-remedies (socket-ifname: --set env.GLOO_SOCKET_IFNAME=lo)"
+    )
+    fixed = tui(*watch, "--apply-remedies")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert ("submitted ifx-r2 (attempt 2 of 3) with --set env.GLOO_SOCKET_IFNAME=lo, resuming "
+            "from ifx's checkpoints") in fixed.stdout  # fmt: skip
+    assert fixed.stdout.splitlines()[-1].endswith(
+        "ifx-r2 [attempt 2/3] completed: ifx-r2 completed"
+    )
+    # The new record keeps the field once, the remedy's value: not nonexist0, then lo.
+    described = json.loads(tui("describe", "ifx-r2", "--json").stdout or "{}")
+    assert described["status"] == "Completed"
+    record = json.loads(
+        json.loads(
+            subprocess.run(
+                [*RUNAI_LOCAL, "training", "pytorch", "describe", "ifx-r2", "-o", "json"],
+                capture_output=True,
+                text=True,
+            ).stdout  # fmt: skip
+        )["spec"]["annotations"]["runai-tui.io/submission"]
+    )
+    assert record["sets"] == ["env.GLOO_SOCKET_IFNAME=lo"]
+    assert (record["parent"], record["attempt"]) == ("ifx", 2)
