@@ -43,6 +43,7 @@ BACKOFF = 60.0  # seconds before attempt 2; doubled for each attempt after it
 BACKOFF_CAP = 1800.0
 RUNAI_BACKOFF = 5.0  # a failing runai call: tried again after this, doubled up to the cap
 RUNAI_BACKOFF_CAP = 300.0
+SUBMIT_TRIES = 5  # a submit that runai refuses this often is not a passing failure: stop
 INTERVAL = 10.0  # seconds between two looks at a running attempt
 DESCRIBES_AT_ONCE = 4
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -314,19 +315,20 @@ class Watcher:
                 chain,
             )  # fmt: skip
         except RunaiError:
-            raise  # a job gone: _follow says so
+            raise  # a job gone: watch says so
         except Failure as exc:  # nothing to rebuild from, a secret lost, a bad remedy
             self._report(chain, "stopped", f"cannot submit it again: {exc.message}")
             raise Stop("stopped") from None
-        while True:
+        for tries in range(1, SUBMIT_TRIES + 1):
             try:
                 result = await resubmit.asubmit(self.client, planned)
                 break
             except RunaiError as exc:  # it may have gone through: the records tell
-                if exc.kind == ErrorKind.NOT_FOUND:
-                    raise
+                if exc.kind == ErrorKind.NOT_FOUND or tries == SUBMIT_TRIES:
+                    self._report(chain, "stopped", f"submit of {planned.name}: {exc.message}")
+                    raise Stop("stopped") from None
                 self._report(chain, "runai-error", f"submit: {exc.message}; looking again")
-                await self.sleep(RUNAI_BACKOFF)
+                await self.sleep(RUNAI_BACKOFF * 2 ** (tries - 1))
                 again = await self._retrying(lambda: read_chain(self.client, chain.root), chain)
                 if again.latest.name != latest.name:
                     return again
