@@ -279,3 +279,31 @@ def test_lint_and_preflight_share_findings_without_importing_diagnose() -> None:
 def test_no_module_in_runai_tui_is_over_700_lines() -> None:
     sizes = {str(p): len(p.read_text().splitlines()) for p in python_files(REPO / "runai_tui")}
     assert {p: n for p, n in sizes.items() if n > 700} == {}
+
+
+def test_reads_that_run_together_go_through_gather_all() -> None:
+    # A bare asyncio.gather leaves the others running when one fails, and the loop's end then
+    # closes their log streams out of order ("aclose(): asynchronous generator is already
+    # running"): runai_tui/aio.py's gather_all cancels and ends them first (docs/contracts.md).
+    allowed = {
+        "runai_tui/aio.py",  # gather_all itself, waiting for the cancelled
+        "runai_tui/runai/pod_logs.py",  # waits for its own cancelled pumps (return_exceptions)
+        "runai_tui/local/portforward.py",  # runai-local's relay: its own executable and loop
+    }
+
+    names = {"gather", "TaskGroup"}
+
+    def gathers(node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            return isinstance(node.value, ast.Name) and node.value.id == "asyncio"
+        if isinstance(node, ast.ImportFrom) and node.module == "asyncio":
+            return bool(names & {alias.name for alias in node.names})
+        return False
+
+    offenders = [
+        rel
+        for p in python_files(REPO / "runai_tui")
+        if (rel := str(p.relative_to(REPO))) not in allowed
+        and any(gathers(node) for node in ast.walk(ast.parse(p.read_text(), str(p))))
+    ]
+    assert offenders == []

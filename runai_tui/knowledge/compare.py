@@ -499,7 +499,7 @@ def render_table(table: RunTable, differences_only: bool = True) -> list[str]:
 
 @dataclass(frozen=True)
 class RunCurves:
-    """What the N-way curves plot of one run, against step: loss, and images/s (all ranks)."""
+    """What the compare screen plots of one run, against step: loss, and images/s (all ranks)."""
 
     label: str
     loss: list[tuple[int, float]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
+from runai_tui.aio import gather_all
 from runai_tui.errors import RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, gpu_health, pods_to_probe
 from runai_tui.knowledge.findings import (
@@ -440,7 +441,7 @@ async def preflight_job(
                 return PodChecklist(p_name, [check_failed("probe", exc.message, exc.hint)])
         return checklist(p_name, output, node)
 
-    lists = await asyncio.gather(*(run(p.name, p.phase, p.node) for p in pods))
+    lists = await gather_all(run(p.name, p.phase, p.node) for p in pods)
     return Preflight(list(lists))
 
 

@@ -1,6 +1,6 @@
-"""compare's N-way table (knowledge/compare.py `run_table`): one column per run, the grid's values
-first, the settings that differ, each run's figures with the best of each row marked, and a run
-that never logged a step keeping its column."""
+"""compare's table with many runs (knowledge/compare.py `run_table`): one column per run, the
+grid's values first, the settings that differ, each run's figures with the best of each row
+marked, and a run that never logged a step keeping its column."""
 
 from __future__ import annotations
 

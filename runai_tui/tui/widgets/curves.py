@@ -1,7 +1,7 @@
 """The curves plot: loss above, images/s below, against step, on a linear or log y-axis.
 
 One home for the frame (titles, the two plots, the y-scale toggle); what is drawn in it is the
-subclass's: one run's ranks (the describe screen) or many runs overlaid (the N-way compare).
+subclass's: one run's ranks (the describe screen) or many runs overlaid (the compare screen).
 """
 
 from __future__ import annotations
