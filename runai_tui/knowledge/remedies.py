@@ -316,8 +316,9 @@ def fix_overrides(finding: Finding) -> Remedy | None:
     while (more := FIX_SET.match(finding.fix, at + 1)) and finding.fix[at] == " ":
         sets.append(more.group(1))
         at = more.end()
-    why = finding.fix[: first.start()].strip(" `:(,") or f"the fix of {finding.code}"
-    return Remedy(tuple(sets), why)
+    after = re.match(r"`?\s*\(([^()]+)\)", finding.fix[at:])  # `--set A=1 (what it does)`
+    why = finding.fix[: first.start()].strip(" `:(,") or (after and after.group(1)) or ""
+    return Remedy(tuple(sets), why or f"the fix of {finding.code}")
 
 
 def propose(finding: Finding, profile: Profile, context: Context) -> Remedy | None:
