@@ -55,9 +55,10 @@ test-pythons:
 
 # The suite (benchmarks/run.py): every figure a ratio against a yardstick measured in the same run.
 # BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/;
-# a whole run (no --only, no --quick) also writes its table into docs/performance.md, "The figures".
+# a whole run (no --only, no --quick) also writes its table into docs/performance.md, "The figures",
+# and its rows into the README's Performance table.
 bench: $(VENV)/.installed-test
-	$(BIN)/python benchmarks/run.py --doc docs/performance.md $(BENCH_ARGS)
+	$(BIN)/python benchmarks/run.py --doc docs/performance.md --doc README.md $(BENCH_ARGS)
 
 # The generated parts of the docs, made again: the field, lint-rule and diagnose-code tables of
 # docs/profiles.md and docs/health.md, the trainer's flag table (runai_tui/trainer_flags/table.py, from

@@ -7,7 +7,15 @@ import json
 from pathlib import Path
 
 from benchmarks.harness import REPO, Figure
-from benchmarks.run import DOC_BEGIN, DOC_END, main, table, write_doc
+from benchmarks.run import (
+    DOC_BEGIN,
+    DOC_END,
+    SUMMARY_BEGIN,
+    SUMMARY_END,
+    main,
+    table,
+    write_doc,
+)
 
 
 def test_suite_runs_the_cli_figure_and_writes_the_report(tmp_path: Path, capsys) -> None:
@@ -125,3 +133,44 @@ def test_a_whole_run_writes_its_table_into_the_doc(tmp_path: Path) -> None:
     assert "| `cli CPU` | 90 ms | - | 1.50x |  | yes |" in text
     shipped = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
     assert shipped.index(DOC_BEGIN) < shipped.index(DOC_END)
+
+
+def test_the_readme_gets_the_judged_rows_of_the_same_run(tmp_path: Path) -> None:
+    """The README's Performance table is the last whole run's judged figures: a ratio where
+    the target is one, else the figure itself; unjudged rows are left out."""
+    fig = Figure("job-table", "jobs table refresh", "s", ours=0.3, yardstick=0.7)
+    fig.met, fig.target = True, "5,000 < 500 ms"
+    fig.details["extra_rows"] = {
+        "job-table 500 jobs, CPU": {
+            "ours": "62 ms",
+            "ratio": 0.41,
+            "target": "< 50 ms",
+            "met": False,
+        },
+        "job-table 500 jobs, wall": {
+            "ours": "91 ms",
+            "ratio": 0.5,
+            "target": "(load)",
+            "met": None,
+        },
+    }
+    cli = Figure("cli", "headless submit --dry-run wall", "s", ours=0.1, yardstick=0.05)
+    cli.judge("<=", 2.5)
+    machine = {"date": "2026-11-28 12:48 UTC", "nproc": 2, "cpu": "X", "python": "3.11.7"}
+    report = {
+        "machine": {**machine, "load_avg": [1.5, 1, 1]},
+        "figures": [cli.to_json(), fig.to_json()],
+    }
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# R\n{SUMMARY_BEGIN}\n{SUMMARY_END}\n", encoding="utf-8")
+    write_doc(readme, report)
+    rows = [
+        line for line in readme.read_text(encoding="utf-8").splitlines() if line.startswith("| `")
+    ]
+    assert rows == [
+        "| `cli`: headless submit --dry-run wall | 2.00x | ratio <= 2.5 | yes |",
+        "| `job-table`: jobs table refresh | 300.0 ms | 5,000 < 500 ms | yes |",
+        "| `job-table 500 jobs, CPU` | 62 ms | < 50 ms | **no** |",
+    ]
+    shipped = (REPO / "README.md").read_text(encoding="utf-8")
+    assert shipped.index(SUMMARY_BEGIN) < shipped.index(SUMMARY_END)
