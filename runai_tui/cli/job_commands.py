@@ -13,7 +13,8 @@ from runai_tui import __version__, paths
 from runai_tui.cli.common import client_for, print_json, runai_cli_for, settings_for, table
 from runai_tui.duration import go_duration, parse_duration
 from runai_tui.errors import RunaiError, UsageError
-from runai_tui.models import format_gpus, format_pods
+from runai_tui.knowledge.recovery import Recovery, recovery
+from runai_tui.models import JobDetail, Phase, format_gpus, format_pods, master_pod
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import installed, pod_logs, runner
 from runai_tui.runai.backend import select_backend
@@ -94,7 +95,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    detail = client_for(args).describe(args.job)
+    client = client_for(args)
+    detail = client.describe(args.job)
     if args.json:
         print_json(detail.to_dict())
         return 0
@@ -119,7 +121,22 @@ def cmd_describe(args: argparse.Namespace) -> int:
             print(f"  {ev.time}  {ev.type:<8} {ev.reason:<16} {ev.message}")
     for note in detail.notes:
         print(f"Note: {note}")
+    recovered = job_recovery(client, detail)
+    if recovered.any:
+        print(f"Recovery: {recovered.line()}")
     return 0
+
+
+def job_recovery(client: RunaiClient, detail: JobDetail) -> Recovery:
+    """Resumes, steps lost (the master's log), preemptions and pod restarts (describe)."""
+    pod = master_pod(detail.pods)
+    lines: list[str] = []
+    if pod is not None and detail.job.phase is not Phase.PENDING:
+        with contextlib.suppress(RunaiError):
+            lines = list(client.logs(detail.job.name, pod=pod.name))
+    raw = detail.raw.get("pods") if detail.raw else None
+    pods = [p for p in raw if isinstance(p, dict)] if isinstance(raw, list) else []
+    return recovery(lines, detail.events, pods)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -228,6 +228,8 @@ class TrainingProgress:
     ranks: list[RankFigures] = field(default_factory=list)  # every rank, latest record
     curve: deque[CurvePoint] = field(default_factory=lambda: deque(maxlen=CURVE_HISTORY))
     target: TimeToTarget | None = None  # the run's --target-map record, once written
+    # The newest resume record's totals: (resumes, steps trained again), once the run resumed
+    resumed: tuple[int, int] | None = None
 
     @property
     def seen(self) -> bool:
@@ -267,6 +269,9 @@ class TrainingProgress:
             }
         elif kind == "target":
             self.target = TimeToTarget.from_record(record) or self.target
+        elif kind == "resume":
+            resumes = _int(record.get("resumes"), None)
+            self.resumed = (resumes or 0, _int(record.get("lost_total"), None) or 0)
         elif kind in ("done", "stopped"):
             self.finished = kind
             self.step = _int(record.get("step"), self.step)
@@ -296,6 +301,8 @@ class TrainingProgress:
         if self.eval:
             shown = ", ".join(f"{k} {_fmt(v)}" for k, v in list(self.eval.items())[:3])
             parts.append(f"eval: {shown}")
+        if self.resumed is not None:
+            parts.append(f"resumed {self.resumed[0]}x, {self.resumed[1]} steps lost")
         if self.finished == "done":
             parts.append("finished")
         elif self.finished == "stopped":

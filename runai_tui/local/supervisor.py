@@ -260,7 +260,7 @@ class Supervisor:
             write_json_atomic(request, by)
 
             def preempting(st: JobStatus, victim: str = names[-1]) -> None:
-                add_event(st, "Normal", "Preempting", f"preempting workload {victim}")
+                add_event(st, "Normal", "Reserving", f"preempting workload {victim} for its slots")
 
             self.update(preempting)
         return f" Preempting lower-priority workload(s) {', '.join(names)}."

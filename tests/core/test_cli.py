@@ -235,7 +235,9 @@ def test_cli_against_fake_runai(tmp_path: Path) -> None:
 
     described = run("describe", "train-a", env=env)
     assert "train-a-master-0" in described.stdout and "Running" in described.stdout
-    assert fake.calls()[-1][:4] == ["training", "pytorch", "describe", "train-a"]
+    # then the master's log, for what recovery cost (resumes, steps lost)
+    assert fake.calls()[-2][:4] == ["training", "pytorch", "describe", "train-a"]
+    assert fake.calls()[-1][:4] == ["training", "pytorch", "logs", "train-a"]
     logs = run("logs", "train-a", "--pod", "train-a-worker-0", "--tail", "5", env=env)
     assert logs.stdout == "line 1\n[red]literal[/red]\n"
     assert {"--pod", "train-a-worker-0", "--tail", "5"} <= set(fake.calls()[-1])

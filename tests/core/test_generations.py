@@ -118,8 +118,13 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     lists = "`runai training pytorch submit --help` does not list it"
+    # retinanet-tcp, which it extends, sets the master's restart policy (recovery in place)
+    tcp = Path(__file__).resolve().parents[2] / "profiles" / "retinanet-tcp.yaml"
+    line = tcp.read_text().splitlines().index("master_restart_policy: OnFailure") + 1
+    flag = "--master-restart-policy"
     assert errors == [
         f"error: {path}:4: restart_policy: --restart-policy is not in runai 2.25.0: {lists}",
+        f"error: {tcp}:{line}: master_restart_policy: {flag} is not in runai 2.25.0: {lists}",
         f"error: {path}:3: clean_pod_policy: --clean-pod-policy is not in runai 2.25.0: {lists}",
     ]
     assert "hint: drop the field for this CLI (--set " in out.stderr
@@ -138,7 +143,7 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     # Dropping the fields submits, and the 2.18 fake (cobra) accepts every flag sent.
     dropped = run(
         "submit", "--profile", "late", "--set", "clean_pod_policy=", "--set", "restart_policy=",
-        env=fake.env(),
+        "--set", "master_restart_policy=", env=fake.env(),
     )  # fmt: skip
     assert dropped.returncode == 0, dropped.stderr
     assert len(submits(fake)) == 1

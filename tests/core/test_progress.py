@@ -72,3 +72,13 @@ def test_progress_keeps_step_times_for_the_plan() -> None:
         progress.feed(f'{{"kind":"train","step":{step},"step_time":{json.dumps(seconds)}}}')
     assert progress.step_time == 0.25
     assert list(progress.step_times) == [2.5, 0.5, 0.25]  # non-numbers and non-positive skipped
+
+
+def test_a_resumed_run_says_how_often_and_the_steps_lost() -> None:
+    from runai_tui.knowledge.progress import TrainingProgress
+
+    progress = TrainingProgress()
+    progress.feed('{"kind": "train", "step": 9, "loss": 1.0}')
+    assert "resumed" not in progress.summary()
+    progress.feed('{"kind": "resume", "step": 8, "lost": 1, "resumes": 2, "lost_total": 3}')
+    assert "resumed 2x, 3 steps lost" in progress.summary()

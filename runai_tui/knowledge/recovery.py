@@ -1,0 +1,60 @@
+"""What recovery cost a job: its resumes (a worker group restarted in place, a pod restarted, a
+preemption), the steps trained again after them, its preemptions and its pods' restarts.
+
+The trainer writes a `resume` record each time it resumes, carrying the run's totals so far
+(`resumes`, `lost_total`: the steps trained again), so the newest one in the master's log is
+enough, whichever container wrote it. Preemptions are the job's `Preempted` events (the local
+cluster's, and the Kubernetes scheduler's reason on a pod it preempts). Core: facts in, a line out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.models import Event
+
+
+@dataclass(frozen=True)
+class Recovery:
+    resumes: int = 0
+    steps_lost: int = 0
+    preemptions: int = 0
+    pod_restarts: int = 0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.resumes or self.preemptions or self.pod_restarts)
+
+    def line(self) -> str:
+        """`3 resumes, 1 preemption, 4 steps lost (1 pod restart)`."""
+
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'' if count == 1 else 's'}"
+
+        return (
+            f"{n(self.resumes, 'resume')}, {n(self.preemptions, 'preemption')}, "
+            f"{self.steps_lost} steps lost ({n(self.pod_restarts, 'pod restart')})"
+        )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def recovery(
+    lines: Iterable[str], events: Iterable[Event], pods: Iterable[Mapping[str, object]] = ()
+) -> Recovery:
+    """The figures from the master's log LINES, the job's EVENTS and describe's raw PODS."""
+    latest: Mapping[str, object] = {}
+    for line in lines:
+        record = parse_metric_line(line)
+        if record is not None and record.get("kind") == "resume":
+            latest = record
+    return Recovery(
+        resumes=_count(latest.get("resumes")),
+        steps_lost=_count(latest.get("lost_total")),
+        preemptions=sum(1 for e in events if e.reason == "Preempted"),
+        pod_restarts=sum(_count(p.get("restartCount", p.get("restarts"))) for p in pods),
+    )

@@ -1,0 +1,28 @@
+"""What recovery cost a job, from the master's log, the events and describe's pods."""
+
+from __future__ import annotations
+
+from runai_tui.knowledge.recovery import Recovery, recovery
+from runai_tui.models import Event
+
+LOG = [
+    "trainer: resumed from /data/runs/x/checkpoints/step-000000004.pt: step 4, epoch 0",
+    '{"kind": "resume", "step": 4, "lost": 2, "resumes": 1, "lost_total": 2, "time": 1.0}',
+    '[rank0]: {"kind": "train", "step": 5, "loss": 1.0}',
+    '{"kind": "resume", "step": 8, "lost": 1, "resumes": 2, "lost_total": 3, "time": 2.0}',
+]
+
+
+def test_the_newest_resume_record_carries_the_totals() -> None:
+    events = [
+        Event("t", "Warning", "Preempted", "workload preempted by urgent"),
+        Event("t", "Normal", "Reserving", "preempting workload other for its slots"),
+    ]
+    found = recovery(LOG, events, [{"restartCount": 1}, {"restartCount": 0}, {"restarts": 2}])
+    assert found == Recovery(resumes=2, steps_lost=3, preemptions=1, pod_restarts=3)
+    assert found.line() == "2 resumes, 1 preemption, 3 steps lost (3 pod restarts)"
+
+
+def test_a_job_that_never_stopped_has_nothing_to_say() -> None:
+    found = recovery(['{"kind": "train", "step": 1}'], [], [{"restartCount": 0}])
+    assert not found.any and found == Recovery()
