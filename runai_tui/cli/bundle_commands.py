@@ -11,6 +11,7 @@ from runai_tui import bundle
 from runai_tui.cli.common import client_for
 from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.runai import runner
+from runai_tui.text import literal
 
 
 def add_bundle_arguments(bd: argparse.ArgumentParser) -> None:
@@ -53,9 +54,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         raise
     members = gathered.redacted()
     bundle.write(path, members, args.job)
-    print(f"wrote {path}: {len(members)} files ({', '.join(_summary(gathered))})")
-    for lack in gathered.missing:
-        print(f"  missing {lack['what']}: {lack['why']}")
+    print(literal(f"wrote {path}: {len(members)} files ({', '.join(_summary(gathered))})"))
+    for lack in gathered.missing:  # runai's words and pod names: shown as inert text
+        print(literal(f"  missing {lack['what']}: {lack['why']}"))
     return 0
 
 
