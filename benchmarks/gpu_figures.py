@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The GPU figures, in one run on one GPU (about 10 minutes on an H100 or H200), printed as one
-table: whole processes on one synthetic COCO-style fixture (640 training images of 320x240, 90
-categories, resized by the models to 800x1066; batch 8, 8 loader workers, one epoch of 80 steps):
+"""The GPU figures, in one run on one GPU, printed as one table: whole processes on one synthetic
+COCO-style fixture (640 training images of 320x240, 90 categories, resized by the models to
+800x1066; batch 8, 8 loader workers, one epoch of 80 steps), the rows most wanted first:
 
 - torchvision's references/detection `train.py --amp` (given --reference-dir, a checkout of it;
   run unmodified through benchmarks/fig_trainer.py's wrapper), steady s/it from its log lines;
@@ -9,22 +9,32 @@ categories, resized by the models to 800x1066; batch 8, 8 loader workers, one ep
   decide (an 80-step run does not repay a cold compile, so it runs eager);
 - `python -m trainer --compile on`, the best flags, with an empty compile cache, then the same
   command again: the second start, from the warm cache beside the output dir;
+- the trainer with the best flags at batch 16 (40 steps), the whole-trainer MFU goal;
+- time to a target mAP (benchmarks/fig_target.py): train.py --amp against our shipped defaults
+  on a learnable COCO-format fixture (512 images, 3 classes, the same recipe both sides,
+  evaluated every epoch; v2 ResNet-50 at 800/1333), each a whole process, from its start to
+  its first evaluation at --target-map (default mAP@.5 0.5), and to the best both reached;
 - benchmarks/gpu_step.py (one fixed batch, batch 8 and 16, compiled rows only), whose MFU is
-  compared with what the trainer's records report (`tflops`, `mfu`);
-- the trainer with the best flags at batch 16 (40 steps), the whole-trainer MFU goal.
+  compared with what the trainer's records report (`tflops`, `mfu`).
 
 Our img/s is the median of the train records' windows after the first (which holds the start
 and the compile), with the slowest and fastest window beside it; peak memory is the records'
 peak_memory_mb (the reference's: its `max mem`). The goals: shipped defaults at least 3x the
-reference's img/s at no more memory, and the whole trainer at batch 16 at least 25% of the
-chip's datasheet bf16 peak.
+reference's img/s at no more memory, at least 3x faster to the same mAP, and the whole trainer
+at batch 16 at least 25% of the chip's datasheet bf16 peak.
 
-    python benchmarks/gpu_figures.py [--reference-dir DIR] [--out FILE]
-    python benchmarks/gpu_figures.py --quick --device cpu   # checks the script end to end
+A row that fails prints its own last lines and the others are still measured (exit 1 at the
+end); no row starts after --budget-s (540 s: one 10-minute command; --only picks row groups);
+--out is rewritten after each row, so a run stopped from outside keeps what it measured.
+
+    python benchmarks/gpu_figures.py --reference-dir DIR --out FILE
+    python benchmarks/gpu_figures.py --quick --device cpu --reference-dir DIR  # the script's check
 
 --quick checks the script, not the figures: 8 images, ResNet-18 at 64/96 in fp32, batch 2 and 4,
 and our compiled runs through the test hook's "eager" backend (trainer/test_hooks.py), since an
-inductor compile takes many minutes on a CPU; gpu_step.py then runs its eager rows.
+inductor compile takes many minutes on a CPU; the reference row with retinanet_resnet50_fpn
+(train.py has no ResNet-18) at 64/96 through the wrapper; time to target at 64/96 on 16 images
+with every detection kept, to a toy mAP@.5 of 0.002; gpu_step.py's eager rows; budget 3600 s.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks import fig_target  # noqa: E402
+from benchmarks.fig_target import Recipe, write_learnable_coco  # noqa: E402
 from benchmarks.fig_trainer import (  # noqa: E402
     REFERENCE_ITERATION,
     WRAPPER,
@@ -56,6 +69,7 @@ from trainer.test_hooks import COMPILE_ENV  # noqa: E402
 
 SPEED_GOAL = 3.0  # shipped defaults over the reference, whole processes, at no more memory
 MFU_GOAL = 0.25  # whole trainer at batch 16, of the datasheet bf16 peak
+TARGET_GOAL = 3.0  # shipped defaults over train.py --amp in time to the same mAP, whole processes
 REFERENCE_MEMORY = re.compile(rb"max mem: (\d+)")  # MB, torch.cuda.max_memory_allocated
 
 
@@ -75,10 +89,30 @@ def parse_args() -> argparse.Namespace:
                         help="tiny sizes, ResNet-18: checks the script, not the figures")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the fixture, outputs and compile cache here (default: a temp dir)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the figures as JSON here (rewritten after each row)")  # fmt: skip
+    parser.add_argument("--budget-s", type=float, default=540.0,
+                        help="start no row after this many seconds (it says NOT MEASURED); the "
+                        "time-to-target runs stop at it")  # fmt: skip
+    parser.add_argument("--only", default="reference,ours,target,step",
+                        help="comma list of the row groups to measure: reference (train.py's "
+                        "speed), ours (our speed rows), target (time to target), step (gpu_step.py)")  # fmt: skip
+    parser.add_argument("--target-map", type=float, default=0.5,
+                        help="time to target: the evaluation to reach (--target-metric)")  # fmt: skip
+    parser.add_argument("--target-metric", default="map50", choices=("map", "map50"))
+    parser.add_argument("--target-epochs", type=int, default=8,
+                        help="time to target: the most epochs each side trains")  # fmt: skip
+    parser.add_argument("--target-images", type=int, default=512,
+                        help="time to target: training images in its learnable fixture")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.images, args.batch, args.big_batch, args.workers, args.log_every = 8, 2, 4, 0, 2
+        args.target_images, args.target_epochs = 16, 2
+        # untrained detectors keeping every detection score about 0.01 mAP@.5: a toy target
+        if args.target_map == 0.5 and args.target_metric == "map50":
+            args.target_map = 0.002
+        if args.budget_s == 540.0:  # a 2-core CPU takes about 20 minutes for every row
+            args.budget_s = 3600.0
     return args
 
 
@@ -104,7 +138,7 @@ def ours(
     first: float | None = None
     records: list[dict[str, Any]] = []
     lines: list[str] = []
-    env = trainer_env(int(os.environ.get("OMP_NUM_THREADS", "8")))
+    env = trainer_env(threads())
     if args.quick:  # checks the script: compile's wiring without minutes of code generation
         env[COMPILE_ENV] = "eager"
     proc = subprocess.Popen(
@@ -145,7 +179,12 @@ def reference(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
         return None
     wrapper = root / "reference_wrapper.py"
     wrapper.write_text(WRAPPER, encoding="utf-8")
-    model = "retinanet_resnet18_fpn" if args.quick else "retinanet_resnet50_fpn_v2"
+    # --quick: a model train.py knows (it has no ResNet-18), at our rows' tiny resize, which
+    # train.py has no flag for: the wrapper passes it to the builder (REFERENCE_MODEL_KWARGS)
+    model = "retinanet_resnet50_fpn" if args.quick else "retinanet_resnet50_fpn_v2"
+    env = trainer_env(threads())
+    if args.quick:
+        env["REFERENCE_MODEL_KWARGS"] = json.dumps({"min_size": 64, "max_size": 96})
     argv = [
         sys.executable, str(wrapper), str(args.reference_dir.resolve()), "--data-path",
         str(root / "coco"), "--dataset", "coco", "--model", model, "--device", args.device,
@@ -155,16 +194,70 @@ def reference(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
     ]  # fmt: skip
     iterations = args.images // args.batch
     run = timed_iterations(
-        argv, trainer_env(8), args.reference_dir, REFERENCE_ITERATION, iterations,
+        argv, env, args.reference_dir, REFERENCE_ITERATION, iterations,
         steady_from=min(10, iterations - 2),
     )  # fmt: skip
     memory = REFERENCE_MEMORY.search(run["last_line"].encode())
     return {
-        "name": "torchvision train.py" + (" --amp" if args.device == "cuda" else ""),
+        "name": f"torchvision train.py{' --amp' if args.device == 'cuda' else ''} ({model})",
         "side": "reference", "batch": args.batch, "img_per_s": args.batch / run["s_per_it"],
         "windows": None, "peak_gb": int(memory.group(1)) / 1024 if memory else None,
         "tflops": None, "mfu": None, "start_s": run["first_s"], "wall_s": None,
     }  # fmt: skip
+
+
+def target_figures(args: argparse.Namespace, root: Path, done: Rows) -> dict[str, Any]:
+    """Time to --target-map, whole processes, one learnable COCO-format fixture, one recipe
+    (benchmarks/fig_target.py): torchvision's train.py (--amp on a GPU), then our shipped
+    defaults. --quick: the ResNet-50 train.py knows, at 64/96, keeping every detection."""
+    data = root / "target-coco"
+    write_learnable_coco(data, args.target_images, 8 if args.quick else 64)
+    batch = 4 if args.quick else args.batch
+    recipe = Recipe(
+        model="retinanet_resnet50_fpn" if args.quick else "retinanet_resnet50_fpn_v2",
+        batch=batch, lr=0.02 * batch / 16, epochs=args.target_epochs,
+        steps_per_epoch=args.target_images // batch, workers=args.workers, device=args.device,
+        size=(64, 96) if args.quick else None, score_thresh=0.0 if args.quick else None,
+        ours_extra=["--amp", "none"] if args.quick else [],
+    )  # fmt: skip
+    if trainer_knows_targets():  # the trainer stops itself and records it too
+        recipe.ours_extra += ["--target-map", str(args.target_map), "--target-metric", args.target_metric]  # fmt: skip
+    goal = (args.target_map, args.target_metric)
+    runs: dict[str, dict[str, Any]] = {}
+    if args.reference_dir is not None:
+        wrapper = root / "reference_wrapper.py"
+        wrapper.write_text(WRAPPER, encoding="utf-8")
+        argv = fig_target.reference_argv(sys.executable, wrapper, args.reference_dir, data,
+                                         root / "target-reference", recipe, amp=args.device == "cuda")  # fmt: skip
+        env = fig_target.reference_env(trainer_env(threads()), recipe)
+        runs["reference"] = fig_target.time_to_target(
+            argv, env, args.reference_dir, fig_target.ReferenceEvals(), *goal, limit_s=max(done.left_s(), 60)
+        )  # fmt: skip
+    argv = fig_target.ours_argv(sys.executable, data, root / "target-ours", recipe)
+    env = trainer_env(threads())
+    runs["ours"] = fig_target.time_to_target(argv, env, REPO, fig_target.parse_ours, *goal,
+                                             limit_s=max(done.left_s(), 60))  # fmt: skip
+    lines = [fig_target.describe(f"time to target, {side}", run, *goal) for side, run in runs.items()]  # fmt: skip
+    lines += fig_target.verdict(runs, TARGET_GOAL, args.target_metric)
+    for side, run in runs.items():
+        if run["exit"] not in (None, 0):
+            lines.append(f"time to target, {side}: its last lines:\n{run['tail']}")
+    print("\n".join(lines), flush=True)
+    return {"recipe": vars(recipe), "target": args.target_map, "metric": args.target_metric,
+            "runs": runs, "lines": lines}  # fmt: skip
+
+
+def threads() -> int:
+    """Threads a side (both alike): OMP_NUM_THREADS where set, else 8."""
+    return int(os.environ.get("OMP_NUM_THREADS", "8"))
+
+
+def trainer_knows_targets() -> bool:
+    from dataclasses import fields
+
+    from trainer.config import TrainConfig
+
+    return "target_map" in {f.name for f in fields(TrainConfig)}
 
 
 def step_benchmark(args: argparse.Namespace, root: Path, cache: Path) -> dict[str, Any] | None:
@@ -183,8 +276,7 @@ def step_benchmark(args: argparse.Namespace, root: Path, cache: Path) -> dict[st
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
     print(proc.stdout, end="", flush=True)
     if proc.returncode != 0 or not out.is_file():
-        print(f"gpu_figures: gpu_step.py failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-        return None
+        raise RuntimeError(f"gpu_step.py: exit {proc.returncode}; its last lines:\n{proc.stderr[-2000:]}")  # fmt: skip
     report: dict[str, Any] = json.loads(out.read_text())
     return report
 
@@ -230,7 +322,7 @@ def goals(rows: list[dict[str, Any]], ref: dict[str, Any] | None, big_batch: int
     shipped, cold, warm = (by_name.get(n) for n in ("shipped defaults", "best flags, cold cache", "best flags, second start"))  # fmt: skip
     lines = []
     if ref is None or shipped is None:
-        lines.append(f"shipped defaults >= {SPEED_GOAL:g}x the reference at no more memory: NOT MEASURED (no --reference-dir)")  # fmt: skip
+        lines.append(f"shipped defaults >= {SPEED_GOAL:g}x the reference at no more memory: NOT MEASURED (no reference row: no --reference-dir, or it failed)")  # fmt: skip
     else:
         ratio = shipped["img_per_s"] / ref["img_per_s"]
         memory = ref["peak_gb"] is None or shipped["peak_gb"] <= ref["peak_gb"]
@@ -263,6 +355,77 @@ def goals(rows: list[dict[str, Any]], ref: dict[str, Any] | None, big_batch: int
     return lines
 
 
+class Rows:
+    """The rows measured so far: each measured in turn, a failed one printed with its own last
+    lines (the others still measured), none started after the budget; --out rewritten after
+    each, so a run stopped from outside keeps what it measured."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args, self.started = args, time.perf_counter()
+        self.rows: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+        self.skipped: list[str] = []
+        self.extra: dict[str, Any] = {}
+
+    def left_s(self) -> float:
+        return self.args.budget_s - (time.perf_counter() - self.started)
+
+    def measure(self, name: str, run: Callable[[], Any]) -> Any:
+        if self.left_s() <= 0:
+            self.skipped.append(name)
+            print(f"gpu_figures: {name}: NOT MEASURED (past --budget-s {self.args.budget_s:g})", flush=True)  # fmt: skip
+            return None
+        try:
+            result = run()
+        except Exception as error:  # a failed side: its own words, then the next row
+            self.failed.append(name)
+            print(f"gpu_figures: {name}: FAILED: {error}", flush=True)
+            self.save()
+            return None
+        self.save()
+        return result
+
+    def save(self) -> None:
+        if self.args.out:
+            self.args.out.parent.mkdir(parents=True, exist_ok=True)
+            document = {"rows": self.rows, **self.extra, "failed": self.failed, "skipped": self.skipped}  # fmt: skip
+            self.args.out.write_text(json.dumps(document, indent=2, default=str) + "\n")
+
+
+def measure_all(args: argparse.Namespace, root: Path, done: Rows) -> dict[str, Any] | None:
+    """Every row --only names, most wanted first; the reference's speed row, or None."""
+    only = set(args.only.split(","))
+    ref = None
+    if only & {"reference", "ours"}:
+        write_coco_fixture(root / "coco", args.images, portrait_every=0, size=(320, 240))
+    if "reference" in only:
+        ref = done.measure("reference speed", lambda: reference(args, root))
+    if ref:
+        done.rows.append(ref)
+        print(f"gpu_figures: {ref['name']}: {ref['img_per_s']:.2f} img/s", flush=True)
+    cache = root / ".compile-cache"
+    plan = [
+        ("shipped defaults", [], args.batch, root / ".compile-cache-shipped"),
+        ("best flags, cold cache", ["--compile", "on"], args.batch, cache),
+        ("best flags, second start", ["--compile", "on"], args.batch, cache),
+        (f"best flags, batch {args.big_batch}", ["--compile", "on"], args.big_batch, cache),
+    ]
+    for name, options, batch, cache_dir in plan if "ours" in only else []:
+        row = done.measure(name, lambda: ours(name, args, root, options, batch, cache_dir))  # noqa: B023
+        if row:
+            done.rows.append(row)
+            print(f"gpu_figures: {name}: {row['img_per_s']:.2f} img/s, first record after "
+                  f"{row['start_s']:.1f} s; {'; '.join(row['said'])}", flush=True)  # fmt: skip
+    if "target" in only:
+        done.extra["target"] = done.measure("time to target", lambda: target_figures(args, root, done))  # fmt: skip
+    if "step" in only:
+        report = done.measure("gpu_step.py", lambda: step_benchmark(args, root, cache))
+        done.extra["gpu_step"] = report
+        done.rows += step_rows(report)
+    done.save()
+    return ref
+
+
 def main() -> int:
     args = parse_args()
     if args.device == "cuda":
@@ -271,39 +434,21 @@ def main() -> int:
         if not torch.cuda.is_available():
             print("gpu_figures: no CUDA device is visible; --quick --device cpu checks the script")
             return 2
+    done = Rows(args)
     with tempfile.TemporaryDirectory(prefix="gpu-figures-") as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        write_coco_fixture(root / "coco", args.images, portrait_every=0, size=(320, 240))
-        rows: list[dict[str, Any]] = []
-        ref = reference(args, root)
-        if ref:
-            rows.append(ref)
-            print(f"gpu_figures: {ref['name']}: {ref['img_per_s']:.2f} img/s", flush=True)
-        cache = root / ".compile-cache"
-        plan = [
-            ("shipped defaults", [], args.batch, root / ".compile-cache-shipped"),
-            ("best flags, cold cache", ["--compile", "on"], args.batch, cache),
-            ("best flags, second start", ["--compile", "on"], args.batch, cache),
-        ]
-        for name, options, batch, cache_dir in plan:
-            rows.append(ours(name, args, root, options, batch, cache_dir))
-            print(f"gpu_figures: {name}: {rows[-1]['img_per_s']:.2f} img/s, first record after "
-                  f"{rows[-1]['start_s']:.1f} s; {'; '.join(rows[-1]['said'])}", flush=True)  # fmt: skip
-        report = step_benchmark(args, root, cache)
-        rows += step_rows(report)
-        big = ours(f"best flags, batch {args.big_batch}", args, root, ["--compile", "on"], args.big_batch, cache)  # fmt: skip
-        rows.append(big)
-        print()
-        print(table(rows, ref))
-        print()
-        print("\n".join(goals(rows, ref, args.big_batch)))
-        print(f"gpu_figures: {time.perf_counter() - started:.0f} s in all")
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({"rows": rows, "gpu_step": report}, indent=2, default=str) + "\n")  # fmt: skip
-    return 0
+        ref = measure_all(args, root, done)
+    print()
+    print(table(done.rows, ref))
+    print()
+    print("\n".join(goals(done.rows, ref, args.big_batch)))
+    if done.extra.get("target"):
+        print("\n".join(done.extra["target"]["lines"]))
+    for name in done.failed + done.skipped:
+        print(f"gpu_figures: {name}: NOT MEASURED ({'failed, above' if name in done.failed else 'out of time'})")  # fmt: skip
+    print(f"gpu_figures: {time.perf_counter() - done.started:.0f} s in all")
+    return 1 if done.failed else 0
 
 
 if __name__ == "__main__":

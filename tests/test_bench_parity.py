@@ -92,3 +92,26 @@ def test_the_parity_bench_runs_end_to_end(tmp_path: Path, capsys) -> None:
     printed = capsys.readouterr().out
     assert "trainer: precision: bf16 (--amp bf16)" in printed  # the fast side's forced bf16
     assert "parity met" in printed or "parity NOT met" in printed
+
+
+def test_gpu_figures_measures_the_other_rows_after_a_failed_one(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from benchmarks import gpu_figures
+
+    args = argparse.Namespace(budget_s=600.0, out=tmp_path / "figures.json")
+    done = gpu_figures.Rows(args)
+
+    def fails() -> None:
+        raise RuntimeError("train.py: exit 1; its last lines:\nValueError: Unknown model x")
+
+    assert done.measure("reference speed", fails) is None
+    assert done.measure("shipped defaults", lambda: {"name": "shipped"}) == {"name": "shipped"}
+    args.budget_s = 0.0  # past the budget: the next row is not started
+    assert done.measure("gpu_step.py", lambda: {"never": "run"}) is None
+    done.save()
+    document = json.loads(args.out.read_text())
+    assert document["failed"] == ["reference speed"] and document["skipped"] == ["gpu_step.py"]
+    printed = capsys.readouterr().out
+    assert "reference speed: FAILED: train.py: exit 1" in printed
+    assert "ValueError: Unknown model x" in printed
