@@ -150,6 +150,19 @@ class Job:
         return self.phase.value
 
     @property
+    def preemptions(self) -> int:
+        """Times the scheduler took this job's slots, where the list says so (the local
+        cluster's `preemptions`); 0 otherwise."""
+        count = self.raw.get("preemptions")
+        return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+    @property
+    def status_shown(self) -> str:
+        """The status, and `(preempted Nx)` for a job that was: `Pending (preempted 1x)`."""
+        n = self.preemptions
+        return f"{self.phase.value} (preempted {n}x)" if n else self.phase.value
+
+    @property
     def family(self) -> str:
         """The `runai training FAMILY` subcommand that manages this job: the framework's, else
         `standard` for a training job without one, else `pytorch` (runai-tui's own jobs)."""

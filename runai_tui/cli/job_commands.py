@@ -83,7 +83,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     if client.backend.is_local:
         print("# jobs on the LOCAL cluster (no runai installed)", file=sys.stderr)
-    rows = [[j.name, j.status, j.project or "-", format_pods(j), format_gpus(j)] for j in jobs]
+    rows = [
+        [j.name, j.status_shown, j.project or "-", format_pods(j), format_gpus(j)] for j in jobs
+    ]
     header = ["NAME", "STATUS", "PROJECT", "PODS", "GPUS"]
     if any(j.family != "pytorch" for j in jobs):  # other training frameworks: say which
         header.append("FRAMEWORK")

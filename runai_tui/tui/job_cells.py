@@ -25,5 +25,9 @@ PHASE_STYLES: dict[Phase, str] = {
 }
 
 
-def status_text(phase: Phase) -> Text:
-    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+def status_text(phase: Phase, preemptions: int = 0) -> Text:
+    """The phase in its colour; `(preempted Nx)` after it for a job that was preempted."""
+    text = Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+    if preemptions:
+        text.append(f" (preempted {preemptions}x)", style="dim")
+    return text

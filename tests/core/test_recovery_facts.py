@@ -26,3 +26,14 @@ def test_the_newest_resume_record_carries_the_totals() -> None:
 def test_a_job_that_never_stopped_has_nothing_to_say() -> None:
     found = recovery(['{"kind": "train", "step": 1}'], [], [{"restartCount": 0}])
     assert not found.any and found == Recovery()
+
+
+def test_a_preempted_job_says_so_in_its_status_where_the_list_counts_it() -> None:
+    from runai_tui.runai.parse import parse_job
+    from runai_tui.tui.job_cells import status_text
+
+    job = parse_job({"name": "a", "phase": "Pending", "preemptions": 2})
+    assert job is not None and job.status_shown == "Pending (preempted 2x)"
+    assert status_text(job.phase, job.preemptions).plain == "Pending (preempted 2x)"
+    plain = parse_job({"name": "b", "phase": "Running"})  # runai's own list: no such field
+    assert plain is not None and plain.status_shown == "Running" and plain.preemptions == 0

@@ -59,6 +59,7 @@ class Scenario:
     second_trainer: subprocess.CompletedProcess[str] | None = None
     while_preempted: dict[str, Any] = field(default_factory=dict)
     listed_while_preempted: str = ""
+    tui_listed_while_preempted: str = ""
     final: dict[str, Any] = field(default_factory=dict)
     described: str = ""
     listed: str = ""
@@ -162,6 +163,7 @@ def faults(sc: Scenario) -> None:
     sc.preempted_at = sc.step()
     until(lambda: sc.describe("urgent")["phase"] == "Running", "the urgent job to run")
     sc.listed_while_preempted = sc.local("training", "list").stdout
+    sc.tui_listed_while_preempted = sc.run("runai_tui.cli", "--backend", "local", "list").stdout
     gate.touch()
     sc.final = until(lambda: (d := sc.describe())["phase"] in ("Completed", "Failed") and d, "end")
     sc.described = sc.run("runai_tui.cli", "--backend", "local", "describe", "rec").stdout
@@ -240,6 +242,8 @@ def test_a_preempted_job_waits_pending_checkpoints_on_sigterm_and_resumes(
     rows = [line.split() for line in scenario.listed_while_preempted.splitlines()]
     assert ["rec", "Training", "Pending"] in [row[:3] for row in rows]
     assert ["urgent", "Training", "Running"] in [row[:3] for row in rows]
+    ours = next(r for r in scenario.tui_listed_while_preempted.splitlines() if r.startswith("rec "))
+    assert ours.split()[1:4] == ["Pending", "(preempted", "1x)"]
     saved = [line for line in scenario.log_lines() if "(preempted)" in line]
     assert saved and saved[0].startswith("trainer: saved checkpoint")
     preemption = scenario.records("resume")[-1]

@@ -70,7 +70,7 @@ def job_cells(job: Job, now: datetime, diagnosis: Diagnosis | None = None) -> di
     """A row's cells, by column key (the columns of COLUMNS)."""
     return {
         "name": name_cell(job.name),
-        "status": status_text(job.phase),
+        "status": status_text(job.phase, job.preemptions),
         "pods": format_pods(job),
         "gpus": format_gpus(job),
         "project": data_text(job.project or "-"),
