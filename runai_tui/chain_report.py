@@ -2,10 +2,10 @@
 submitted again from it, watcher.read_chain), what the night did and cost.
 
 Per chain: its outcome (the latest attempt's phase), attempts, restarts in place (the pods'
-restart counts), preemptions (describe's events), steps lost and the GPU-hours they took
-(knowledge/redone.py, from the trainer's records and resume lines in the master pod's log,
-the container before its last restart first), wall time (the pods' first start to their last
-end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
+restart counts), preemptions (describe's count, else its events), steps lost and the GPU-hours
+they took (knowledge/redone.py, from the trainer's records and resume lines in the master pod's
+log, the container before its last restart or preemption first), wall time (the pods' first
+start to their last end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
 best loss and best mAP. Totals at the end, and cost where config.toml names a price per GPU-hour.
 
 It reads the cluster (list, describe, logs) and never writes to it.
@@ -167,14 +167,13 @@ def totals(rows: Sequence[ChainRow], price: float | None) -> dict[str, object]:
 
 
 async def _log_lines(client: RunaiClient, detail: JobDetail) -> list[str]:
-    """The master pod's log: the container before its last restart, then the current one."""
+    """The master pod's log: the container before its last restart or preemption, where the
+    cluster keeps one (a pod never restarted has none: nothing), then the current one."""
     pod = master_pod(detail.pods)
     if pod is None:
         return []
-    entry = next((p for p in raw_pods(detail) if p.get("name") == pod.name), {})
-    again = entry.get("restartCount")
     lines: list[str] = []
-    for previous in (True, False) if isinstance(again, int) and again > 0 else (False,):
+    for previous in (True, False):
         with contextlib.suppress(RunaiError):
             lines += [line async for line in client.stream_logs(
                 detail.job.name, pod=pod.name, follow=False, previous=previous)]  # fmt: skip
