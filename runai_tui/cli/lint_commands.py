@@ -30,6 +30,13 @@ def add_lint_arguments(li: argparse.ArgumentParser) -> None:
     li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
     add_set_argument(li, _SET_FIRST)
     li.add_argument("--json", action="store_true", help='{"findings": [...]}')
+    li.add_argument(
+        "--step-time",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a step, as a job measured it (`runai-tui plan` says it), for the "
+        "checkpoint-interval and no-way-back rules (default: 1 s assumed)",
+    )
 
 
 def add_plan_arguments(pl: argparse.ArgumentParser) -> None:
@@ -74,8 +81,10 @@ def _lint_targets(
 def cmd_lint(args: argparse.Namespace) -> int:
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
     found = []
+    if args.step_time is not None and not args.step_time > 0:
+        raise UsageError(f"--step-time {args.step_time:g}: give the seconds a step takes, above 0")
     for label, profile in loaded:
-        findings = lint(profile)
+        findings = lint(profile, step_time=args.step_time)
         attach(findings, profile, from_fix=True)  # a fix that is an override is the remedy
         found += [(label, finding) for finding in findings]
     if args.json:
@@ -112,6 +121,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             plan = measure(plan, client_for(args), job)
         except Failure as exc:  # no runai, not logged in: the plan stands without a measure
             plan.measure_note = f"none ({exc.message})"
+    if plan.measured is not None:  # how far apart checkpoints are, at the measured step time
+        for finding in lint(profile, step_time=plan.measured.step_time):
+            if finding.code in ("checkpoint-interval", "no-way-back"):
+                plan.warnings.append(f"{finding.code}: {finding.message}")
     if args.json:
         print_json(plan.to_dict())
     else:

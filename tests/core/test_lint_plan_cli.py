@@ -234,3 +234,18 @@ def test_lint_offers_a_remedy_under_a_finding_that_has_one() -> None:
         "set": ["trainer.ddp-comm-hook=bf16"],
         "why": "half the bytes; powersgd:2 cuts them ~10x or more",
     }
+
+
+def test_lint_step_time_spaces_the_checkpoints_in_minutes() -> None:
+    at = run("lint", "retinanet-tcp", "--set", "trainer.checkpoint-every=1000")
+    assert "checkpoint-interval" not in at.stdout  # 1000 steps at the assumed 1 s: 17 minutes
+    slow = run(
+        "lint", "retinanet-tcp", "--step-time", "3", "--set", "trainer.checkpoint-every=1000"
+    )
+    assert slow.returncode == 1
+    assert (
+        "checkpoint-interval: args: --checkpoint-every 1000: checkpoints every 1000 steps, "
+        "50 min apart (3 s a step, measured)" in slow.stdout
+    )
+    bad = run("lint", "--step-time", "0")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --step-time 0: ")
