@@ -1,7 +1,7 @@
 """DDP communication hooks on a real 2-rank gloo run (torchrun, 2 CPU processes, tiny images).
 
 The bytes each rank hands to the all-reduce are counted by the trainer's wrapper around the hook
-and reported per step (`allreduce_bytes` in every train record): bf16 halves them exactly, and 50
+and reported per step (`allreduce_bytes` in every train record): bf16 halves them exactly, and 20
 steps from the same seed stay within a stated tolerance of fp32. PowerSGD keeps per-rank state
 (error feedback, warm-start matrices): a run resumed from its checkpoint takes the same steps as
 the uninterrupted run.
@@ -26,8 +26,14 @@ WIRE = [
     "--batch-size", "2", "--workers", "0", "--log-every", "1", "--lr", "0.01",
     "--warmup-steps", "2", "--eval-every", "0", "--device", "cpu", "--amp", "none",
 ]  # fmt: skip
-# bf16 against fp32 gradients over 50 steps: each step's loss within 1% of fp32's, and the
-# mean relative difference under 0.2% (measured: at most 0.05%, 0.01% on average at 64 px).
+# bf16 against fp32 gradients over HOOK_STEPS steps: each step's loss within 1% of fp32's, and
+# the mean relative difference under 0.2% (measured over 50 steps: at most 0.05%, 0.01% on
+# average at 64 px). 20 steps, not 50: a faulty hook (a wrong scale, a lost bucket, ranks out of
+# step) moves the loss from the second step on, the first after an all-reduce, and 20 steps are
+# the warmup's 2 and 18 at the full rate, over 3 epochs of the sampler; what the 30 more steps
+# added was the slow drift of bf16 rounding, 20x inside the bound when measured over 50 (the
+# fast path's accuracy against the reference over a whole run is benchmarks' subject).
+HOOK_STEPS = 20
 STEP_TOLERANCE = 0.01
 MEAN_TOLERANCE = 0.002
 
@@ -47,21 +53,21 @@ def run(out_dir: Path, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def fifty_steps(tmp_path_factory) -> dict[str, list[dict]]:
-    """The same 50 steps with fp32 gradients and with the bf16 hook."""
+def hook_steps(tmp_path_factory) -> dict[str, list[dict]]:
+    """The same HOOK_STEPS steps with fp32 gradients and with the bf16 hook."""
     found = {}
     for hook in ("none", "bf16"):
         out_dir = tmp_path_factory.mktemp(hook)
-        out = run(out_dir, "--max-steps", "50", "--epochs", "8", "--checkpoint-every", "0",
-                  "--ddp-comm-hook", hook)  # fmt: skip
+        out = run(out_dir, "--max-steps", str(HOOK_STEPS), "--epochs", "8",
+                  "--checkpoint-every", "0", "--ddp-comm-hook", hook)  # fmt: skip
         assert f"DDP: --ddp-comm-hook {hook} (" in out
         found[hook] = train_records(out_dir)
     return found
 
 
-def test_bf16_hook_halves_the_bytes_and_tracks_fp32_over_50_steps(fifty_steps):
-    fp32, bf16 = fifty_steps["none"], fifty_steps["bf16"]
-    assert [r["step"] for r in fp32] == [r["step"] for r in bf16] == list(range(1, 51))
+def test_bf16_hook_halves_the_bytes_and_tracks_fp32_over_20_steps(hook_steps):
+    fp32, bf16 = hook_steps["none"], hook_steps["bf16"]
+    assert [r["step"] for r in fp32] == [r["step"] for r in bf16] == list(range(1, HOOK_STEPS + 1))
     for a, b in zip(fp32, bf16, strict=True):
         assert a["allreduce_bytes"] > 30e6  # the whole fp32 gradient, every step
         assert b["allreduce_bytes"] * 2 == a["allreduce_bytes"]
