@@ -59,3 +59,20 @@ def test_a_non_preemptible_or_equal_job_is_never_taken(tmp_path: Path) -> None:
     assert describe("keep")["phase"] == "Running" and describe("keep")["preemptions"] == 0
     assert "Yes" not in [line.split()[4] for line in run_local("training", "list").out.splitlines()
                          if line.startswith("keep ")]  # fmt: skip
+
+
+def test_gpus_are_slots_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNAI_LOCAL_MAX_PODS", "0")
+    monkeypatch.setenv("RUNAI_LOCAL_GPUS", "2")
+    gate = tmp_path / "gate"
+    submit("lowgpu", "sleep 60", "-g", "1")  # a master and a worker, a GPU each
+    wait_phase("lowgpu", "Running")
+    res = run_local("training", "pytorch", "submit", "highgpu", "--workers", "0", "-g", "1",
+                    "--priority", "very-high", "--command", "--", "sh", "-c",
+                    f'while [ ! -e "{gate}" ]; do sleep 0.1; done', env=dict(os.environ))  # fmt: skip
+    assert res.code == 0, res.err
+    assert wait_phase("highgpu", "Running")["allocatedGPUs"] == 1
+    low = describe("lowgpu")
+    assert (low["phase"], low["allocatedGPUs"], low["preemptions"]) == ("Pending", 0, 1)
+    gate.touch()
+    assert wait_phase("lowgpu", "Running")["allocatedGPUs"] == 2
