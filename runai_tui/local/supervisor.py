@@ -103,6 +103,7 @@ class Supervisor:
         self.pod_restarts: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}  # pods in back-off: when they start again
         self.preempted_by = ""  # the job that last took this one's slots
+        self.preempted_dir = ""  # and its job directory
         self.preempted_note = ""  # what its message says while it waits for them again
         self.log_sizes: dict[str, int] = {}
         # A slow node's pods (slow_nodes in local.yaml) run for their CPU share only.
@@ -257,6 +258,7 @@ class Supervisor:
             if request.exists():
                 continue
             by = {"by": self.spec["name"], "priority": self.spec.get("priority")}
+            by["dir"] = str(self.jobdir)  # its project may be another
             write_json_atomic(request, by)
 
             def preempting(st: JobStatus, victim: str = names[-1]) -> None:
@@ -271,7 +273,7 @@ class Supervisor:
         if not by:
             return ""
         try:
-            st = read_status(JobPaths(self.jobdir.parent / by).status)
+            st = read_status(JobPaths(Path(self.preempted_dir or self.jobdir.parent / by)).status)
         except state.StateError:
             return ""
         if st.get("phase") in ("Creating", "Pending"):
@@ -286,7 +288,7 @@ class Supervisor:
         except state.StateError:
             request = {}
         by, priority = str(request.get("by") or "?"), str(request.get("priority") or "?")
-        self.preempted_by = by
+        self.preempted_by, self.preempted_dir = by, str(request.get("dir") or "")
         self.throttle.stop()
         self._stop_pods(f"preempted by workload {by}")
         shares = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
