@@ -65,24 +65,25 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
-# The longest modules, longest first: each module's summed test durations in a whole-suite run
-# (3 workers on 2 cores, docs/performance.md "The test suite"). Re-measure when a real run is
-# added or cut: a long module handed out late is the suite's tail.
+# The longest modules, longest first: each module alone (`pytest -n 0 FILE`, every process it
+# starts in one cpuacct cgroup; docs/performance.md "The test suite"), by wall time under the
+# suite's load, CPU-seconds beside. A module that mostly waits (a throttled rank, a held loader)
+# goes early too: its worker idles while the others use the cores. Re-measure when a real run is
+# added or cut: a long module handed out late is the suite's tail. Each module once.
 LONGEST_FIRST = (
-    "tests/trainer/test_finite_steps.py",  # 200 CPU-s alone: the emulated-bf16 grid cells
-    "tests/trainer/test_comm_hooks.py",
-    "tests/trainer/test_ddp.py",
-    "tests/local/test_resubmit_throttled_node.py",
+    "tests/trainer/test_ddp.py",  # 123 CPU-s: the resume, the SIGTERM, two file formats
+    "tests/trainer/test_comm_hooks.py",  # 84 CPU-s
+    "tests/local/test_resubmit_throttled_node.py",  # 45 CPU-s in 230 s: rank 1 at 15% of a core
     "tests/local/test_unattended.py",  # a night: a run killed, a resumed run, one failure
-    "tests/trainer/test_finite_steps.py",
-    "tests/trainer/test_rank_figures.py",
-    "tests/tui/test_gloo_job_health.py",
-    "tests/local/test_through_runai_tui.py",
-    "tests/trainer/test_shards_ddp.py",
+    "tests/trainer/test_rank_figures.py",  # 46 CPU-s in 256 s: a loader held 12 s a cycle
+    "tests/trainer/test_finite_steps.py",  # the grid and the 2-rank bf16 run
+    "tests/trainer/test_shards_ddp.py",  # 56 CPU-s
+    "tests/local/test_sweep.py",  # 85 CPU-s: three real jobs
+    "tests/trainer/test_fast_path.py",  # 31 CPU-s: two inductor compiles
+    "tests/local/test_through_runai_tui.py",  # 47 CPU-s
+    "tests/local/test_resubmit_small_shm.py",  # 44 CPU-s
+    "tests/tui/test_gloo_job_health.py",  # 44 CPU-s
     "tests/hang/test_gloo_hang.py",
-    "tests/local/test_resubmit_small_shm.py",
-    "tests/trainer/test_fast_path.py",
-    "tests/local/test_sweep.py",
     "tests/local/test_hang_rank.py",
 )
 
