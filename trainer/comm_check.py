@@ -53,7 +53,8 @@ DEFAULT_BUCKET_MB = 25  # DDP's bucket_cap_mb default
 SIZE_BUDGET_S = 0.1  # timed seconds per size (at least one all-reduce)
 MAX_ITERS = 20
 P2P_BYTES = 4 * MiB  # each direction of a pair's exchange
-P2P_ITERS = 3
+P2P_ITERS = 10  # round trips timed: a window long enough to span a throttled node's pauses
+P2P_PASSES = 2  # every pair timed this often, the fastest kept: load elsewhere only slows one
 CHOICES = ("auto", "on", "off")
 
 Log = Callable[[str], None]
@@ -197,12 +198,14 @@ def neighbour_pairs(world: int) -> list[tuple[int, int]]:
 
 def p2p_pass(ctx: DistContext, where: list[Record]) -> list[Record]:
     """Each neighbouring pair alone: a warm-up exchange, then P2P_ITERS timed round trips of
-    P2P_BYTES each way, timed on the pair's first rank. One-way GB/s = 2 x bytes x trips / time."""
+    P2P_BYTES each way, timed on the pair's first rank; P2P_PASSES passes over the pairs, the
+    fastest of each pair's kept (a slow link or node is slow in every pass, a busy moment on a
+    shared host in one). One-way GB/s = 2 x bytes x trips / time."""
     mine: list[float] = []
     out = torch.ones(P2P_BYTES // 4, dtype=torch.float32, device=ctx.device)
     back = torch.empty_like(out)
     pairs = neighbour_pairs(ctx.world_size)
-    for a, b in pairs:
+    for a, b in pairs * P2P_PASSES:
         barrier(ctx)
         if ctx.rank not in (a, b):
             continue
@@ -216,7 +219,7 @@ def p2p_pass(ctx: DistContext, where: list[Record]) -> list[Record]:
     times = all_gather_objects(ctx, mine)
     rows = []
     for a, b in pairs:
-        seconds = times[a][0]  # a rank leads one pair at most
+        seconds = min(times[a])  # a rank leads one pair at most, once a pass
         rows.append(
             {
                 "ranks": [a, b],

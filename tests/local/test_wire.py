@@ -108,7 +108,7 @@ def test_diagnose_names_the_throttled_node_and_keeps_the_job_off_it(slow_wire: S
     res = slow_wire.tui("diagnose", "wire", "--json")
     found = [f for f in json.loads(res.stdout)["findings"] if f["code"] == "wire-slow-pair"]
     assert len(found) == 1, res.stdout
-    assert found[0]["pod"] == "wire-worker-1"
+    assert found[0]["pod"] == "wire-worker-1", found[0]["evidence"]
     assert found[0]["message"].endswith("(node local-2)")
     assert "rank 2 (node local-2) has the slower pairs" in found[0]["evidence"]
     assert found[0]["remedy"]["set"] == ["exclude_node=[local-2]"]
