@@ -101,6 +101,10 @@ else
     # c10d ranks nodes by their address: node 0 gives MASTER_ADDR (the address the others reach
     # it by), the others their pod name, which sorts after it (`JOB-master-0` < `JOB-worker-N`;
     # on the local cluster 127.0.0.1 < a name).
+    # A worker waits this long for the master's store (its pod may still be pulling the image):
+    # torch's 60 s default would fail the pod, and each such restart spends the backoff limit.
+    rdzv_timeout="${TRAIN_RDZV_TIMEOUT:-600}"
+    is_uint "$rdzv_timeout" || die "TRAIN_RDZV_TIMEOUT='$rdzv_timeout' is not a whole number of seconds"
     if [[ "$node_rank" == "0" ]]; then
         host=true; local_addr="$MASTER_ADDR"
     else
@@ -108,7 +112,7 @@ else
     fi
     rdzv=(--rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$port"
           --rdzv-id "${RUNAI_JOB_UUID:-${RUNAI_JOB_NAME:-${JOB_NAME:-retinanet}}}"
-          --rdzv-conf "is_host=$host" --local-addr "$local_addr")
+          --rdzv-conf "is_host=$host,read_timeout=$rdzv_timeout" --local-addr "$local_addr")
     if [[ "$nnodes" == *:* ]]; then
         rdzv_why="elastic nnodes $nnodes: c10d rendezvous at $MASTER_ADDR:$port"
     else

@@ -75,7 +75,7 @@ def test_runai_master_pod(bin_dir):
     # c10d hosted by the master: a pod that restarts joins the next round (static never re-forms)
     assert option(argv, "--rdzv-backend") == "c10d"
     assert option(argv, "--rdzv-endpoint") == "retinanet-master-0:23456"
-    assert option(argv, "--rdzv-conf") == "is_host=true"
+    assert option(argv, "--rdzv-conf") == "is_host=true,read_timeout=600"
     assert option(argv, "--local-addr") == "retinanet-master-0"  # sorts first: global rank 0
     assert option(argv, "--max-restarts") == "3"
     assert "WORLD_SIZE=3 is ignored" in result.stdout
@@ -89,7 +89,7 @@ def test_worker_pod_falls_back_to_pod_rank_and_ignores_process_world_size(bin_di
     }  # fmt: skip
     result = launch(bin_dir, {**env, "POD_NAME": "retinanet-worker-1", "PET_MAX_RESTARTS": "5"})
     argv = final_argv(result)
-    assert option(argv, "--rdzv-conf") == "is_host=false"
+    assert option(argv, "--rdzv-conf") == "is_host=false,read_timeout=600"
     assert option(argv, "--local-addr") == "retinanet-worker-1"
     assert option(argv, "--max-restarts") == "5"
     assert option(argv, "--nproc-per-node") == "8"
@@ -122,7 +122,7 @@ def test_local_cluster_two_nodes_one_cpu_process(bin_dir):
     argv = final_argv(launch(bin_dir, {**env, "POD_NAME": "j-worker-0", "RUNAI_JOB_UUID": "u1"}))
     assert argv[argv.index("--nnodes") : argv.index("-m", 3)] == [
         "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-        "--rdzv-endpoint", "127.0.0.1:40123", "--rdzv-id", "u1", "--rdzv-conf", "is_host=false",
+        "--rdzv-endpoint", "127.0.0.1:40123", "--rdzv-id", "u1", "--rdzv-conf", "is_host=false,read_timeout=600",
         "--local-addr", "j-worker-0", "--max-restarts", "3",
     ]  # fmt: skip
 
