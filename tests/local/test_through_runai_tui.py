@@ -78,17 +78,17 @@ def test_a_new_runai_tui_process_sees_jobs_of_an_earlier_one(user_profile: Path)
     assert [pid for pid in pids if pid_alive(pid)] == []
 
 
-# retinanet-local's own arguments, but ResNet-18 at 64 px for its ResNet-50 v2 at 128 px, and
-# fp32 for its bf16: P6 and P7 are 1x1 at 64 px, the run that met a NaN in bf16 on an
-# AVX-512-BF16 CPU before those levels ran in fp32 (trainer/README.md, bf16 on a CPU). Not --amp
-# auto: it times 3 bf16 passes at start, emulated on an AVX2 CPU (5-15x fp32), for a choice this
-# test does not look at (tests/trainer/test_amp.py does).
+# retinanet-local's own arguments, its `--amp auto` included, but ResNet-18 at 64 px for its
+# ResNet-50 v2 at 128 px: P6 and P7 are 1x1 at 64 px, the run that met a NaN in bf16 on an
+# AVX-512-BF16 CPU before those levels ran in fp32 (trainer/README.md, bf16 on a CPU). On a CPU
+# without native bf16, auto takes fp32 with no trial step; with it, 3 passes in each precision
+# at this size (tests/trainer/test_amp.py tests both answers).
 SMALL_RETINANET = """\
 extends: retinanet-local
 args: [--dataset, synthetic, --epochs, "1", --max-steps, "20", --batch-size, "2",
        --model, retinanet_resnet18_fpn, --min-size, "64", --max-size, "64", --workers, "0",
        --output-dir, /data/runs/retinanet-local, --checkpoint-every, "10", --log-every, "1",
-       --eval-every, "1", --amp, none]
+       --eval-every, "1", --amp, auto]
 """
 
 
@@ -119,6 +119,8 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
     )
     assert job["status"] == "Completed", follow.stdout[-3000:]
     assert "nnodes=2" in follow.stdout  # the entry script saw the 2-pod topology
+    # The precision auto chose, and why: fp32 at once without native bf16, else measured.
+    assert "precision: " in follow.stdout and " (--amp auto on CPU: " in follow.stdout
     metrics = [json.loads(line) for line in follow.stdout.splitlines() if line.startswith("{")]
     assert metrics[-1]["kind"] == "done" and metrics[-1]["step"] == 20
     pvc = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001"
