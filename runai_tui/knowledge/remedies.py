@@ -296,7 +296,6 @@ PROPOSALS: dict[str, Propose] = {
     "hang-rank": _exclude_node,
     "wire-slow-pair": _exclude_node,  # the finding is on the pod of the suspect node
     **dict.fromkeys(("gpu-ecc", "gpu-pending", "gpu-throttled", "gpu-xid"), _exclude_node),
-    **dict.fromkeys(("gpu-ecc", "gpu-pending", "gpu-throttled", "gpu-xid"), _exclude_node),
     "pending": _pending,
 }
 
