@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS a run")
     parser.add_argument("--ablate", action="store_true",
                         help="also the reference with each part of the fast path on, one at a time")  # fmt: skip
+    parser.add_argument("--sides", default=None,
+                        help="comma list: run only these sides (e.g. the --ablate ones, to set "
+                        "beside an earlier run's fast and reference)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="a toy size: checks the script")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
@@ -99,6 +102,11 @@ def sides(args: argparse.Namespace) -> dict[str, list[str]]:
             if part == "compile" and not args.compile:
                 continue
             plan[f"reference + {part}"] = [*REFERENCE, *flags]
+    if args.sides:
+        wanted = [side.strip() for side in args.sides.split(",")]
+        if unknown := [side for side in wanted if side not in plan]:
+            raise SystemExit(f"accuracy_parity: --sides {', '.join(unknown)}: not one of {', '.join(plan)}")  # fmt: skip
+        plan = {side: plan[side] for side in wanted}
     return plan
 
 
@@ -207,7 +215,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) -
         print(f"{side:28s} {m['mean']:9.4f} {m['std']:7.4f} {m['min']:7.4f}-{m['max']:.4f} {m50['mean']:10.4f} {m50['std']:7.4f}")  # fmt: skip
     document: dict[str, Any] = {"stats": stats, "gaps": {}}
     for side, runs in results.items():
-        if side == "reference":
+        if side == "reference" or "reference" not in results:
             continue
         gap = loss_gap(runs, results["reference"])
         document["gaps"][side] = gap
@@ -215,9 +223,10 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) -
             print(f"loss gap, {side} - reference: mean |gap| {gap['mean_abs']:.4f} ({100 * gap['mean_rel']:.1f}%), "
                   f"max {gap['max_abs']:.4f}, last quarter {gap['last_quarter_mean']:+.4f} "
                   f"({gap['fast_last_quarter']:.4f} vs {gap['reference_last_quarter']:.4f}) over {gap['steps']} steps")  # fmt: skip
-    met, text = verdict(stats["fast"]["map"], stats["reference"]["map"])
-    print(text)
-    document.update(met=met, verdict=text)
+    if "fast" in stats and "reference" in stats:
+        met, text = verdict(stats["fast"]["map"], stats["reference"]["map"])
+        print(text)
+        document.update(met=met, verdict=text)
     return document
 
 
