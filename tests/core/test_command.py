@@ -33,6 +33,13 @@ SEED_OPTIONS = [
 ]
 # What the profile adds to the seed: the Flight Recorder on (docs/health.md, "When a job hangs").
 FLIGHT_RECORDER = [("-e", "TORCH_FR_BUFFER_SIZE=2000"), ("-e", "TORCH_FR_DUMP_ON_TIMEOUT=1")]
+# Where the profile departs from the seed on purpose: it recovers in place (the seed's Never and
+# 0 left a Failed job waiting for a person; the profile's comment says why).
+RECOVERY = [
+    ("--restart-policy", "OnFailure"),
+    ("--master-restart-policy", "OnFailure"),
+    ("--backoff-limit", "3"),
+]
 
 
 def split_options(argv: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
@@ -55,7 +62,7 @@ def test_retinanet_tcp_matches_the_seed_flag_for_flag() -> None:
     argv = build_submit_argv(ProfileStore().load("retinanet-tcp"))
     assert argv[:5] == ["runai", "training", "pytorch", "submit", "retinanet-tcp"]
     options, tail = split_options(argv[5:])
-    assert sorted(options, key=str) == sorted(SEED_OPTIONS + FLIGHT_RECORDER, key=str)
+    assert sorted(options, key=str) == sorted(SEED_OPTIONS + FLIGHT_RECORDER + RECOVERY, key=str)
     assert tail == ["--command", "--", "/data/scripts/vision/shell/train-retinanet-ddp.sh"]
 
 

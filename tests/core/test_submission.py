@@ -158,8 +158,14 @@ def test_new_settings_are_checked_and_the_master_copies_too() -> None:
             prepare(base, [bad])
     # 2.18-2.20 spell the master's environment --master-environment: refused before submit.
     early = Capabilities(["/x/runai"], parse_override("2.19"), "env RUNAI_TUI_RUNAI_CLI")
+    # The shipped profile recovers in place through --restart-policy, which 2.18-2.20 lack:
+    # refused in one line that names the field; `--set FIELD=` drops the fields there.
     with pytest.raises(ProfileError) as caught:
-        prepare(base, ["master_gpus=1"], cli=early)
+        prepare(base, [], cli=early)
+    assert "restart_policy: --restart-policy is not in the installed runai" in str(caught.value)
+    seed_recovery = ["restart_policy=", "master_restart_policy=", "backoff_limit="]
+    with pytest.raises(ProfileError) as caught:
+        prepare(base, ["master_gpus=1", *seed_recovery], cli=early)
     assert "--master-environment-variable (the master gets it as master settings are set)" in (
         str(caught.value)
     )

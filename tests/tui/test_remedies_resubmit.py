@@ -98,7 +98,7 @@ async def test_f_shows_the_remedies_and_R_resubmits_with_them(
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), "the compare screen")
         compared = app.screen
         assert isinstance(compared, CompareScreen)
-        assert {compared.job_a, compared.job_b} == {"loader", "loader-2"}
+        assert set(compared.jobs) == {"loader", "loader-2"}
         await pilot.press("escape")
         # R on the jobs table: the same form, for the failed job, under the next free name.
         await wait_for(pilot, lambda: table.select_name("loader"), "the loader row again")

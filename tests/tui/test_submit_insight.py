@@ -106,13 +106,16 @@ async def test_findings_and_plan_follow_the_overrides(store: ProfileStore) -> No
         assert [(f.code, f.severity) for f in panel.findings] == [
             ("cuda-visible-devices", "error"),
             ("memory-unit", "warning"),
+            ("no-way-back", "warning"),
             ("tcp-uncompressed-gradients", "info"),
             ("nccl-debug-info", "info"),
         ]
         shown = checks_text(screen)
         assert "fix: delete CUDA_VISIBLE_DEVICES from env" in shown
         assert "fix: write the unit: --set memory.request=3846Mi" in shown
-        assert "Checks: 1 error, 1 warning, 2 info" in screen_text(app)
+        # A COCO run of unbounded steps that nothing restarts: the recovery rule says so.
+        assert "no restart_policy (runai's: Never): a pod that fails ends this long job" in shown
+        assert "Checks: 1 error, 2 warnings, 2 info" in screen_text(app)
         plan = plan_text(screen)
         assert "world size: 4" in plan and "global batch: 16" in plan
         assert "steps per epoch: 7,392" in plan  # 118,287 COCO images / 16
