@@ -140,3 +140,15 @@ def test_every_link_between_the_docs_leads_somewhere() -> None:
 def test_the_anchor_reader_follows_github() -> None:
     text = "# A\n## Settings: `config.toml`\n```\n# not a heading\n```\n## Shards (`--x y`)\n## A\n"
     assert anchors(text) == {"a", "settings-configtoml", "shards---x-y", "a-1"}
+
+
+def test_no_two_test_modules_share_a_basename() -> None:
+    """pytest imports a module of a folder that is not a package by its basename: a second
+    `test_wire.py` in another such folder stops the collection of the whole suite ("import file
+    mismatch"). A package's modules (tests/tui) are imported by their dotted name."""
+    seen: dict[str, list[str]] = {}
+    for module in sorted(REPO.glob("tests/**/test_*.py")):
+        if (module.parent / "__init__.py").exists():
+            continue
+        seen.setdefault(module.name, []).append(str(module.relative_to(REPO)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
