@@ -145,6 +145,25 @@ async def read_chain(client: RunaiClient, job: str, jobs: Sequence[Job] | None =
     return Chain(chain, {j.name for j in jobs} | known)
 
 
+async def read_chains(
+    client: RunaiClient, names: Sequence[str], *, skip_missing: bool = False
+) -> list[Chain]:
+    """Each named job's chain, once per chain (two attempts of one chain give one). A job that
+    is gone is skipped with `skip_missing` (deleted since a listing), else UsageError."""
+    chains: dict[str, Chain] = {}
+    for name in names:
+        try:
+            chain = await read_chain(client, name)
+        except RunaiError as exc:
+            if exc.kind != ErrorKind.NOT_FOUND:
+                raise
+            if skip_missing:
+                continue
+            raise UsageError(f"job {name!r}: no such job", "see: runai-tui list") from None
+        chains.setdefault(chain.root, chain)
+    return list(chains.values())
+
+
 @dataclass(frozen=True)
 class Policy:
     """What the watcher does on Failed (`recover`: submit again; else say and stop), with how

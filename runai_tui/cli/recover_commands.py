@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from runai_tui import watch_lock
 from runai_tui.aio import gather_all
 from runai_tui.cli.common import client_for, settings_for
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.errors import UsageError
 from runai_tui.runai import runner
 from runai_tui.sweep import asweep_jobs
 from runai_tui.text import literal
-from runai_tui.watcher import BACKOFF, INTERVAL, Chain, Policy, Report, Watcher, read_chain
+from runai_tui.watcher import BACKOFF, INTERVAL, Chain, Policy, Report, Watcher, read_chains
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -86,16 +86,7 @@ async def _chains(args: argparse.Namespace, client: RunaiClient) -> list[Chain]:
         names = await asweep_jobs(client, args.sweep)
         if not names:
             raise UsageError(f"sweep {args.sweep} has no jobs", "see: runai-tui list")
-    chains: dict[str, Chain] = {}
-    for name in names:
-        try:
-            chain = await read_chain(client, name)
-        except RunaiError as exc:
-            if exc.kind != ErrorKind.NOT_FOUND:
-                raise
-            raise UsageError(f"job {name!r}: no such job", "see: runai-tui list") from None
-        chains.setdefault(chain.root, chain)
-    return list(chains.values())
+    return await read_chains(client, names)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

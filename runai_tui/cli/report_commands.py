@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 from runai_tui import chain_report
 from runai_tui.cli.common import client_for, print_json, settings_for, table
 from runai_tui.duration import parse_duration
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.errors import UsageError
 from runai_tui.runai import runner
 from runai_tui.sweep import asweep_jobs
 from runai_tui.text import literal
-from runai_tui.watcher import Chain, read_chain
+from runai_tui.watcher import Chain, read_chains
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -42,16 +42,7 @@ async def _sweep_chains(client: RunaiClient, sweep: str) -> list[Chain]:
     names = await asweep_jobs(client, sweep)
     if not names:
         raise UsageError(f"sweep {sweep} has no jobs", "see: runai-tui list")
-    chains: dict[str, Chain] = {}
-    for name in names:
-        try:
-            chain = await read_chain(client, name)
-        except RunaiError as exc:
-            if exc.kind != ErrorKind.NOT_FOUND:
-                raise
-            continue  # deleted between the list and now
-        chains.setdefault(chain.root, chain)
-    return list(chains.values())
+    return await read_chains(client, names, skip_missing=True)  # deleted since the list
 
 
 def _hours(seconds: float) -> str:
