@@ -129,20 +129,27 @@ class LocalSweep:
         return Path(self.env["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001"
 
 
-@pytest.fixture(scope="module")
-def lr_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSweep]:
-    root = tmp_path_factory.mktemp("sweep-xdg")
+def isolated_env(root: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a local cluster of its own under `root`: fresh XDG folders
+    (the user's profile folder made), none of the caller's RUNAI_TUI_*/RUNAI_LOCAL_* settings,
+    the local backend, and `extra` on top."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("RUNAI_TUI_", "XDG_")) and k != "RUNAI_LOCAL_GPUS"
+        if not k.startswith(("RUNAI_TUI_", "RUNAI_LOCAL_", "XDG_"))
     }
     for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
         (root / var.lower()).mkdir()
         env[var] = str(root / var.lower())
-    env["RUNAI_TUI_BACKEND"] = "local"
+    (root / "xdg_config_home" / "runai-tui" / "profiles").mkdir(parents=True)
+    return env | {"RUNAI_TUI_BACKEND": "local"} | extra
+
+
+@pytest.fixture(scope="module")
+def lr_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSweep]:
+    root = tmp_path_factory.mktemp("sweep-xdg")
+    env = isolated_env(root)
     profiles = root / "xdg_config_home" / "runai-tui" / "profiles"
-    profiles.mkdir(parents=True)
     (profiles / "sweep-tiny.yaml").write_text(SWEEP_PROFILE)
     sweep = LocalSweep("", {}, {}, env)
     grid = f"trainer.lr={','.join(SWEEP_RATES)}"

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from runai_tui.local import state
+from tests.local.conftest import isolated_env
 
 pytestmark = pytest.mark.slow
 
@@ -173,17 +174,8 @@ def faults(sc: Scenario) -> None:
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     root = tmp_path_factory.mktemp("recovery")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RUNAI_TUI_", "RUNAI_LOCAL_", "XDG_"))
-    }
-    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
-        (root / var.lower()).mkdir()
-        env[var] = str(root / var.lower())
-    env.update({"RUNAI_TUI_BACKEND": "local", "RUNAI_LOCAL_MAX_PODS": "2"})
+    env = isolated_env(root, RUNAI_LOCAL_MAX_PODS="2")
     profiles = root / "xdg_config_home" / "runai-tui" / "profiles"
-    profiles.mkdir(parents=True)
     (profiles / "rec.yaml").write_text(PROFILE)
     sc = Scenario(env, root)
     try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.local.conftest import RUNAI_LOCAL
+from tests.local.conftest import RUNAI_LOCAL, isolated_env
 
 SECRET = "s3cr3t-token-for-the-bundle-test"
 JOB, BAD = "wk", "wbad"
@@ -78,17 +78,8 @@ class Night:
 
 
 def _env(root: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RUNAI_TUI_", "XDG_")) and k != "RUNAI_LOCAL_GPUS"
-    }
-    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
-        (root / var.lower()).mkdir()
-        env[var] = str(root / var.lower())
-    env |= {"RUNAI_TUI_BACKEND": "local", "RUNAI_LOCAL_GPUS": "4"}
+    env = isolated_env(root, RUNAI_LOCAL_GPUS="4")
     profiles = root / "xdg_config_home" / "runai-tui" / "profiles"
-    profiles.mkdir(parents=True)
     for name, extra in ((JOB, ""), (BAD, ", --dataset, openimages")):
         args = ARGS.format(name=name, extra=extra)
         (profiles / f"{name}.yaml").write_text(PROFILE.format(name=name, secret=SECRET, args=args))
