@@ -16,7 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runai_tui.json_types import JSONObject
-from runai_tui.knowledge.progress import job_totals, rank_figures, tflops_text
+from runai_tui.knowledge.progress import (
+    TimeToTarget,
+    job_totals,
+    rank_figures,
+    span_text,
+    tflops_text,
+)
 from runai_tui.knowledge.submitted import (
     command_pairs,
     is_flag,
@@ -201,6 +207,7 @@ class RunFigures:
     tflops: float | None  # the median of the job's model TFLOP/s (every rank's summed)
     best_map: float | None
     best_map_step: int | None
+    time_to_target: float | None  # --target-map: wall seconds to it; inf: not reached
     last_step: int | None
     ended: str
 
@@ -237,9 +244,23 @@ def run_figures(records: Sequence[Mapping[str, object]], world_size: int | None)
         tflops=_median([v for r in train if (v := _job_tflops(r)) is not None]),
         best_map=_number(best, "map") if best else None,
         best_map_step=int(_number(best, "step") or 0) if best else None,
+        time_to_target=_time_to_target(records),
         last_step=max(steps) if steps else None,
         ended=(ended or "running or cut short") if records else NEVER_LOGGED,
     )
+
+
+def _time_to_target(records: Sequence[Mapping[str, object]]) -> float | None:
+    """The last target record's wall seconds; inf when it says not reached (never the best)."""
+    record = next((r for r in reversed(records) if r.get("kind") == "target"), None)
+    target = TimeToTarget.from_record(record) if record else None
+    if target is None:
+        return None
+    return target.wall_time if target.reached else math.inf
+
+
+def _span(value: float | None) -> str:
+    return "not reached" if value == math.inf else MISSING if value is None else span_text(value)
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:
@@ -282,6 +303,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("TFLOP/s (median, model)", lambda f: f.tflops, tflops_text, HIGHER),
     Metric("best mAP", lambda f: f.best_map, _fixed(".4f"), HIGHER),
     Metric("best mAP at step", lambda f: f.best_map_step, _whole, None),
+    Metric("time to target", lambda f: f.time_to_target, _span, LOWER),
     Metric("last step", lambda f: f.last_step, _whole, None, always=True),
 )
 

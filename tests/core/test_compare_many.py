@@ -186,3 +186,31 @@ def test_a_diverged_run_is_shown_but_never_the_best() -> None:
         "lr-10": 4.0,
     }
     assert rows_of(table)["best loss"].cells == ("1.0000", "3.0000", "4.0000")
+
+
+def target(status: str, wall_time: float, step: int) -> dict:
+    """A target record as the trainer writes it (--target-map 0.3)."""
+    return {"kind": "target", "status": status, "metric": "map", "target": 0.3, "value": 0.31,
+            "step": step, "wall_time": wall_time, "images": 8 * step, "gpu_hours": None,
+            "eval_share": 0.04}  # fmt: skip
+
+
+def test_time_to_target_is_a_figure_row_the_fastest_marked() -> None:
+    sides = [
+        RunSide("slow", records=[train(1, 1.0, 5.0), target("reached", 3725.0, 40)]),
+        RunSide("fast", records=[train(1, 1.2, 9.0), target("reached", 1510.4, 30)]),
+        RunSide("never", records=[train(1, 0.9, 9.5), target("not reached", 900.0, 12)]),
+        RunSide("no-target", records=[train(1, 1.1, 9.0)]),
+    ]
+    table = run_table(sides)
+    row = rows_of(table)["time to target"]
+    assert row.cells == ("1h 02m", "25m 10s", "not reached", "-")
+    assert row.better == LOWER and row.best == (1,)  # not reached is never the best
+    doc = json.loads(json.dumps(table.to_dict()))
+    cells = next(r for r in doc["rows"] if r["key"] == "time to target")
+    assert cells["numbers"] == {"slow": 3725.0, "fast": 1510.4, "never": None, "no-target": None}
+    assert cells["best"] == ["fast"]
+    line = next(line for line in render_table(table) if line.startswith("time to target"))
+    assert line.split()[-1] == "lower" and "25m 10s *" in line
+    # Runs that set no target have no such row.
+    assert "time to target" not in rows_of(run_table(sweep_sides()))
