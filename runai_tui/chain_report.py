@@ -145,6 +145,7 @@ class ChainRow:
             **self.figures(),
             "best_loss": self.redone.best_loss,
             "best_map": self.redone.best_map,
+            "target": None if self.redone.target is None else self.redone.target.to_dict(),
             "last_step": self.redone.last_step,
             **cost(self.gpu_hours, self.gpu_hours_lost, price),
             "chain": [a.to_dict() for a in self.attempts],

@@ -71,11 +71,24 @@ def _rows(doc: dict[str, object], priced: bool) -> list[list[str]]:
             _number(job["gpu_hours_lost"], ".2f"),
             _number(job.get("best_loss"), ".4f"),
             _number(job.get("best_map"), ".4f"),
+            _target(job.get("target")),
         ]
         if priced:
             row += [_number(job["cost"], ".2f"), _number(job["cost_lost"], ".2f")]
         rows.append(row)
     return rows
+
+
+def _target(record: object) -> str:
+    """`step 14, 27 s` where the run reached its --target-map, `not reached`, or `-` (none set)."""
+    if not isinstance(record, dict):
+        return "-"
+    if record.get("status") != "reached":
+        return "not reached"
+    wall = record.get("wall_time")
+    return f"step {record.get('step')}, " + (
+        _hours(float(wall)) if isinstance(wall, (int, float)) else "-"
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -104,7 +117,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print("no jobs in the report's window (--since, --sweep)")
         return 0
     header = ["JOB", "OUTCOME", "ATTEMPTS", "RESTARTS", "PREEMPTED", "STEPS LOST", "WALL",
-              "GPU-H", "GPU-H LOST", "BEST LOSS", "MAP"]  # fmt: skip
+              "GPU-H", "GPU-H LOST", "BEST LOSS", "MAP", "TARGET"]  # fmt: skip
     if price is not None:
         header += [f"COST (@{price:g}/GPU-h)", "COST LOST"]
     print(table(_rows(doc, price is not None), header))

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.knowledge.progress import TimeToTarget, parse_metric_line
 
 RESUMED = re.compile(r"\btrainer: resumed from .*?: step (\d+)\b")
 
@@ -28,7 +28,8 @@ RESUMED = re.compile(r"\btrainer: resumed from .*?: step (\d+)\b")
 @dataclass
 class Redone:
     """`steps` trained again, the `seconds` first spent on them, and the `resumes` that lost
-    any; `best_loss` and `best_map` seen; `last_step` reached."""
+    any; `best_loss` and `best_map` seen; `last_step` reached; the newest `target` record
+    (--target-map), a resumed run's last word on its target."""
 
     steps: int = 0
     seconds: float = 0.0
@@ -36,6 +37,7 @@ class Redone:
     best_loss: float | None = None
     best_map: float | None = None
     last_step: int | None = None
+    target: TimeToTarget | None = None
     _furthest: int | None = None
     _pending: int | None = None  # the step the newest resume line or record named
     _pending_lost: int | None = None  # the resume record's count of steps lost
@@ -54,6 +56,9 @@ class Redone:
             lost = record.get("lost")
             self._pending = step
             self._pending_lost = lost if isinstance(lost, int) and lost >= 0 else None
+            return
+        if kind == "target":
+            self.target = TimeToTarget.from_record(record) or self.target
             return
         if kind == "eval" and isinstance(record.get("map"), (int, float)):
             value = float(record["map"])  # type: ignore[arg-type]
