@@ -10,7 +10,10 @@ plan through the one submit sequence, which records it again.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,15 +24,80 @@ from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
 from runai_tui.knowledge.submitted import Submitted, read_submission
+from runai_tui.models import Phase
 from runai_tui.profiles import check_job_name
 from runai_tui.profiles.overrides import set_key
 from runai_tui.runai import submission
+from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
 
 if TYPE_CHECKING:
     from runai_tui.models import JobDetail
     from runai_tui.runai.client import RunaiClient, SubmitResult
 
 _SUFFIX = re.compile(r"^(.*?)-(\d{1,3})$")
+
+# The phases in which a job's trainer may run, and so hold its output dir (the trainer's run.lock:
+# one live run per output dir): the ones suspend stops, and the ones already on their way out.
+LIVE = frozenset(p for p in Phase if p.can_suspend) | {
+    Phase.STOPPING,
+    Phase.SUSPENDING,
+    Phase.TERMINATING,
+    Phase.DELETING,
+}
+SUSPEND_WAIT = 300.0  # seconds a suspended job's pods have to go before nothing is submitted
+_GONE = frozenset({Phase.STOPPED, Phase.COMPLETED, Phase.FAILED})  # pods that hold nothing
+
+
+@dataclass(frozen=True)
+class Step:
+    """What has to happen before the new job is submitted, because the original still runs in
+    the same output dir: suspend it (`suspend`), or refuse (`line` and the fix in `hint`)."""
+
+    suspend: bool
+    line: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The job resubmitted, as the new one's trainer would meet it: its phase, and the output dir
+    its run writes (absolute against its working dir)."""
+
+    job: str
+    phase: Phase
+    output_dir: str
+    working_dir: str = ""
+
+    def dir_of(self, argv: Sequence[str]) -> str:
+        """The trainer's --output-dir the argv gives, absolute as `output_dir` is."""
+        where = value_of(argv, "output-dir") or DEFAULT_OUTPUT_DIR
+        base = self.working_dir
+        return os.path.normpath(os.path.join(base, where) if base else where)
+
+    def step(self, new: str, argv: Sequence[str]) -> Step | None:
+        """None when the new job's trainer would not meet this job's run (it has ended, or the
+        new one writes elsewhere); else suspend it first, or refuse when it cannot be."""
+        if self.phase not in LIVE or self.dir_of(argv) != self.output_dir:
+            return None
+        said = f"{self.job} is still {self.phase.value} and its run holds {self.output_dir}"
+        if self.phase.can_suspend:
+            return Step(True, f"{said}: it is suspended before {new} is submitted")
+        return Step(
+            False,
+            f"{said}, and a {self.phase.value} job cannot be suspended: {new}'s trainer would "
+            "refuse that output dir; nothing submitted",
+            f"resubmit once runai-tui describe {self.job} says Stopped, or give {new} its own: "
+            f"--set trainer.output-dir=DIR",
+        )
+
+
+def holder(job: str, detail: JobDetail, argv: Sequence[str]) -> Holder:
+    """`job` as a resubmit meets it: its phase, and the output dir its submission's `argv` gives
+    (compared with the new submission's argv: like with like, never with the pod's command,
+    which a cluster may rewrite)."""
+    base = read_submission(detail).working_dir
+    probe = Holder(job, detail.job.phase, "", base)
+    return Holder(job, detail.job.phase, probe.dir_of(argv), base)
 
 
 @dataclass(frozen=True)
@@ -66,15 +134,31 @@ class Plan:
     # --apply-remedies found no remedy at all (none applied, none replaced by a --set): nothing is
     # submitted, and the first note says why.
     no_remedy: bool = False
+    # The job resubmitted, live or not, and the output dir its run holds (see `step`).
+    holder: Holder | None = None
+
+    def step(self, prepared: submission.Submission | None = None) -> Step | None:
+        """What must happen before `prepared` (the plan's own, or the TUI form's) is submitted:
+        the original suspended, or nothing submitted (Holder.step)."""
+        prepared = prepared or self.prepared
+        if self.holder is None:
+            return None
+        return self.holder.step(prepared.name or self.name, prepared.argv)
 
     @property
     def remedies(self) -> list[Override]:
         return [o for o in self.overrides if o.source == "remedy"]
 
-    def lines(self) -> list[str]:
-        """The plan in words, as `resubmit` prints it and the TUI's `f` shows it: where the
-        submission comes from, every override and who proposes it, what a --set replaced, and
-        the argv difference (compare's rows)."""
+    def all_notes(self, prepared: submission.Submission | None = None) -> list[str]:
+        """The notes, then what happens to the original before `prepared` is submitted (the
+        plan's own, or the TUI form's), when anything does."""
+        step = self.step(prepared)
+        return self.notes + ([step.line] if step is not None else [])
+
+    def lines(self, prepared: submission.Submission | None = None) -> list[str]:
+        """The plan in words, as `resubmit` prints it and the TUI's `f` and submit form show it:
+        where the submission comes from, every override and who proposes it, what a --set
+        replaced, the original suspended first, and the argv difference (compare's rows)."""
         lines = [f"resubmit {self.job} as {self.name}, from {self.how}"]
         if self.overrides:
             lines.append("overrides:")
@@ -87,7 +171,7 @@ class Plan:
                 lines.append(f"  {words:<{width}}  {said}" + (f": {o.why}" if o.why else ""))
         else:
             lines.append("overrides: none (the same submission under a new name)")
-        lines += [f"note: {note}" for note in self.notes]
+        lines += [f"note: {note}" for note in self.all_notes(prepared)]
         lines.append(f"== command line: {len(self.diff)} difference(s) ({self.job} → {self.name})")
         return lines + render_rows(self.diff)
 
@@ -100,7 +184,7 @@ class Plan:
             "replaced_remedies": [{**remedy.to_dict(), "by": item} for remedy, item in self.beaten],
             "diff": [{"key": r.key, "before": r.a, "after": r.b} for r in self.diff],
             "argv": self.prepared.argv,
-            "notes": self.notes,
+            "notes": self.all_notes(),
         }
 
 
@@ -209,6 +293,7 @@ async def plan(
         job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)
     )
     result.findings = findings
+    result.holder = holder(job, detail, before)
     result.no_remedy = apply_remedies and not result.remedies and not beaten
     result.notes = _notes(result, found, detail)
     return result
@@ -265,7 +350,9 @@ def _notes(planned: Plan, found: Submitted, detail: JobDetail) -> list[str]:
         )
     for lost, item in planned.beaten:
         notes.append(f"--set {item} wins over the remedy {lost.item} ({lost.code})")
-    if detail.job.phase.is_active:  # a hung job keeps its pods (and GPUs) until deleted
+    if (
+        planned.step() is None and detail.job.phase.is_active
+    ):  # a hung job keeps its pods (and GPUs) until deleted
         notes.append(
             f"{job} is still {detail.job.phase.value}: delete it once {planned.name} runs "
             f"(runai-tui delete {job})"
@@ -273,6 +360,47 @@ def _notes(planned: Plan, found: Submitted, detail: JobDetail) -> list[str]:
     return notes
 
 
-async def asubmit(client: RunaiClient, planned: Plan) -> SubmitResult:
-    """Submit the plan through the one submit sequence (CLI generation check, record)."""
-    return await submission.asubmit(client, planned.prepared)
+def check(planned: Plan, prepared: submission.Submission | None = None) -> None:
+    """Refuse (RuntimeFailure, the fix in its hint) when the original still runs in the new
+    job's output dir and cannot be suspended."""
+    step = planned.step(prepared)
+    if step is not None and not step.suspend:
+        raise RuntimeFailure(step.line, step.hint)
+
+
+async def asubmit(
+    client: RunaiClient,
+    planned: Plan,
+    prepared: submission.Submission | None = None,
+    *,
+    wait: float = SUSPEND_WAIT,
+) -> SubmitResult:
+    """Submit the plan (or `prepared`, the TUI form's edit of it) through the one submit
+    sequence (CLI generation check, record). When the original still runs in the same output
+    dir, it is suspended first (its record and logs stay, for compare and diagnose) and the new
+    job is submitted once its pods are gone; refused (nothing submitted) when it cannot be."""
+    prepared = prepared or planned.prepared
+    check(planned, prepared)
+    if planned.step(prepared) is not None:
+        await client.asuspend(planned.job)
+        await _until_stopped(client, planned, prepared.name or planned.name, wait)
+    return await submission.asubmit(client, prepared)
+
+
+async def _until_stopped(client: RunaiClient, planned: Plan, new: str, wait: float) -> None:
+    """Wait (at most `wait` seconds) until the suspended job is Stopped with no pod left running;
+    RuntimeFailure, nothing submitted, when it is not by then."""
+    deadline, pause = time.monotonic() + wait, 0.5
+    while True:
+        detail = await client.adescribe(planned.job)
+        left = [p for p in detail.pods if p.phase not in _GONE]
+        if detail.job.phase in _GONE and not left:
+            return
+        if time.monotonic() >= deadline:
+            still = f"{len(left)} pod(s) still running" if left else detail.job.phase.value
+            raise RuntimeFailure(
+                f"{planned.job} was suspended but is {still} after {wait:g} s: {new} not submitted",
+                f"resubmit once runai-tui describe {planned.job} says Stopped",
+            )
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 5.0)

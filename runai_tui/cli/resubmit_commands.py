@@ -59,6 +59,7 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
         else:
             print(literal(planned.notes[0]))
         return 0
+    resubmit.check(planned)  # the original runs in the same output dir and cannot be suspended
     if args.json:
         doc = planned.to_dict()
     else:
@@ -73,9 +74,12 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(planned.name):
         print("Not submitted.")
         return 0
+    step = planned.step()
+    if step is not None and not args.json:
+        print(f"Suspending {planned.job}; {planned.name} is submitted once its pods are gone.")
     result = runner.run_sync(resubmit.asubmit(client, planned))
     if args.json:
-        print_json({**doc, "submitted": result.name})
+        print_json({**doc, "submitted": result.name, "suspended": planned.job if step else None})
         return 0
     where = " on the LOCAL cluster" if client.backend.is_local else ""
     print(f"Submitted job {result.name}{where}.")

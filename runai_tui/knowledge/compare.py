@@ -182,10 +182,17 @@ def world_size_of(side: RunSide) -> int | None:
 
 def records_lack(side: RunSide) -> str | None:
     """What a side without trainer records lacks, in words (None when it has some): a job that
-    failed before its first step is the one a resubmit replaces, so this is said, not fatal."""
-    if side.records:
+    failed before its first step is the one a resubmit replaces, so this is said, not fatal.
+    The wire check's record (before the first step) is not a step."""
+    if stepped(side.records):
         return None
     return f"trainer metric records ({side.records_source or 'no source'}): it never logged a step"
+
+
+def stepped(records: Sequence[Mapping[str, object]]) -> bool:
+    """Whether the trainer got as far as its steps: a record besides the wire check's `comm`,
+    which a job of several pods logs before its first step (and a hung one logs too)."""
+    return any(r.get("kind") != "comm" for r in records)
 
 
 LOWER = "lower"
@@ -246,7 +253,7 @@ def run_figures(records: Sequence[Mapping[str, object]], world_size: int | None)
         best_map_step=int(_number(best, "step") or 0) if best else None,
         time_to_target=_time_to_target(records),
         last_step=max(steps) if steps else None,
-        ended=(ended or "running or cut short") if records else NEVER_LOGGED,
+        ended=(ended or "running or cut short") if stepped(records) else NEVER_LOGGED,
     )
 
 

@@ -57,10 +57,11 @@ def until(check: Callable[[], Any], what: str, seconds: float = 300) -> Any:
     return value
 
 
-def loop(job: str, code: str, remedy: str) -> None:
-    """The job fails (ends Failed, or hangs Running with the error in its log); diagnose names
-    `code` with `remedy`; resubmit applies it; NAME-2 ends Completed; compare lines the two up,
-    the failed side saying what it lacks."""
+def loop(job: str, code: str, remedy: str, hangs: bool = False) -> None:
+    """The job fails (ends Failed, or hangs Running with the error in its log: `hangs`);
+    diagnose names `code` with `remedy`; resubmit applies it (a hung job, whose run holds the
+    output dir NAME-2 writes, suspended first, as the plan says); NAME-2 ends Completed; compare
+    lines the two up, the failed side saying what it lacks."""
     assert tui("submit", "--profile", job).returncode == 0
 
     def diagnosed() -> list[dict]:
@@ -69,13 +70,20 @@ def loop(job: str, code: str, remedy: str) -> None:
 
     found = until(diagnosed, f"diagnose to find {code} in {job}")
     assert found[0]["remedy"]["set"] == [remedy], found
+    phase = json.loads(tui("describe", job, "--json").stdout)["status"]
     res = tui("resubmit", job, "--apply-remedies", "--yes")
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"  --set {remedy}  remedy of {code}" in res.stdout
+    assert phase == "Running" or not hangs, phase
+    if phase in ("Running", "Pending"):  # its run holds the output dir both write: suspended
+        said = f"note: {job} is still {phase} and its run holds "
+        assert said in res.stdout, res.stdout
+        assert f": it is suspended before {job}-2 is submitted" in res.stdout, res.stdout
+        assert res.stdout.index(said) < res.stdout.index(f"Submitted job {job}-2"), res.stdout
     assert f"Submitted job {job}-2 on the LOCAL cluster." in res.stdout
     follow = tui("logs", f"{job}-2", "-f", timeout=600)
     assert '{"kind": "done"' in follow.stdout, follow.stdout[-2000:]
     assert wait_phase(f"{job}-2", "Completed", "Failed")["phase"] == "Completed"
     res = tui("compare", job, f"{job}-2")
     assert res.returncode == 0, res.stderr
-    assert f"{job} lacks trainer metric records" in res.stdout
+    assert f"{job} lacks trainer metric records" in res.stdout, res.stdout

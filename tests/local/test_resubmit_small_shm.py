@@ -30,7 +30,7 @@ def test_a_small_dev_shm_is_diagnosed_and_fixed_by_a_resubmit() -> None:
     config.write_text("shm_size: 64Ki\n")
     user_profile("shmbad", tiny("shmbad", ', --workers, "2"', extra="large_shm: false"))
     try:
-        loop("shmbad", "shm", "large_shm=true")
+        loop("shmbad", "shm", "large_shm=true", hangs=True)
     finally:
         for name in ("shmbad", "shmbad-2"):
             tui("delete", name, "--yes")

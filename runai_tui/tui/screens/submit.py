@@ -17,7 +17,8 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from runai_tui.errors import RunaiError, UsageError
+from runai_tui import resubmit as resubmit_flow
+from runai_tui.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.profiles import ProfileError
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
@@ -199,6 +200,13 @@ class SubmitScreen(AppScreen[str]):
         self.query_one("#submit-remedies", Static).update("\n".join(shown))
         self.fill_form(profile, plan.name)
 
+    def show_plan(self, prepared: Submission) -> None:
+        """A resubmit's plan as this form's command makes it: the overrides, the notes (the
+        original suspended first when the form writes its output dir) and the difference."""
+        if self.resubmit is not None:
+            said = self.resubmit.lines(prepared)[1:]
+            self.query_one("#submit-remedies", Static).update(literal("\n".join(said)))
+
     def fill_form(self, profile: Profile, job_name: str) -> None:
         """The form's inputs from `profile` (no Changed events while filling), then the checks."""
         values = {
@@ -299,6 +307,7 @@ class SubmitScreen(AppScreen[str]):
             insight.show(None)
         else:
             self.prepared = prepared
+            self.show_plan(prepared)
             # Folded for the screen, with a marker; ctrl+y copies the whole command.
             shown = display_argv(prepared.argv, fold=PREVIEW_FOLD)
             command.update(literal(shown, max_chars=100_000))
@@ -360,14 +369,17 @@ class SubmitScreen(AppScreen[str]):
     @work(exclusive=True, group="submit", exit_on_error=False)
     async def submit_job(self, prepared: Submission) -> None:
         try:
-            result = await submission.asubmit(self.tui.client, prepared)
+            if self.resubmit is None:
+                result = await submission.asubmit(self.tui.client, prepared)
+            else:  # the original suspended first when it runs in the same output dir
+                result = await resubmit_flow.asubmit(self.tui.client, self.resubmit, prepared)
         except ProfileError:
             # Submitted before the generation was known, and it lacks a field's flag: the form
             # shows which, under the field, as it would have while typing.
             self.cli = await self.tui.client.acapabilities("submit")
             self.validate_form()
             self.notify("Fix the errors shown in the form first.", severity="error")
-        except RunaiError as error:
+        except RuntimeFailure as error:  # runai's, or the original not suspended: not submitted
             self.tui.report_error(error)
             self.query_one("#submit-problems", Static).update(
                 f"submit failed: {literal(str(error))}"
