@@ -24,6 +24,7 @@ from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
 from runai_tui.knowledge.submitted import Submitted, read_submission
+from runai_tui.knowledge.trainer_facts import trainer_args
 from runai_tui.models import Phase
 from runai_tui.profiles import check_job_name
 from runai_tui.profiles.overrides import set_key
@@ -141,7 +142,7 @@ class Plan:
         """What must happen before `prepared` (the plan's own, or the TUI form's) is submitted:
         the original suspended, or nothing submitted (Holder.step)."""
         prepared = prepared or self.prepared
-        if self.holder is None:
+        if self.holder is None or trainer_args(prepared.profile) is None:  # no trainer, no lock
             return None
         return self.holder.step(prepared.name or self.name, prepared.argv)
 
@@ -293,7 +294,8 @@ async def plan(
         job, new, found.how, chosen, beaten, before, prepared, argv_diff(before, prepared.argv)
     )
     result.findings = findings
-    result.holder = holder(job, detail, before)
+    if trainer_args(found.profile) is not None:  # its run holds the output dir (run.lock)
+        result.holder = holder(job, detail, before)
     result.no_remedy = apply_remedies and not result.remedies and not beaten
     result.notes = _notes(result, found, detail)
     return result
