@@ -168,8 +168,12 @@ CODES: dict[str, Code] = {
             "while trying to connect to (10.0.0.1, 29500).",
             # A C++ frame line ("frame #2: c10::DistNetworkError::DistNetworkError(...)") names
             # the exception's constructor, not a failure; the exception's own line follows it.
+            # A c10d rendezvous the master hosts is gone once the master's agent has ended: a
+            # worker's agent then fails to *shut down* the rendezvous after its workers finished,
+            # a warning of a completed run, not a pod that could not join.
             _re(
-                r"^(?!\s*frame #\d+:).*?(?:DistNetworkError|The client socket has timed out "
+                r"^(?!\s*frame #\d+:)(?!.*has failed to shutdown the rendezvous)"
+                r".*?(?:DistNetworkError|The client socket has timed out "
                 r"after \d+\S* while trying to connect|RendezvousTimeoutError|"
                 r"RendezvousConnectionError|DistStoreError)"
             ),
