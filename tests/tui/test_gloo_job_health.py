@@ -28,7 +28,9 @@ PODS = {
 
 
 def finished(client: RunaiClient, name: str) -> bool:
-    return client.describe(name).job.phase.value in ("Completed", "Failed")
+    # Stopped: the failed job, still Running at the resubmit, suspended by it (its run held the
+    # output dir the new job writes); its logs stay for diagnose.
+    return client.describe(name).job.phase.value in ("Completed", "Failed", "Stopped")
 
 
 # Two jobs one after the other (the failed one, then its resubmit): its own guard is twice the
