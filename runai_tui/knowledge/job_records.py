@@ -7,7 +7,7 @@ Core: the client is a parameter (anything with `adescribe` and `stream_logs`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,16 +37,28 @@ class PodRecords:
 async def read_pod_records(client: RecordSource, name: str, pod: str) -> PodRecords:
     """Every trainer record in one pod's log (the whole log, not followed)."""
     out = PodRecords(pod)
+
+    def keep(line: str) -> None:
+        record = parse_metric_line(line)
+        if record is not None:
+            out.records.append(record)
+
+    await feed_pod_log(client, name, pod, keep)
+    return out
+
+
+async def feed_pod_log(
+    client: RecordSource, name: str, pod: str, feed: Callable[[str], object]
+) -> None:
+    """Each line of one pod's whole log (not followed) to `feed`, the stream closed however the
+    read ends."""
     stream = client.stream_logs(name, pod=pod, follow=False)
     try:
         async for line in stream:
-            record = parse_metric_line(line)
-            if record is not None:
-                out.records.append(record)
+            feed(line)
     finally:
         with contextlib.suppress(Exception):
             await stream.aclose()  # type: ignore[attr-defined]
-    return out
 
 
 async def read_job_records(client: RecordSource, name: str) -> list[PodRecords]:
@@ -62,13 +74,7 @@ async def read_progress(client: RecordSource, name: str) -> tuple[str | None, Tr
     pod = master_pod(detail.pods)
     if pod is None:
         return None, progress
-    stream = client.stream_logs(name, pod=pod.name, follow=False)
-    try:
-        async for line in stream:
-            progress.feed(line)
-    finally:
-        with contextlib.suppress(Exception):
-            await stream.aclose()  # type: ignore[attr-defined]
+    await feed_pod_log(client, name, pod.name, progress.feed)
     return pod.name, progress
 
 

@@ -10,14 +10,13 @@ them; link speeds are bits (Gb/s) as the kernel and NICs say them.
 
 from __future__ import annotations
 
-import contextlib
 import statistics
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
+from runai_tui.knowledge.job_records import RecordSource, feed_pod_log
 from runai_tui.knowledge.progress import parse_metric_line
-from runai_tui.models import JobDetail, master_pod
+from runai_tui.models import master_pod
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
 PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link
@@ -158,17 +157,7 @@ def find_check(lines: Iterable[str]) -> WireCheck | None:
     return found
 
 
-class LogSource(Protocol):
-    """A RunaiClient, as far as reading a job's check needs it."""
-
-    async def adescribe(self, name: str) -> JobDetail: ...
-
-    def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]: ...
-
-
-async def read_job_check(client: LogSource, name: str) -> tuple[WireCheck | None, list[str]]:
+async def read_job_check(client: RecordSource, name: str) -> tuple[WireCheck | None, list[str]]:
     """The newest comm record in the master pod's whole log, the pairs' unknown nodes filled
     from describe; and the log's last lines (why there is none)."""
     detail = await client.adescribe(name)
@@ -176,13 +165,7 @@ async def read_job_check(client: LogSource, name: str) -> tuple[WireCheck | None
     if pod is None:
         return None, []
     lines: list[str] = []
-    stream = client.stream_logs(name, pod=pod.name, follow=False)
-    try:
-        async for line in stream:
-            lines.append(line)
-    finally:
-        with contextlib.suppress(Exception):
-            await stream.aclose()  # type: ignore[attr-defined]
+    await feed_pod_log(client, name, pod.name, lines.append)
     check = find_check(lines)
     if check is not None:
         check = check.with_nodes({p.name: p.node for p in detail.pods if p.node})
