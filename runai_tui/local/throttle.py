@@ -54,6 +54,11 @@ class Throttle:
             if period % REFRESH_PERIODS == 0:
                 found = {pod: state.processes_of_job(self.jobdir, pod) for pod, _ in self.shares}
                 with self._lock:
+                    # A pid stopped last period and not found now (gone, or its number taken
+                    # by another process) is continued once, or it would stay stopped for good.
+                    for pod, pids in self._pids.items():
+                        kept = set(found.get(pod, []))
+                        state.signal_pids([p for p in pids if p not in kept], signal.SIGCONT)
                     self._pids = found
             period += 1
             with self._lock:

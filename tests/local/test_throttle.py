@@ -60,3 +60,33 @@ def test_no_slow_pod_starts_no_thread(tmp_path: Path) -> None:
     throttle.start()
     assert not throttle.running
     throttle.stop()
+
+
+# Runs as the pod's process for a moment, then becomes one that is not of the pod (exec without
+# the pod's environment: /proc/PID/environ is read from the new image).
+LEAVES = """\
+import os, sys, time
+time.sleep(0.4)
+env = {k: v for k, v in os.environ.items() if not k.startswith("RUNAI_LOCAL_")}
+os.execve(sys.executable, [sys.executable, "-c", "while True: pass"], env)
+"""
+
+
+def test_a_process_that_leaves_the_pod_while_stopped_is_continued(tmp_path: Path) -> None:
+    env = dict(os.environ, **{state.JOB_DIR_ENV: str(tmp_path), state.POD_ENV: "job-worker-0"})
+    leaves = subprocess.Popen([sys.executable, "-c", LEAVES], env=env)
+    throttle = Throttle(tmp_path, {"job-worker-0": 0.25})
+    try:
+        time.sleep(0.2)
+        throttle.start()  # finds it at once; the lookup a second later does not
+        time.sleep(2.5)
+        assert state.processes_of_job(tmp_path, "job-worker-0") == []
+        before, start = cpu_seconds(leaves.pid), time.monotonic()
+        time.sleep(1.0)
+        # Not a process of the pod any more: it runs, unthrottled, though the throttle still cycles.
+        assert throttle.running and process_state(leaves.pid) != "T"
+        assert cpu_seconds(leaves.pid) - before > 0.1 * (time.monotonic() - start)
+    finally:
+        throttle.stop()
+        leaves.kill()
+        leaves.wait()
