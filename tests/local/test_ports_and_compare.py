@@ -1,21 +1,18 @@
 """`runai-tui port-forward` and `runai-tui compare` against real local-cluster jobs.
 
 The forward test runs a pod that serves TCP on an ephemeral port and talks to it through the
-relay; the compare test trains two real (tiny) RetinaNet runs with the trainer and the entry
-script, then compares them as jobs and as saved run directories on the local PVC.
+relay; the compare tests read jobs that log records or none. Two real trained runs compared as
+jobs and as saved run directories: tests/local/test_sweep.py, on the sweep's runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-
-import pytest
 
 from runai_tui.knowledge.compare import NEVER_LOGGED
 from tests.local.conftest import wait_until
@@ -161,62 +158,3 @@ def test_compare_shows_a_side_without_records_and_names_an_unknown_job(tmp_path:
     finally:
         tui("delete", "quiet", "--yes")
         tui("delete", "records", "--yes")
-
-
-def tiny_run(name: str, seed: int, extra: str = "") -> str:
-    return textwrap.dedent(
-        f"""\
-        extends: retinanet-local
-        job_name: {name}
-        args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
-               --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size,
-               "2", --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1",
-               --eval-every, "1", --seed, "{seed}", --amp, none, --device, cpu,
-               --output-dir, /data/runs/{name}{extra}]
-        """
-    )
-
-
-@pytest.mark.slow
-def test_compare_two_real_trainer_runs_as_jobs_and_as_run_directories() -> None:
-    user_profile("cmp-a", tiny_run("cmp-a", 0))
-    user_profile("cmp-b", tiny_run("cmp-b", 1, ", --tensorboard"))
-    for name in ("cmp-a", "cmp-b"):
-        assert tui("submit", "--profile", name).returncode == 0
-    try:
-        for name in ("cmp-a", "cmp-b"):
-            follow = tui("logs", name, "-f", timeout=600)
-            assert '{"kind": "done"' in follow.stdout, follow.stdout[-2000:]
-        res = tui("compare", "cmp-a", "cmp-b", "--json")
-        assert res.returncode == 0, res.stderr
-        doc = json.loads(res.stdout)
-        assert [job["lacks"] for job in doc["jobs"]] == [[], []]
-        assert "spec.submitArgv" in doc["jobs"][0]["argv_source"]
-        rows = {r["key"]: r for r in doc["rows"]}
-        assert rows["args --seed"]["cells"] == {"cmp-a": "0", "cmp-b": "1"}
-        assert rows["args --tensorboard"]["cells"] == {"cmp-a": "-", "cmp-b": "(set)"}
-        assert not any(r["same"] for r in doc["rows"] if r["section"] in ("settings", "run.json"))
-        assert rows["config.seed"]["cells"] == {"cmp-a": "0", "cmp-b": "1"}
-        assert "data.topology.world_size" not in rows  # the same on both: --all shows it
-        every = json.loads(tui("compare", "cmp-a", "cmp-b", "--json", "--all").stdout)
-        world = next(r for r in every["rows"] if r["key"] == "data.topology.world_size")
-        assert world["cells"] == {"cmp-a": "2", "cmp-b": "2"} and world["same"] is True
-        last = rows["last step"]["cells"]["cmp-a"]
-        assert last.isdigit() and rows["last step"]["cells"] == {"cmp-a": last, "cmp-b": last}
-        assert rows["ended"]["cells"] == {"cmp-a": "done", "cmp-b": "done"}
-        per_rank = rows["images/s per rank (median)"]["numbers"]
-        assert all(v is not None and v > 0 for v in per_rank.values())
-        assert rows["best mAP at step"]["cells"] == {"cmp-a": last, "cmp-b": last}
-        # The same runs from their saved directories on the local PVC (no cluster needed).
-        pvc = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001/runs"
-        assert list((pvc / "cmp-b").glob("events.out.tfevents.*"))  # --tensorboard wrote them
-        res = tui("compare", str(pvc / "cmp-a"), str(pvc / "cmp-b"))
-        assert res.returncode == 0, res.stderr
-        assert f"{pvc / 'cmp-a'} lacks the submission (a run directory does not record it" in (
-            res.stdout
-        )
-        assert any(line.startswith("config.seed ") for line in res.stdout.splitlines())
-        assert "config.model" not in res.stdout  # the rows that are the same are left out
-    finally:
-        for name in ("cmp-a", "cmp-b"):
-            tui("delete", name, "--yes")

@@ -2,7 +2,8 @@
 rate, each run to completion (the shared `lr_sweep`); the sweep as one thing afterwards (list,
 wait, the verbs, the TUI's mark-the-sweep key); a bad grid and taken names that submit nothing;
 a failure part-way and the one command that deletes what was submitted; the sweep's runs
-compared (`compare --sweep ID`, by name beside a job that never logged, `=` in the TUI)."""
+compared (`compare --sweep ID`, by name beside a job that never logged, two of them as jobs and
+as run directories, `=` in the TUI)."""
 
 from __future__ import annotations
 
@@ -234,6 +235,44 @@ def test_compare_lines_up_the_sweeps_runs_and_a_job_that_never_logged(
     assert final.count("*") >= 1 and final.split()[-2:] == ["-", "lower"]
     ended = next(line for line in out if line.startswith("ended "))
     assert ended.split()[1:4] == ["done"] * 3 and ended.endswith("never logged a step")
+
+
+@pytest.mark.slow
+def test_two_real_runs_compare_as_jobs_and_as_run_directories(lr_sweep: LocalSweep) -> None:
+    # Two of the sweep's trained runs: the rows that differ, `--all` for the ones that do not,
+    # the per-rank figures, and the same runs read from their saved directories on the PVC.
+    res = lr_sweep.tui("compare", "lr-1", "lr-2", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert [job["lacks"] for job in doc["jobs"]] == [[], []]
+    assert "spec.submitArgv" in doc["jobs"][0]["argv_source"]
+    rows = {r["key"]: r for r in doc["rows"]}
+    assert rows["trainer.lr"]["cells"] == {"lr-1": "0.01", "lr-2": "0.02"}
+    assert rows["args --output-dir"]["cells"] == {
+        name: f"/data/runs/sweep-tiny/{name}" for name in ("lr-1", "lr-2")
+    }
+    assert not any(r["same"] for r in doc["rows"] if r["section"] in ("settings", "run.json"))
+    assert "config.lr" not in rows and "args --lr" not in rows  # the grid's row says them
+    assert rows["config.output_dir"]["cells"]["lr-2"].endswith("/runs/sweep-tiny/lr-2")
+    assert "data.topology.world_size" not in rows  # the same on both: --all shows it
+    every = json.loads(lr_sweep.tui("compare", "lr-1", "lr-2", "--json", "--all").stdout)
+    world = next(r for r in every["rows"] if r["key"] == "data.topology.world_size")
+    assert world["cells"] == {"lr-1": "2", "lr-2": "2"} and world["same"] is True
+    last = rows["last step"]["cells"]["lr-1"]
+    assert last.isdigit() and rows["last step"]["cells"] == {"lr-1": last, "lr-2": last}
+    assert rows["ended"]["cells"] == {"lr-1": "done", "lr-2": "done"}
+    per_rank = rows["images/s per rank (median)"]["numbers"]
+    assert all(v is not None and v > 0 for v in per_rank.values())
+    assert rows["best mAP at step"]["cells"] == {"lr-1": last, "lr-2": last}
+    # The same runs from their saved directories (no cluster needed).
+    runs = lr_sweep.data() / "runs" / "sweep-tiny"
+    res = lr_sweep.tui("compare", str(runs / "lr-1"), str(runs / "lr-2"))
+    assert res.returncode == 0, res.stderr
+    assert f"{runs / 'lr-1'} lacks the submission (a run directory does not record it" in (
+        res.stdout
+    )
+    assert any(line.startswith("config.lr ") for line in res.stdout.splitlines())
+    assert "config.model" not in res.stdout  # the rows that are the same are left out
 
 
 @pytest.mark.slow
