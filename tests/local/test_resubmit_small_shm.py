@@ -28,7 +28,9 @@ def test_a_small_dev_shm_is_diagnosed_and_fixed_by_a_resubmit() -> None:
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "runai-tui" / "local.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("shm_size: 64Ki\n")
-    user_profile("shmbad", tiny("shmbad", ', --workers, "2"', extra="large_shm: false"))
+    # One pod: the fault is a DataLoader's, on any rank (no DDP needed to show it).
+    one_pod = "large_shm: false\n        no_master: true"
+    user_profile("shmbad", tiny("shmbad", ', --workers, "2"', extra=one_pod))
     try:
         loop("shmbad", "shm", "large_shm=true", hangs=True)
     finally:
