@@ -83,12 +83,13 @@ def test_a_new_runai_tui_process_sees_jobs_of_an_earlier_one(user_profile: Path)
 # AVX-512-BF16 CPU before those levels ran in fp32 (trainer/README.md, bf16 on a CPU). On a CPU
 # without native bf16, auto takes fp32 with no trial step; with it, 3 passes in each precision
 # at this size (tests/trainer/test_amp.py tests both answers).
-SMALL_RETINANET = """\
+STEPS = 10  # two checkpoints: at 5, and the last
+SMALL_RETINANET = f"""\
 extends: retinanet-local
-args: [--dataset, synthetic, --epochs, "1", --max-steps, "20", --batch-size, "2",
+args: [--dataset, synthetic, --epochs, "1", --max-steps, "{STEPS}", --batch-size, "2",
        --model, retinanet_resnet18_fpn, --min-size, "64", --max-size, "64", --workers, "0",
-       --output-dir, /data/runs/retinanet-local, --checkpoint-every, "10", --log-every, "1",
-       --eval-every, "1", --amp, auto]
+       --output-dir, /data/runs/retinanet-local, --checkpoint-every, "{STEPS // 2}",
+       --log-every, "1", --eval-every, "1", --amp, auto]
 """
 
 
@@ -122,10 +123,10 @@ def test_retinanet_local_trains_to_completed_with_a_checkpoint_on_the_pvc(repo_r
     # The precision auto chose, and why: fp32 at once without native bf16, else measured.
     assert "precision: " in follow.stdout and " (--amp auto on CPU: " in follow.stdout
     metrics = [json.loads(line) for line in follow.stdout.splitlines() if line.startswith("{")]
-    assert metrics[-1]["kind"] == "done" and metrics[-1]["step"] == 20
+    assert metrics[-1]["kind"] == "done" and metrics[-1]["step"] == STEPS
     pvc = Path(os.environ["XDG_DATA_HOME"]) / "runai-tui/local/pvc/project-001"
     checkpoints = sorted((pvc / "runs/retinanet-local/checkpoints").glob("*.pt"))
-    assert [c.name for c in checkpoints][-1] == "step-000000020.pt"
+    assert [c.name for c in checkpoints] == ["step-000000005.pt", f"step-{STEPS:09d}.pt"]
     worker_log = tui("logs", "retinanet-local", "--pod", "retinanet-local-worker-0").stdout
     assert "node-rank=1" in worker_log
     check_ranks_metrics_and_wait_after_the_end("retinanet-local", metrics)
@@ -155,7 +156,7 @@ def check_ranks_metrics_and_wait_after_the_end(name: str, records: list[dict]) -
     last_train = [r for r in records if r["kind"] == "train"][-1]
     assert [r["rank"] for r in ranks["ranks"]] == [0, 1]
     for r in ranks["ranks"]:
-        assert r["step"] == 20 and r["img_s"] > 0 and 0 <= r["data_time"] < r["step_time"]
+        assert r["step"] == STEPS and r["img_s"] > 0 and 0 <= r["data_time"] < r["step_time"]
         assert r["step_time"] == last_train["ranks"]["step_time"][r["rank"]]
         # The model's TFLOP/s on each rank; no MFU: a CPU has no datasheet peak.
         assert r["tflops"] == last_train["ranks"]["tflops"][r["rank"]] and r["tflops"] > 0
@@ -169,7 +170,7 @@ def check_ranks_metrics_and_wait_after_the_end(name: str, records: list[dict]) -
     csv_rows = tui("metrics", name, "--csv").stdout.splitlines()
     assert csv_rows[0].startswith("pod,rank,kind,step,epoch,time,")
     train_rows = [r for r in csv_rows[1:] if ",train," in r]
-    assert len(train_rows) == 2 * 20  # one row per record and rank
+    assert len(train_rows) == 2 * STEPS  # one row per record and rank
     assert {r.split(",")[1] for r in train_rows} == {"0", "1"}
     rows = json.loads(tui("metrics", name, "--json").stdout)
     assert {r["pod"] for r in rows} == {f"{name}-master-0"}  # rank 0's pod writes the records
