@@ -376,7 +376,7 @@ def test_timeout_kills_the_command(make_fake: MakeFake, client_for: ClientFor) -
     started = time.monotonic()
     with pytest.raises(RunaiError) as info:
         client_for(fake, timeout=1.0).list_jobs()
-    assert time.monotonic() - started < 30  # far less than the fake's 60 s
+    assert time.monotonic() - started < 60  # ended before the fake's own 60 s sleep
     assert info.value.kind is ErrorKind.TIMEOUT
     assert info.value.message == "`runai training list` timed out after 1 s"
     assert "--timeout" in info.value.hint

@@ -120,7 +120,8 @@ def test_run_sync_cancels_the_coroutine_on_interrupt() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert cleaned == ["cleaned"] and time.monotonic() - loop_time < 10
+    # Ended before the 30 s sleep it interrupted (the run's own bound, not a wall-clock budget).
+    assert cleaned == ["cleaned"] and time.monotonic() - loop_time < 30
 
 
 def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> None:
@@ -149,7 +150,7 @@ def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> N
     finally:
         timer.join(timeout=30)
         signal.signal(signal.SIGINT, previous)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 30  # ended before the child's own 30 s sleep
     assert wait_gone(int(pid_file.read_text()))  # killed and reaped
 
 

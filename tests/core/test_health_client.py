@@ -94,4 +94,4 @@ async def test_exec_output_is_time_bounded(make_fake, client_for) -> None:
     with pytest.raises(RunaiError) as info:
         await client_for(fake).aexec_output("job-a", "job-a-master-0", COMMAND, timeout=1.0)
     assert info.value.kind is ErrorKind.TIMEOUT
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # ended before the fake's own 60 s sleep
