@@ -83,12 +83,13 @@ def stop_jobs_after_test() -> Iterator[None]:
 
 
 # A sweep of three short training jobs that differ in learning rate, shared by a module's tests
-# (`lr_sweep`): one real trainer run each (ResNet-18 at 64 px, 2 steps, 2 CPU processes), run
-# once per module. It lives in its own XDG folders, so the per-test folders of `isolated_xdg`
-# neither see nor stop it; its commands run with `LocalSweep.env`.
+# (`lr_sweep`): one real trainer run each (ResNet-18 at 64 px, 2 steps, one pod: the grid, not
+# DDP, is the subject), run once per module. It lives in its own XDG folders, so the per-test
+# folders of `isolated_xdg` neither see nor stop it; its commands run with `LocalSweep.env`.
 SWEEP_PROFILE = """\
 extends: retinanet-local
 job_name: sweep-tiny
+no_master: true
 args: [--dataset, synthetic, --synthetic-train-images, "8", --synthetic-val-images, "2",
        --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "2", --batch-size, "2",
        --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1", --eval-every, "1",

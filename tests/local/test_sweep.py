@@ -257,7 +257,7 @@ def test_two_real_runs_compare_as_jobs_and_as_run_directories(lr_sweep: LocalSwe
     assert "data.topology.world_size" not in rows  # the same on both: --all shows it
     every = json.loads(lr_sweep.tui("compare", "lr-1", "lr-2", "--json", "--all").stdout)
     world = next(r for r in every["rows"] if r["key"] == "data.topology.world_size")
-    assert world["cells"] == {"lr-1": "2", "lr-2": "2"} and world["same"] is True
+    assert world["cells"] == {"lr-1": "1", "lr-2": "1"} and world["same"] is True
     last = rows["last step"]["cells"]["lr-1"]
     assert last.isdigit() and rows["last step"]["cells"] == {"lr-1": last, "lr-2": last}
     assert rows["ended"]["cells"] == {"lr-1": "done", "lr-2": "done"}
