@@ -1,4 +1,5 @@
-"""Every test gets its own XDG dirs, so local-cluster state, user profiles and PVCs never leak."""
+"""Every test gets its own XDG dirs, so local-cluster state, user profiles and PVCs never leak
+(the cache alone is shared: `isolated_xdg` says why)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ def isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         path = root / var.lower()
         path.mkdir()
         monkeypatch.setenv(var, str(path))
+    # The cache alone is shared by a worker's tests, as on a user's machine: it holds what the
+    # installed CLI answered (`--help`, `version`), keyed by the executable's path, mtime and
+    # size, so a test's fake `runai` still gets its own entry, while runai-local is asked once
+    # per worker instead of once per test (about 280 processes of 0.07 CPU-s in the suite).
+    shared_cache = tmp_path_factory.getbasetemp() / "xdg_cache_home-shared"
+    shared_cache.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
     # Tests choose their backend explicitly; a developer's settings must not leak in.
     for var in ("RUNAI_TUI_BACKEND", "RUNAI_TUI_RUNAI", "RUNAI_TUI_RUNAI_CLI", "RUNAI_LOCAL_GPUS"):
         monkeypatch.delenv(var, raising=False)

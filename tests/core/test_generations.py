@@ -137,7 +137,7 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     again = run("submit", "--profile", "late", env=fake.env())
     assert again.returncode == 2 and fake.help_calls() == asked
     cache = json.loads(cache_path().read_text())
-    [entry] = cache.values()
+    [entry] = [e for key, e in cache.items() if key.split("\0")[0] == str(fake.path)]
     assert "--clean-pod-policy" not in entry["help"]["submit"]["flags"]
 
     # Dropping the fields submits, and the 2.18 fake (cobra) accepts every flag sent.
