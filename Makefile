@@ -29,7 +29,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/runai-tui $(ARGS)
 
-# The suite runs on every core and one worker more (pytest-xdist, pyproject.toml and tests/conftest.py); PYTEST_ARGS="-n 0" runs it in one process.
+# The suite runs on every core and two workers more (pytest-xdist, pyproject.toml and tests/conftest.py); PYTEST_ARGS="-n 0" runs it in one process.
 test: $(VENV)/.installed-test lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

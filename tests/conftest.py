@@ -66,33 +66,37 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject.toml): one worker more than this process may use cores. Much of the
-    suite waits on real processes (a pod starting, a poll's pause, a job's sleep), so with one
-    worker a core a third of the CPU sat idle: on 2 cores pytest took 476 s with 2 workers and
-    369 s with 3, the same tree one after the other (docs/performance.md)."""
-    return len(os.sched_getaffinity(0)) + 1
+    """`-n auto` (pyproject.toml): two workers more than this process may use cores. Much of the
+    suite waits on real processes (a pod starting, a poll's pause, a CPU-throttled rank, a
+    loader held stopped), so with one worker a core a third of the CPU sat idle: on 2 cores
+    pytest took 476 s with 2 workers and 369 s with 3 (docs/performance-log.md). With this
+    wave's waiting modules (the throttled node, the rank figures, the wire, the compile cache)
+    a fourth kept the cores 93% busy: 634 s against 664 s with three, the same tree."""
+    return len(os.sched_getaffinity(0)) + 2
 
 
-# The longest modules, longest first: each module alone (`pytest -n 0 FILE`, every process it
-# starts in one cpuacct cgroup; docs/performance.md "The test suite"), by wall time under the
-# suite's load, CPU-seconds beside. A module that mostly waits (a throttled rank, a held loader)
-# goes early too: its worker idles while the others use the cores. Re-measure when a real run is
-# added or cut: a long module handed out late is the suite's tail. Each module once.
+# The longest modules, longest first: by wall time in a whole-suite run (4 workers, each module
+# in a cpuacct cgroup of its own; docs/performance.md "The test suite"), CPU-seconds beside. A
+# module that mostly waits (a throttled rank, a held loader, a compile) goes early too: its worker
+# idles while the others use the cores. Re-measure when a real run is added or cut: a long
+# module handed out late is the suite's tail. Each module once.
 LONGEST_FIRST = (
-    "tests/trainer/test_ddp.py",  # 123 CPU-s: the resume, the SIGTERM, two file formats
-    "tests/trainer/test_comm_hooks.py",  # 84 CPU-s
-    "tests/local/test_resubmit_throttled_node.py",  # 45 CPU-s in 230 s: rank 1 at 15% of a core
-    "tests/local/test_unattended.py",  # a night: a run killed, a resumed run, one failure
-    "tests/trainer/test_rank_figures.py",  # 46 CPU-s in 256 s: a loader held 12 s a cycle
-    "tests/trainer/test_finite_steps.py",  # the grid and the 2-rank bf16 run
+    "tests/local/test_resubmit_throttled_node.py",  # 43 CPU-s in 173 s: rank 1 at 15% of a core
+    "tests/trainer/test_ddp.py",  # 99 CPU-s: the reference, a stopped run and its resume, two formats
+    "tests/local/test_wire_job.py",  # 52 CPU-s in 142 s: a rank on a throttled node
+    "tests/trainer/test_finite_steps.py",  # 42 CPU-s: the grid and the 2-rank bf16 run
+    "tests/trainer/test_comm_hooks.py",  # 69 CPU-s
+    "tests/trainer/test_fast_path.py",  # 26 CPU-s in 120 s: two inductor compiles
+    "tests/trainer/test_rank_figures.py",  # 38 CPU-s in 114 s: a loader held 12 s a cycle
+    "tests/local/test_recovery.py",  # 84 CPU-s: a rank killed, a pod killed, a preemption
+    "tests/local/test_unattended.py",  # 65 CPU-s: a night: a run killed, a resumed run, one failure
     "tests/trainer/test_shards_ddp.py",  # 56 CPU-s
-    "tests/local/test_sweep.py",  # 85 CPU-s: three real jobs
-    "tests/trainer/test_fast_path.py",  # 31 CPU-s: two inductor compiles
-    "tests/local/test_through_runai_tui.py",  # 47 CPU-s
-    "tests/local/test_resubmit_small_shm.py",  # 44 CPU-s
-    "tests/tui/test_gloo_job_health.py",  # 44 CPU-s
-    "tests/hang/test_gloo_hang.py",
+    "tests/local/test_sweep.py",  # three one-pod jobs
+    "tests/tui/test_gloo_job_health.py",  # 45 CPU-s
+    "tests/local/test_through_runai_tui.py",  # 35 CPU-s
+    "tests/local/test_resubmit_small_shm.py",  # 21 CPU-s
     "tests/local/test_hang_rank.py",
+    "tests/hang/test_gloo_hang.py",
 )
 
 
