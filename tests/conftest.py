@@ -75,24 +75,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 2
 
 
-# The longest modules, longest first: by wall time in a whole-suite run (4 workers, each module
-# in a cpuacct cgroup of its own; docs/performance.md "The test suite"), CPU-seconds beside. A
-# module that mostly waits (a throttled rank, a held loader, a compile) goes early too: its worker
-# idles while the others use the cores. Re-measure when a real run is added or cut: a long
-# module handed out late is the suite's tail. Each module once.
+# The longest modules, longest first: by wall time in whole-suite runs (4 workers; the clean
+# clone's durations, and each module in a cpuacct cgroup of its own: benchmarks/suite_modules.py),
+# CPU-seconds beside. A module that mostly waits (a throttled rank, a held loader, a compile)
+# goes early too: its worker idles while the others use the cores. Re-measure when a real run is
+# added or cut: a long module handed out late is the suite's tail. Each module once.
 LONGEST_FIRST = (
     "tests/local/test_resubmit_throttled_node.py",  # 43 CPU-s in 173 s: rank 1 at 15% of a core
-    "tests/trainer/test_ddp.py",  # 99 CPU-s: the reference, a stopped run and its resume, two formats
-    "tests/local/test_wire_job.py",  # 52 CPU-s in 142 s: a rank on a throttled node
-    "tests/trainer/test_finite_steps.py",  # 42 CPU-s: the grid and the 2-rank bf16 run
-    "tests/trainer/test_comm_hooks.py",  # 69 CPU-s
-    "tests/trainer/test_fast_path.py",  # 26 CPU-s in 120 s: two inductor compiles
-    "tests/trainer/test_rank_figures.py",  # 38 CPU-s in 114 s: a loader held 12 s a cycle
     "tests/local/test_recovery.py",  # 84 CPU-s: a rank killed, a pod killed, a preemption
+    "tests/local/test_wire_job.py",  # 52 CPU-s in 142 s: a rank on a throttled node
+    "tests/trainer/test_ddp.py",  # 99 CPU-s: the reference, a stopped run and its resume, two formats
+    "tests/trainer/test_comm_hooks.py",  # 69 CPU-s
+    "tests/trainer/test_rank_figures.py",  # 38 CPU-s in 114 s: a loader held 12 s a cycle
     "tests/local/test_unattended.py",  # 65 CPU-s: a night: a run killed, a resumed run, one failure
-    "tests/trainer/test_shards_ddp.py",  # 56 CPU-s
-    "tests/local/test_sweep.py",  # three one-pod jobs
     "tests/tui/test_gloo_job_health.py",  # 45 CPU-s
+    "tests/trainer/test_fast_path.py",  # 26 CPU-s in 120 s: two inductor compiles
+    "tests/trainer/test_finite_steps.py",  # 42 CPU-s: the grid and the 2-rank bf16 run
+    "tests/trainer/test_shards_ddp.py",  # 56 CPU-s
+    "tests/local/test_sweep.py",  # 42 CPU-s: three one-pod jobs
     "tests/local/test_through_runai_tui.py",  # 35 CPU-s
     "tests/local/test_resubmit_small_shm.py",  # 21 CPU-s
     "tests/local/test_hang_rank.py",
