@@ -169,10 +169,12 @@ CODES: dict[str, Code] = {
             # A C++ frame line ("frame #2: c10::DistNetworkError::DistNetworkError(...)") names
             # the exception's constructor, not a failure; the exception's own line follows it.
             # A c10d rendezvous the master hosts is gone once the master's agent has ended: a
-            # worker's agent then fails to *shut down* the rendezvous after its workers finished,
-            # a warning of a completed run, not a pod that could not join.
+            # worker's agent then fails to *shut down* the rendezvous, or to send it a keep-alive
+            # heartbeat, after its workers finished: warnings of a completed run, not a pod that
+            # could not join (an agent that really loses the store ends in an error line).
             _re(
-                r"^(?!\s*frame #\d+:)(?!.*has failed to shutdown the rendezvous)"
+                r"^(?!\s*frame #\d+:)"
+                r"(?!.*has failed to (?:shutdown the rendezvous|send a keep-alive heartbeat))"
                 r".*?(?:DistNetworkError|The client socket has timed out "
                 r"after \d+\S* while trying to connect|RendezvousTimeoutError|"
                 r"RendezvousConnectionError|DistStoreError)"
