@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from pathlib import Path
 
 from runai_tui.local import state
@@ -64,12 +65,15 @@ class Throttle:
             with self._lock:
                 for pids in self._pids.values():
                     state.signal_pids(pids, signal.SIGCONT)
-            elapsed = 0.0
+            started = time.monotonic()
+            end = started + PERIOD_SECONDS
             for pod, share in self.shares:
-                if self._stopping.wait(share * PERIOD_SECONDS - elapsed):
+                if self._stopping.wait(started + share * PERIOD_SECONDS - time.monotonic()):
                     return
-                elapsed = share * PERIOD_SECONDS
                 with self._lock:
                     state.signal_pids(self._pids.get(pod, []), signal.SIGSTOP)
-            if self._stopping.wait(PERIOD_SECONDS - elapsed):
+                # On a busy host this thread wakes late and the pod runs past its share; the
+                # period is stretched so that the pod's share of it stays what the node allows.
+                end = max(end, started + (time.monotonic() - started) / share)
+            if self._stopping.wait(end - time.monotonic()):
                 return

@@ -107,7 +107,9 @@ def test_three_ranks_record_a_real_table_with_every_pair(slow_wire: SlowWire) ->
 def test_diagnose_names_the_throttled_node_and_keeps_the_job_off_it(slow_wire: SlowWire) -> None:
     res = slow_wire.tui("diagnose", "wire", "--json")
     found = [f for f in json.loads(res.stdout)["findings"] if f["code"] == "wire-slow-pair"]
-    assert len(found) == 1, res.stdout
+    log = slow_wire.tui("logs", "wire").stdout
+    pairs = [x for x in log.splitlines() if x.startswith('{"kind": "comm"')]
+    assert len(found) == 1, res.stdout + "\n".join(pairs)  # the pairs' figures, when it fails
     assert found[0]["pod"] == "wire-worker-1", found[0]["evidence"]
     assert found[0]["message"].endswith("(node local-2)")
     assert "rank 2 (node local-2) has the slower pairs" in found[0]["evidence"]
