@@ -7,7 +7,8 @@ multiprocessing joins every child with no timeout. Here a real evaluation runs i
 subprocess where worker 0 is made just as unkillable: it ignores SIGTERM and starts a non-daemon
 thread that sleeps, so it can finish neither a terminate nor its own exit. The process must still
 exit, saying which worker it killed, and leave no process behind; and it forks no worker that
-would get no batch.
+would get no batch. A worker stuck in the fork itself (an after-fork hook that never returns)
+is found by its missing check-in, killed, and the loader's workers started again.
 """
 
 from __future__ import annotations
@@ -95,3 +96,61 @@ def session_members(sid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+# The first worker forked blocks for good in fork's child side, where CPython 3.11.7 can
+# deadlock on a lock another thread held at the fork: before any worker code runs, and SIGTERM
+# only sets the inherited handler's flag. Later forks go on.
+STUCK_IN_FORK = """
+import os, signal, sys, time
+import torch
+import trainer.data.workers
+from trainer.config import parse_config
+from trainer.data.synthetic import SyntheticDataset, make_synthetic_index
+from trainer.distributed import DistContext
+from trainer.evaluate import predict_shard
+from trainer.model import build_model
+
+trainer.data.workers.CHECK_IN_SECONDS = 3.0
+signal.signal(signal.SIGTERM, lambda *_: None)  # as the trainer's handler: a flag, no exit
+forks = [0]
+
+def stuck_if_first():
+    while forks[0] == 1:
+        time.sleep(60)
+
+os.register_at_fork(before=lambda: forks.__setitem__(0, forks[0] + 1),
+                    after_in_child=stuck_if_first)
+cfg = parse_config(["--dataset", "synthetic", "--model", "retinanet_resnet18_fpn",
+                    "--min-size", "64", "--max-size", "64", "--output-dir", sys.argv[1]])
+index = make_synthetic_index(2, 2, seed=0, base_size=64, split="val")
+dataset = SyntheticDataset(index, "", train=False, min_size=64, max_size=64)
+model = build_model(cfg, dataset.num_classes)
+found = predict_shard(DistContext(0, 1, 0, torch.device("cpu"), None), model, dataset, 1, 2, 0, None)
+print(f"predicted {sorted(found)}; forked {forks[0]} workers", flush=True)
+"""
+
+
+def test_a_worker_stuck_in_the_fork_is_killed_and_the_workers_start_again(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK_IN_FORK, str(tmp_path)], cwd=REPO, env=base_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"evaluation did not end within 90 s:\n{out}{err}") from None
+    assert proc.returncode == 0, out + err
+    # Two workers, one stuck: both started again, so four forks in all.
+    assert "predicted [0, 1]; forked 4 workers" in out
+    stuck = re.findall(
+        r"^trainer: \[rank 0\] evaluation: DataLoader worker\(s\) \(pid (\d+)\) did not start "
+        r"within 3 s \(stuck in the fork\); starting the workers again \(1 of 3\)$",
+        err,
+        re.MULTILINE,
+    )
+    assert len(stuck) == 1, err
+    assert killed_workers(err, "evaluation") == [int(stuck[0])]  # the fork's stuck child
+    assert wait_gone([int(stuck[0]), *session_members(proc.pid)], limit=5) == []
