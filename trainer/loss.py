@@ -31,6 +31,7 @@ and falls back to torchvision's loss, saying so, when they differ.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -93,17 +94,67 @@ def classification_per_image(cls_logits: Tensor, label: Tensor, matches: Tensor)
     image's anchors and classes ([B], before the division by the foreground count). Every class
     of every anchor not ignored is a negative, (1-a) p^g softplus(x); at each foreground
     anchor's own class (``label``, [B, A]) the positive term a (1-p)^g softplus(-x) replaces
-    it. Eager, this is about ten passes over [B, A, classes] each way; compiled, one kernel."""
+    it. The formula: what torch.compile fuses into one kernel each way. Eager, the loss runs
+    ``FocalPerImage``, the same quantity with its gradient written out."""
     prob = torch.sigmoid(cls_logits)
     negatives = (prob * prob * F.softplus(cls_logits)).sum(dim=2) * (1 - FOCAL_ALPHA)
     x = cls_logits.gather(2, label[:, :, None]).squeeze(2)
-    p = torch.sigmoid(x)
-    swap = FOCAL_ALPHA * (1 - p) * (1 - p) * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * (
-        F.softplus(x)
+    per_anchor = torch.where(matches != BETWEEN_THRESHOLDS, negatives, 0.0) + torch.where(
+        matches >= 0, _swap(x), 0.0
     )
-    valid = matches != BETWEEN_THRESHOLDS
-    per_anchor = torch.where(valid, negatives, 0.0) + torch.where(matches >= 0, swap, 0.0)
     return per_anchor.sum(dim=1)
+
+
+def _swap(x: Tensor) -> Tensor:
+    """At a foreground anchor's class: its positive term minus the negative term it replaces."""
+    p = torch.sigmoid(x)
+    q = 1 - p
+    return FOCAL_ALPHA * q * q * F.softplus(-x) - (1 - FOCAL_ALPHA) * p * p * F.softplus(x)
+
+
+def _swap_grad(x: Tensor) -> Tensor:
+    """d _swap / dx: with p' = p q, softplus(x)' = p and softplus(-x)' = -q."""
+    p = torch.sigmoid(x)
+    q = 1 - p
+    positive = -FOCAL_ALPHA * q * q * (2 * p * F.softplus(-x) + q)
+    negative = (1 - FOCAL_ALPHA) * p * p * (2 * q * F.softplus(x) + p)
+    return positive - negative
+
+
+class FocalPerImage(torch.autograd.Function):
+    """``classification_per_image`` with the gradient of its pass over [B, A, classes] written
+    out, d/dx (1-a) p^2 softplus(x) = (1-a) p^2 (2 q softplus(x) + p), and computed in place.
+    Autograd over the formula makes about twelve [B, A, classes] tensors forward and backward;
+    this makes four. On CPU each is a fresh allocation the kernel fills page by page (glibc
+    maps blocks this large anew each time), which costs more than the arithmetic: the loss and
+    its backward took 1.6x less time at batch 8 (benchmarks/fig_loss.py). In fp32 (fp64 for
+    fp64 logits) whatever the logits' type, as autocast runs softplus; the gradient comes back
+    in the logits' type."""
+
+    @staticmethod
+    def forward(ctx: Any, cls_logits: Tensor, label: Tensor, matches: Tensor) -> Tensor:
+        logits = cls_logits.to(torch.promote_types(cls_logits.dtype, torch.float32))
+        prob = torch.sigmoid(logits)
+        soft = F.softplus(logits)
+        negatives = torch.mul(prob, prob).mul_(soft).sum(dim=2).mul_(1 - FOCAL_ALPHA)
+        x = logits.gather(2, label[:, :, None]).squeeze(2)
+        valid = matches != BETWEEN_THRESHOLDS
+        foreground = matches >= 0
+        per_anchor = torch.where(valid, negatives, 0.0) + torch.where(foreground, _swap(x), 0.0)
+        ctx.save_for_backward(prob, soft, x, label, valid, foreground)
+        ctx.logits_dtype = cls_logits.dtype
+        return per_anchor.sum(dim=1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        prob, soft, x, label, valid, foreground = ctx.saved_tensors
+        per_anchor = grad[:, None].expand_as(valid)
+        # soft - soft p = softplus(x) q; then x 2, + p, x p, x p: one new tensor.
+        out = torch.addcmul(soft, soft, prob, value=-1).mul_(2).add_(prob).mul_(prob).mul_(prob)
+        out.mul_(torch.where(valid, per_anchor * (1 - FOCAL_ALPHA), 0.0)[:, :, None])
+        swap = torch.where(foreground, per_anchor * _swap_grad(x), 0.0)
+        out.scatter_add_(2, label[:, :, None], swap[:, :, None])
+        return out.to(ctx.logits_dtype), None, None
 
 
 class BatchedRetinaNetLoss:
@@ -120,7 +171,7 @@ class BatchedRetinaNetLoss:
         self._classification: Callable[[Tensor, Tensor, Tensor], Tensor] = (
             torch.compile(classification_per_image, backend=compile_backend)
             if compile_backend
-            else classification_per_image
+            else FocalPerImage.apply
         )
         if box_loss not in ("l1", "giou"):
             raise ValueError(f"batched loss: box loss {box_loss!r} (l1 or giou)")

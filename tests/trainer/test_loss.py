@@ -9,7 +9,12 @@ import torch
 from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn_v2
 from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 
-from trainer.loss import BatchedRetinaNetLoss, install_batched_loss
+from trainer.loss import (
+    BatchedRetinaNetLoss,
+    FocalPerImage,
+    classification_per_image,
+    install_batched_loss,
+)
 
 TOLERANCE = 1e-5
 CLASSES = 5
@@ -116,6 +121,27 @@ def test_the_compiled_classification_pass_gives_the_same_loss_and_gradients(mode
         assert torch.allclose(compiled[key], eager[key], rtol=1e-6, atol=1e-7), key
         assert torch.allclose(compiled_in["cls_logits"].grad, eager_in["cls_logits"].grad,
                               rtol=1e-5, atol=1e-8)  # fmt: skip
+
+
+def test_the_written_out_focal_gradient_is_the_formulas() -> None:
+    """FocalPerImage (the eager loss) against finite differences in float64, at logits large
+    enough to saturate the sigmoid, with foreground, background and ignored anchors; and its
+    value and gradient against autograd over the formula (the compiled loss) in float32."""
+    gen = torch.Generator().manual_seed(3)
+    logits = (torch.randn(2, 6, 5, generator=gen, dtype=torch.float64) * 6).requires_grad_(True)
+    label = torch.randint(0, 5, (2, 6), generator=gen)
+    matches = torch.tensor([[0, -1, -2, 1, 0, -1], [-2, -2, 0, -1, 2, 1]])
+    assert torch.autograd.gradcheck(lambda t: FocalPerImage.apply(t, label, matches), (logits,))
+    weights = torch.tensor([1.0, 2.0])
+    results = []
+    for compute in (FocalPerImage.apply, classification_per_image):
+        x = logits.detach().float().requires_grad_(True)
+        value = compute(x, label, matches)
+        (value * weights).sum().backward()
+        results.append((value.detach(), x.grad))
+    (ours, ours_grad), (formula, formula_grad) = results
+    assert torch.allclose(ours, formula, rtol=1e-6)
+    assert torch.allclose(ours_grad, formula_grad, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("box_loss", ["l1", "giou"])
