@@ -53,8 +53,8 @@ DEFAULT_BUCKET_MB = 25  # DDP's bucket_cap_mb default
 SIZE_BUDGET_S = 0.1  # timed seconds per size (at least one all-reduce)
 MAX_ITERS = 20
 P2P_BYTES = 4 * MiB  # each direction of a pair's exchange
-P2P_ITERS = 10  # round trips timed: a window long enough to span a throttled node's pauses
-P2P_PASSES = 3  # every pair timed this often, the fastest kept: load elsewhere slows some
+P2P_ITERS = 40  # round trips timed: a window of several of a throttled node's 100 ms periods
+P2P_PASSES = 2  # every pair timed this often, the fastest kept: load elsewhere only slows one
 CHOICES = ("auto", "on", "off")
 
 Log = Callable[[str], None]

@@ -68,7 +68,7 @@ class SlowWire:
 
 @pytest.fixture(scope="module")
 def slow_wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlowWire]:
-    """Nodes local-0..2, local-2 at 15% of a core (as the throttled-node test): the master on
+    """Nodes local-0..2, local-2 at 8% of a core: the master on
     local-0, worker-0 on local-1, worker-1 (rank 2) on local-2. The job runs the comm check
     alone and ends; its pairs (0,1) fast, (1,2) and (2,0) slow."""
     root = tmp_path_factory.mktemp("wire-xdg")
@@ -79,7 +79,10 @@ def slow_wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlowWire]:
     env["RUNAI_TUI_BACKEND"] = "local"
     config = root / "xdg_config_home" / "runai-tui"
     (config / "profiles").mkdir(parents=True)
-    (config / "local.yaml").write_text("nodes: 3\nslow_nodes: {local-2: 0.15}\n")
+    # Not 15%: on a busy host every pair slows, and a process continued after a stop gets more
+    # than its share of a core for a while (the scheduler's wake-up credit), so the slow pairs
+    # measured under 3x the fast one (2.9x and 1.8x in a whole-suite run, 5x on a quiet host).
+    (config / "local.yaml").write_text("nodes: 3\nslow_nodes: {local-2: 0.08}\n")
     (config / "profiles" / "wire.yaml").write_text(WIRE_PROFILE)
     job = SlowWire(env, subprocess.CompletedProcess([], 0))
     try:
