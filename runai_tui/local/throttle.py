@@ -17,7 +17,7 @@ from pathlib import Path
 from runai_tui.local import state
 
 PERIOD_SECONDS = 0.1  # as the kernel's CFS period
-REFRESH_PERIODS = 10  # a pod's processes (DataLoader workers come and go) are looked up each second
+REFRESH_SECONDS = 1.0  # a pod's processes (DataLoader workers come and go) are looked up this often
 
 
 class Throttle:
@@ -27,7 +27,9 @@ class Throttle:
         self.jobdir = jobdir
         # The pods stopped first come first: each is stopped at its share of the period.
         self.shares = sorted(shares.items(), key=lambda item: item[1])
-        self._pids: dict[str, list[int]] = {}
+        # pid -> its start time: a pid that ends and is reused by another process before the
+        # next lookup must not be stopped (a stretched period can make that a long while).
+        self._pids: dict[str, dict[int, int]] = {}
         self._lock = threading.Lock()  # the pid lists, between the cycle and stop()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._cycle, name="throttle", daemon=True)
@@ -47,33 +49,46 @@ class Throttle:
             self._thread.join()
         with self._lock:
             for pids in self._pids.values():
-                state.signal_pids(pids, signal.SIGCONT)
+                state.signal_pids(list(pids), signal.SIGCONT)
 
     def _cycle(self) -> None:
-        period = 0
+        looked_up = float("-inf")
         while not self._stopping.is_set():
-            if period % REFRESH_PERIODS == 0:
-                found = {pod: state.processes_of_job(self.jobdir, pod) for pod, _ in self.shares}
+            if time.monotonic() - looked_up >= REFRESH_SECONDS:
+                looked_up = time.monotonic()
+                found = {
+                    pod: _started(state.processes_of_job(self.jobdir, pod))
+                    for pod, _ in self.shares
+                }
                 with self._lock:
                     # A pid stopped last period and not found now (gone, or its number taken
                     # by another process) is continued once, or it would stay stopped for good.
                     for pod, pids in self._pids.items():
-                        kept = set(found.get(pod, []))
+                        kept = found.get(pod, {})
                         state.signal_pids([p for p in pids if p not in kept], signal.SIGCONT)
                     self._pids = found
-            period += 1
             with self._lock:
                 for pids in self._pids.values():
-                    state.signal_pids(pids, signal.SIGCONT)
+                    state.signal_pids(list(pids), signal.SIGCONT)
             started = time.monotonic()
             end = started + PERIOD_SECONDS
             for pod, share in self.shares:
                 if self._stopping.wait(started + share * PERIOD_SECONDS - time.monotonic()):
                     return
                 with self._lock:
-                    state.signal_pids(self._pids.get(pod, []), signal.SIGSTOP)
+                    pids = self._pids.get(pod, {})
+                    state.signal_pids(
+                        [p for p, t in pids.items() if state.proc_start_ticks(p) == t],
+                        signal.SIGSTOP,
+                    )
                 # On a busy host this thread wakes late and the pod runs past its share; the
                 # period is stretched so that the pod's share of it stays what the node allows.
                 end = max(end, started + (time.monotonic() - started) / share)
             if self._stopping.wait(end - time.monotonic()):
                 return
+
+
+def _started(pids: list[int]) -> dict[int, int]:
+    """pid -> start time, for the pids still alive."""
+    found = {pid: state.proc_start_ticks(pid) for pid in pids}
+    return {pid: start for pid, start in found.items() if start is not None}
