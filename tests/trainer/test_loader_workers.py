@@ -61,21 +61,30 @@ print(f"predicted {sorted(found)} and {sorted(empty)}; forked {forks[0]} workers
 
 
 def test_a_worker_that_cannot_exit_is_killed_and_the_process_exits(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", EVALUATE, str(tmp_path)], cwd=REPO, env=base_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(f"evaluation did not exit within 60 s:\n{out}{err}") from None
-    assert proc.returncode == 0, out + err
+    proc, out, err = run_evaluation(EVALUATE, tmp_path, 60)
     assert "predicted [0, 1] and []; forked 2 workers" in out
     killed = killed_workers(err, "evaluation")
     assert len(killed) == 1, err
     assert wait_gone([killed[0], *session_members(proc.pid)], limit=5) == []
+
+
+def run_evaluation(
+    script: str, tmp_path: Path, limit: float
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Run SCRIPT in a session of its own; it must exit 0 within LIMIT s (else its session is
+    killed and the test fails with what it printed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)], cwd=REPO, env=base_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"evaluation did not exit within {limit:g} s:\n{out}{err}") from None
+    assert proc.returncode == 0, out + err
+    return proc, out, err
 
 
 def killed_workers(err: str, use: str) -> list[int]:
@@ -132,17 +141,7 @@ print(f"predicted {sorted(found)}; forked {forks[0]} workers", flush=True)
 
 
 def test_a_worker_stuck_in_the_fork_is_killed_and_the_workers_start_again(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", STUCK_IN_FORK, str(tmp_path)], cwd=REPO, env=base_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(f"evaluation did not end within 90 s:\n{out}{err}") from None
-    assert proc.returncode == 0, out + err
+    proc, out, err = run_evaluation(STUCK_IN_FORK, tmp_path, 90)
     # Two workers, one stuck: both started again, so four forks in all.
     assert "predicted [0, 1]; forked 4 workers" in out
     stuck = re.findall(
