@@ -1,6 +1,7 @@
 """A job survives its faults in place, on the local cluster, with real trainer processes.
 
-One 2-pod training job (ResNet-18 RetinaNet at 64 px, fp32, 24 steps, a checkpoint every 4) is
+One 2-pod training job (ResNet-18 RetinaNet at 64 px, its body frozen, fp32, 24 steps, a
+checkpoint every 4) is
 submitted from a profile that extends the shipped retinanet-local, so it recovers as shipped
 (restart_policy OnFailure, backoff_limit 3, the entry script's torchrun --max-restarts). It
 meets three faults, one after the other, and every test below reads what it left:
@@ -45,7 +46,8 @@ args: [--dataset, synthetic, --synthetic-train-images, "100", --synthetic-val-im
        --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "{STEPS}",
        --batch-size, "2", --min-size, "64", --max-size, "64", --workers, "0",
        --log-every, "1", --eval-every, "1", --checkpoint-every, "{EVERY}", --amp, none,
-       --device, cpu, --comm-check, "off", --output-dir, /data/runs/rec]
+       --device, cpu, --comm-check, "off", --trainable-backbone-layers, "0",
+       --output-dir, /data/runs/rec]
 """
 PHASE_SECONDS = 600.0  # only a hang reaches it: each wait polls for a state
 

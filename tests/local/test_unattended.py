@@ -32,7 +32,8 @@ JOB, BAD = "wk", "wbad"
 ARGS = """[--dataset, synthetic, --synthetic-train-images, "48", --synthetic-val-images, "2",
        --model, retinanet_resnet18_fpn, --epochs, "1", --max-steps, "12", --batch-size, "2",
        --min-size, "64", --max-size, "64", --workers, "0", --log-every, "1", --amp, none,
-       --device, cpu, --checkpoint-every, "3", --comm-check, "off", --output-dir, /data/runs/{name}
+       --device, cpu, --checkpoint-every, "3", --comm-check, "off",
+       --trainable-backbone-layers, "0", --output-dir, /data/runs/{name}
        {extra}]"""
 # Recovery in place off: the pod's loss must fail the job, as when the backoff limit is spent.
 PROFILE = """\

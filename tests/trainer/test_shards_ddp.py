@@ -40,7 +40,8 @@ def run_args(manifest: Path, out_dir: Path, cache: Path) -> list[str]:
     return [
         "--data-format", "shards", "--manifest", str(manifest), "--output-dir", str(out_dir),
         "--cache-dir", str(cache), "--cache-max-bytes", "40KB", "--shuffle-buffer", "3",
-        "--model", "retinanet_resnet18_fpn", "--min-size", "64", "--max-size", "64",
+        "--model", "retinanet_resnet18_fpn", "--trainable-backbone-layers", "0",  # the shards are the subject
+        "--min-size", "64", "--max-size", "64",
         "--batch-size", "2", "--workers", "2", "--epochs", "2", "--checkpoint-every", "2",
         "--val-manifest", str(manifest.parent.parent / "validation" / "manifest.json"),
         "--eval-every", "1", "--log-every", "1", "--lr", "0.01", "--warmup-steps", "2",
