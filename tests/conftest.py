@@ -81,20 +81,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # goes early too: its worker idles while the others use the cores. Re-measure when a real run is
 # added or cut: a long module handed out late is the suite's tail. Each module once.
 LONGEST_FIRST = (
-    "tests/local/test_resubmit_throttled_node.py",  # 43 CPU-s in 173 s: rank 1 at 15% of a core
-    "tests/local/test_recovery.py",  # 84 CPU-s: a rank killed, a pod killed, a preemption
-    "tests/local/test_wire_job.py",  # 52 CPU-s in 142 s: a rank on a throttled node
-    "tests/trainer/test_ddp.py",  # 99 CPU-s: the reference, a stopped run and its resume, two formats
-    "tests/trainer/test_comm_hooks.py",  # 69 CPU-s
-    "tests/trainer/test_rank_figures.py",  # 38 CPU-s in 114 s: a loader held 12 s a cycle
-    "tests/local/test_unattended.py",  # 65 CPU-s: a night: a run killed, a resumed run, one failure
-    "tests/tui/test_gloo_job_health.py",  # 45 CPU-s
-    "tests/trainer/test_fast_path.py",  # 26 CPU-s in 120 s: two inductor compiles
-    "tests/trainer/test_finite_steps.py",  # 42 CPU-s: the grid and the 2-rank bf16 run
-    "tests/trainer/test_shards_ddp.py",  # 56 CPU-s
-    "tests/local/test_sweep.py",  # 42 CPU-s: three one-pod jobs
-    "tests/local/test_through_runai_tui.py",  # 35 CPU-s
-    "tests/local/test_resubmit_small_shm.py",  # 21 CPU-s
+    "tests/local/test_resubmit_throttled_node.py",  # 36 CPU-s in 131-143 s: rank 1 at 15% of a core
+    "tests/local/test_recovery.py",  # 62 CPU-s: a rank killed, a pod killed, a preemption
+    "tests/local/test_wire_job.py",  # 51 CPU-s in 200-212 s: a rank on a node at 8%
+    "tests/trainer/test_ddp.py",  # 78 CPU-s: the reference, a stopped run and its resume, two formats
+    "tests/trainer/test_comm_hooks.py",  # 61 CPU-s
+    "tests/trainer/test_rank_figures.py",  # 33 CPU-s in 116 s: a loader held 12 s a cycle
+    "tests/local/test_unattended.py",  # 55 CPU-s: a night: a run killed, a resumed run, one failure
+    "tests/tui/test_gloo_job_health.py",  # 37 CPU-s
+    "tests/trainer/test_fast_path.py",  # 22 CPU-s in 91-107 s: two inductor compiles
+    "tests/trainer/test_finite_steps.py",  # 37 CPU-s: the grid and the 2-rank bf16 run
+    "tests/trainer/test_shards_ddp.py",  # 43 CPU-s
+    "tests/local/test_sweep.py",  # 53 CPU-s: three one-pod jobs
+    "tests/local/test_through_runai_tui.py",  # 30 CPU-s
+    "tests/local/test_resubmit_small_shm.py",  # 17 CPU-s
     "tests/local/test_hang_rank.py",
     "tests/hang/test_gloo_hang.py",
 )
