@@ -3,8 +3,8 @@
 One 2-pod training job (ResNet-18 RetinaNet at 64 px, its body frozen, fp32, 24 steps, a
 checkpoint every 4) is submitted from a profile that extends the shipped retinanet-local, so it
 recovers as shipped (restart_policy OnFailure, backoff_limit 3, the entry script's torchrun
---max-restarts). It
-meets three faults, one after the other, and every test below reads what it left:
+--max-restarts). It meets three faults, one after the other, and every test below reads what it
+left:
 
 1. the worker's trainer process is SIGKILLed mid-run: torchrun restarts the worker group on
    both pods, which resume from the newest checkpoint;
