@@ -149,10 +149,12 @@ def test_runai_tui_in_a_real_terminal(local_job: str, tmp_path: Path) -> None:
         assert "LOCAL" in term.text()
 
         term.send("l")
-        term.wait_for("ready")
-        text = term.text()
-        assert "[bold red]inert[/] ^[[2J ^[]0;pwned^G end" in text
-        assert "step 7 · epoch 1 · loss 0.4321" in text
+        # The log lines and the training panel above them are painted in separate frames.
+        term.wait(
+            lambda t: "ready" in t and "step 7 · epoch 1 · loss 0.4321" in t,
+            "the log lines and the training panel",
+        )
+        assert "[bold red]inert[/] ^[[2J ^[]0;pwned^G end" in term.text()
         assert b"pwned\x07" not in bytes(term.raw)  # the OSC never reached the terminal
         term.send("\x1b")  # back to the jobs screen
         term.wait(lambda t: "d/enter Describe" in t, "jobs footer")
