@@ -6,8 +6,8 @@
 Each xdist worker moves itself into a cgroup v1 `cpuacct` group of its own for each test module
 it runs; every process the module's tests start (trainer ranks, the local cluster's detached
 supervisors, runai-tui commands) is born in that group, so the group's usage is the module's CPU,
-whatever else runs. A module's row: CPU-seconds, wall seconds on its worker, the worker. Needs
-/sys/fs/cgroup/cpuacct writable (root, cgroup v1); without it the plugin says so once and
+whatever else runs. A module's row: CPU-seconds (user and system), the system part of them, wall
+seconds on its worker, the worker. Needs /sys/fs/cgroup/cpuacct writable (root, cgroup v1); without it the plugin says so once and
 measures nothing. A measurement tool, not part of `make test`."""
 
 from __future__ import annotations
@@ -43,11 +43,15 @@ class ModuleMeter:
             return
         (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))  # out, before reading
         cpu = int((self.group / "cpuacct.usage").read_text()) / 1e9
+        ticks = dict(
+            line.split() for line in (self.group / "cpuacct.stat").read_text().splitlines()
+        )
+        system = int(ticks["system"]) / os.sysconf("SC_CLK_TCK")
         wall = time.monotonic() - self.started
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         OUT.parent.mkdir(parents=True, exist_ok=True)
         with OUT.open("a", encoding="utf-8") as out:
-            out.write(f"{self.module}\t{cpu:.1f}\t{wall:.1f}\t{worker}\n")
+            out.write(f"{self.module}\t{cpu:.1f}\t{wall:.1f}\t{worker}\t{system:.1f}\n")
         self.group = None
 
 
@@ -76,12 +80,16 @@ def report(path: Path) -> str:
     """The rows of PATH, largest CPU first, and the total."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        module, cpu, wall, worker = line.split("\t")
-        rows.append((float(cpu), float(wall), worker, module))
+        module, cpu, wall, worker, *system = line.split("\t")  # older files have no system column
+        rows.append((float(cpu), float(system[0]) if system else 0.0, float(wall), worker, module))
     rows.sort(reverse=True)
-    lines = [f"{'CPU-s':>7} {'wall s':>7} {'worker':>6}  module"]
-    lines += [f"{cpu:7.1f} {wall:7.1f} {worker:>6}  {module}" for cpu, wall, worker, module in rows]
-    lines.append(f"{sum(r[0] for r in rows):7.1f} CPU-s in {len(rows)} modules")
+    lines = [f"{'CPU-s':>7} {'sys':>6} {'wall s':>7} {'worker':>6}  module"]
+    lines += [
+        f"{cpu:7.1f} {system:6.1f} {wall:7.1f} {worker:>6}  {module}"
+        for cpu, system, wall, worker, module in rows
+    ]
+    total, total_sys = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    lines.append(f"{total:7.1f} CPU-s ({total_sys:.1f} of them system) in {len(rows)} modules")
     return "\n".join(lines)
 
 
