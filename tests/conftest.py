@@ -84,8 +84,8 @@ LONGEST_FIRST = (
     "tests/local/test_resubmit_throttled_node.py",  # 36 CPU-s in 131-143 s: rank 1 at 15% of a core
     "tests/local/test_recovery.py",  # 62 CPU-s: a rank killed, a pod killed, a preemption
     "tests/local/test_wire_job.py",  # 51 CPU-s in 200-212 s: a rank on a node at 8%
-    "tests/trainer/test_ddp.py",  # 78 CPU-s: the reference, a stopped run and its resume, two formats
-    "tests/trainer/test_comm_hooks.py",  # 61 CPU-s
+    "tests/trainer/test_ddp.py",  # 90 CPU-s: the reference, a stopped run and its resume, the bf16
+    # hook against the reference, two formats
     "tests/trainer/test_rank_figures.py",  # 33 CPU-s in 116 s: a loader held 12 s a cycle
     "tests/local/test_unattended.py",  # 55 CPU-s: a night: a run killed, a resumed run, one failure
     "tests/tui/test_gloo_job_health.py",  # 37 CPU-s
@@ -94,6 +94,7 @@ LONGEST_FIRST = (
     "tests/trainer/test_shards_ddp.py",  # 43 CPU-s
     "tests/local/test_sweep.py",  # 53 CPU-s: three one-pod jobs
     "tests/local/test_through_runai_tui.py",  # 30 CPU-s
+    "tests/trainer/test_comm_hooks.py",  # 30 CPU-s: PowerSGD's run and its resume
     "tests/local/test_resubmit_small_shm.py",  # 17 CPU-s
     "tests/local/test_hang_rank.py",
     "tests/hang/test_gloo_hang.py",
