@@ -190,7 +190,8 @@ async def test_exec_disabled_on_finished_job() -> None:
     async with app.run_test(size=(120, 20)) as pilot:
         await wait_for(pilot, lambda: app.screen.query_one(JobTable).row_count == 1)
         assert app.screen.check_action("shell", ()) is None  # shown greyed, not hidden
-        assert "Shell" in screen_text(app).splitlines()[-1]
+        # The footer paints after the first row on a busy host: wait for it.
+        await wait_for(pilot, lambda: "Shell" in screen_text(app).splitlines()[-1])
         await pilot.press("s")
         assert app.runner.runs == []
 
