@@ -7,8 +7,9 @@ Each xdist worker moves itself into a cgroup v1 `cpuacct` group of its own for e
 it runs; every process the module's tests start (trainer ranks, the local cluster's detached
 supervisors, runai-tui commands) is born in that group, so the group's usage is the module's CPU,
 whatever else runs. A module's row: CPU-seconds (user and system), the system part of them, wall
-seconds on its worker, the worker. Needs /sys/fs/cgroup/cpuacct writable (root, cgroup v1); without it the plugin says so once and
-measures nothing. A measurement tool, not part of `make test`."""
+seconds on its worker, the worker. Needs /sys/fs/cgroup/cpuacct writable (root, cgroup v1);
+without it the plugin says so once and measures nothing. A measurement tool, not part of
+`make test`."""
 
 from __future__ import annotations
 
