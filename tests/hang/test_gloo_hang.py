@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,10 @@ def test_diagnose_names_the_rank_that_never_entered_the_all_reduce(hangs: dict[s
     assert "ERROR hang-rank  rank 1" in said, said
     assert "rank 1 never entered collective 3 of process group 1" in said, said
     assert "all_reduce, 1000 Float (3.9 KiB)" in said, said
-    assert "Last completed collective: rank 0: 2, rank 1: 2" in said, said
+    # Rank 0's own record of the broadcast it finished is not always marked completed by the
+    # time it dumps on a loaded host (gloo marks completion apart from the call's return, and a
+    # worker that waited for the mark once waited forever), so its count may read 1.
+    assert re.search(r"Last completed collective: rank 0: [12], rank 1: 2\b", said), said
     assert "preflight" in res.stdout  # the fix: that rank's pod and node first
 
 
