@@ -133,6 +133,14 @@ def test_tui_first_paint_imports_no_screen_opened_on_demand() -> None:
     assert loaded_after(code, OFF_FIRST_PAINT) == []
 
 
+def test_runai_local_starts_without_the_supervisor() -> None:
+    # Every call of the local backend (list, describe, logs: what `wait`, `watch` and the TUI
+    # poll) starts a runai-local; the supervisor's machinery (sockets, the throttle's thread,
+    # the scheduler) is for the detached process a submit starts, which imports it itself.
+    code = "import runai_tui.local.cli\n"
+    assert loaded_after(code, ["runai_tui.local.supervisor", "runai_tui.local.throttle"]) == []
+
+
 def _function_imports(path: Path) -> list[tuple[int, str]]:
     """(line, source line) of every import inside a function of PATH that gives no reason."""
     lines = path.read_text(encoding="utf-8").splitlines()

@@ -170,7 +170,7 @@ def describe_doc(
             "name": pod.get("name"),
             "phase": pod.get("phase"),
             "role": pod.get("role"),
-            "nodeName": node_of.get(pod.get("name") or "") or jobspec.NODE_NAME,
+            "nodeName": node_of.get(pod.get("name") or "") or state.NODE_NAME,
             "pid": pod.get("pid"),
             "exitCode": pod.get("exitCode"),
             "restartCount": pod.get("restartCount") or 0,
@@ -326,7 +326,7 @@ def cmd_logs(p: Parsed, argv: list[str]) -> int:
         inode, data = 0, b""
     offset = len(data)
     if p["since"]:
-        cutoff = time.time() - jobspec.duration_seconds(p["since"])
+        cutoff = time.time() - F.duration_seconds(p["since"])
         data = data[_offset_since(paths.pod_log_times(pod["name"], previous), cutoff, data) :]
     tail = p["tail"]
     if tail is not None and tail >= 0:

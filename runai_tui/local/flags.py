@@ -377,3 +377,12 @@ PROJECT_LIST_FLAGS = [
     Flag("no-headers", "bool"),
     Flag("no-pagination", "bool"),
 ]
+
+
+def duration_seconds(text: str) -> float:
+    """A Go duration (`1h30m`, `300s`, `2m`) in seconds."""
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    total = 0.0
+    for number, unit in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", text):
+        total += float(number) * units[unit]
+    return total

@@ -10,12 +10,14 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runai_tui.local import state, supervisor
+from runai_tui.local import state
 from runai_tui.local.errors import LocalError
 from runai_tui.local.state import (
     JobPaths,
@@ -134,7 +136,7 @@ def _mark_lost(status: JobStatus, why: str) -> None:
     status["phase"] = "Failed"
     status["message"] = why
     status["allocatedGPUs"] = 0
-    supervisor.add_event(status, "Warning", "SupervisorLost", why)
+    state.add_event(status, "Warning", "SupervisorLost", why)
 
 
 def all_views(project: str | None) -> list[JobView]:
@@ -168,7 +170,7 @@ def initial_status(spec: JobSpec, reason: str, message: str) -> JobStatus:
         ],
         "events": [],
     }
-    supervisor.add_event(status, "Normal", reason, message)
+    state.add_event(status, "Normal", reason, message)
     return status
 
 
@@ -192,8 +194,29 @@ def create(spec: JobSpec) -> Path:
     return jobdir
 
 
+def _spawn_supervisor(jobdir: Path) -> tuple[int, int | None]:
+    """Start a detached supervisor for JOBDIR; returns (pid, start ticks)."""
+    paths = JobPaths(jobdir)
+    env = dict(os.environ)
+    env[state.JOB_DIR_ENV] = str(jobdir)
+    with open(paths.supervisor_log, "ab") as log:
+        # New session + no inherited pipes: the supervisor outlives the submitter and never
+        # holds the caller's stdout open (a client reading our output would hang otherwise).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runai_tui.local.supervisor", str(jobdir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+            env=env,
+        )
+    return proc.pid, state.proc_start_ticks(proc.pid)
+
+
 def _start_supervisor(jobdir: Path) -> None:
-    pid, ticks = supervisor.spawn(jobdir)
+    pid, ticks = _spawn_supervisor(jobdir)
     paths = JobPaths(jobdir)
     with locked(paths.lock):
         status = read_status(paths.status)
@@ -257,7 +280,7 @@ def suspend(view: JobView) -> None:
                 if pod.get("phase") in ("Running", "Pending"):
                     pod["phase"] = "Failed"
                     pod["message"] = "stopped: workload suspended"
-            supervisor.add_event(status, "Normal", "Suspended", "workload suspended")
+            state.add_event(status, "Normal", "Suspended", "workload suspended")
             write_json_atomic(paths.status, status)
     with contextlib.suppress(FileNotFoundError):
         paths.suspend_request.unlink()

@@ -19,9 +19,10 @@ from pathlib import Path
 from runai_tui.local import pvc
 from runai_tui.local.config import LocalConfig
 from runai_tui.local.errors import LocalError
-from runai_tui.local.flags import GLOBAL_FLAGS, Parsed
+from runai_tui.local.flags import GLOBAL_FLAGS, Parsed, duration_seconds
 from runai_tui.local.state import (
     JOB_DIR_ENV,
+    NODE_NAME,
     POD_ENV,
     JobSpec,
     MountSpec,
@@ -32,7 +33,6 @@ from runai_tui.local.state import (
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
-NODE_NAME = "local"  # the local cluster's one node: every pod runs on it
 DEFAULT_BACKOFF_LIMIT = 6  # a Kubernetes Job's default: restarts before the workload fails
 # `--priority`, lowest first (runai 2.25's values, docs/runai-cli.md section 1.3; the profile
 # field table's list, kept equal by tests/local/test_flags.py). A training without one is `low`:
@@ -86,15 +86,6 @@ def _pairs(flag: str, values: list[str], what: str = "NAME=VALUE") -> dict[str, 
             raise SpecError(f'invalid argument "{value}" for "--{flag}" flag: expected {what}')
         out[key] = val
     return out
-
-
-def duration_seconds(text: str) -> float:
-    """A Go duration (`1h30m`, `300s`, `2m`) in seconds."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    total = 0.0
-    for number, unit in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", text):
-        total += float(number) * units[unit]
-    return total
 
 
 def base_env() -> dict[str, str]:

@@ -34,6 +34,7 @@ from runai_tui.local.errors import LocalError
 # its process group.
 JOB_DIR_ENV = "RUNAI_LOCAL_JOB_DIR"
 POD_ENV = "RUNAI_LOCAL_POD"
+NODE_NAME = "local"  # the local cluster's one node: every pod runs on it
 
 ACTIVE_PHASES = {
     "Creating",
@@ -192,6 +193,13 @@ def job_dir(project: str, name: str) -> Path:
 
 def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def add_event(status: JobStatus, kind: str, reason: str, message: str) -> None:
+    """Append an event (as `kubectl describe` lists them) to a job's status."""
+    status.setdefault("events", []).append(
+        {"createdAt": now_rfc3339(), "type": kind, "reason": reason, "message": message}
+    )
 
 
 def write_json_atomic(path: Path, data: object) -> None:

@@ -21,13 +21,15 @@ from pathlib import Path
 
 from runai_tui.local import state
 from runai_tui.local.config import ConfigError, LocalConfig, load_config
-from runai_tui.local.jobspec import DEFAULT_PRIORITY, NODE_NAME, pod_environment, priority_rank
+from runai_tui.local.jobspec import DEFAULT_PRIORITY, pod_environment, priority_rank
 from runai_tui.local.state import (
+    NODE_NAME,
     JobPaths,
     JobSpec,
     JobStatus,
     PodSpec,
     PodStatus,
+    add_event,
     locked,
     read_status,
     write_json_atomic,
@@ -43,33 +45,6 @@ _CAPACITY = (
     "0/1 nodes are available: 1 Insufficient nvidia.com/gpu",
     "0/1 nodes are available: 1 Too many pods",
 )
-
-
-def spawn(jobdir: Path) -> tuple[int, int | None]:
-    """Start a detached supervisor for JOBDIR; returns (pid, start ticks)."""
-    paths = JobPaths(jobdir)
-    env = dict(os.environ)
-    env[state.JOB_DIR_ENV] = str(jobdir)
-    with open(paths.supervisor_log, "ab") as log:
-        # New session + no inherited pipes: the supervisor outlives the submitter and never
-        # holds the caller's stdout open (a client reading our output would hang otherwise).
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runai_tui.local.supervisor", str(jobdir)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            cwd="/",
-            env=env,
-        )
-    return proc.pid, state.proc_start_ticks(proc.pid)
-
-
-def add_event(status: JobStatus, kind: str, reason: str, message: str) -> None:
-    status.setdefault("events", []).append(
-        {"createdAt": state.now_rfc3339(), "type": kind, "reason": reason, "message": message}
-    )
 
 
 def _free_port() -> int:
