@@ -25,12 +25,10 @@ from typing import Any, BinaryIO, TypeAlias, TypeVar
 
 from runai_tui import __version__
 from runai_tui.local import flags as F
-from runai_tui.local import jobs, jobspec, pvc, state
-from runai_tui.local.config import load_config
+from runai_tui.local import jobs, state
 from runai_tui.local.errors import LocalError
 from runai_tui.local.flags import Flag, FlagError, Parsed
 from runai_tui.local.state import JobSpec, PodSpec, PodStatus
-from runai_tui.quantity import memory_bytes
 
 PROG = "runai-local"
 T = TypeVar("T")
@@ -49,10 +47,14 @@ def _out(text: str = "") -> None:
 
 
 def cmd_submit(p: Parsed, argv: list[str]) -> int:
-    config = load_config()
-    spec, mounts = jobspec.build_spec(p, config, argv, Path.cwd())
+    # The spec builder, the PVCs and the config (YAML) only where used: a third of the CPU of
+    # each read command (describe, list, logs), which the TUI and `wait` poll
+    from runai_tui.local import config, jobspec, pvc
+
+    cluster = config.load_config()
+    spec, mounts = jobspec.build_spec(p, cluster, argv, Path.cwd())
     for mount in mounts:
-        if mount.claim in config.pvcs and not mount.local.is_dir():
+        if mount.claim in cluster.pvcs and not mount.local.is_dir():
             # A claim mapped to a directory that is not there is an unbound PVC: the job waits.
             print(f"Warning: PVC {mount.claim}: {mount.local} does not exist; the workload "
                   "stays Pending until it does", file=sys.stderr)  # fmt: skip
@@ -409,16 +411,14 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     command = p.rest or p.positionals[1:]
     if not command:
         command = ["bash"] if shutil.which("bash") else ["sh"]
-    env = jobspec.pod_environment(view.spec, pod, int(view.status.get("masterPort") or 0), jobdir)
-    # A pod here is processes, not a cgroup: probes read them in /proc. Found by the pod's
-    # marker (torchrun starts its workers in new sessions: the pod's group misses them), listed
-    # before the command starts, so the command itself is not among them.
+    # The spec builder off the read commands' start, as in cmd_submit
+    from runai_tui.local import jobspec
+
+    # Listed before the command starts, so the command itself is not among the pod's processes.
     pids = state.processes_of_job(jobdir, pod["name"])
-    env["RUNAI_LOCAL_POD_PIDS"] = " ".join(str(pid) for pid in sorted(pids))
-    # Read as Kubernetes reads it: `8996` is 8996 bytes, `512m` rounds up to 1 byte.
-    limit = memory_bytes((view.spec.get("resources") or {}).get("memory", {}).get("limit"))
-    if limit:  # reported against, not enforced, here
-        env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)
+    env = jobspec.exec_environment(
+        view.spec, pod, int(view.status.get("masterPort") or 0), jobdir, pids
+    )
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]
     try:
@@ -481,6 +481,9 @@ def cmd_standard(p: Parsed, argv: list[str]) -> int:
 
 def cmd_project_list(p: Parsed, argv: list[str]) -> int:
     """The projects: the default one (config `project`) and every project holding a workload."""
+    # The config (YAML) off the read commands' start, as in cmd_submit
+    from runai_tui.local.config import load_config
+
     default = load_config().project
     found = sorted({d.parent.name for d in state.iter_job_dirs()} - {default})
     projects: list[dict[str, Any]] = [

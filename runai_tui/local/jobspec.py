@@ -30,6 +30,7 @@ from runai_tui.local.state import (
     Resources,
     now_rfc3339,
 )
+from runai_tui.quantity import memory_bytes
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name
@@ -430,4 +431,21 @@ def pod_environment(spec: JobSpec, pod: PodSpec, master_port: int, jobdir: Path)
     env.update(pod.get("env") or {})
     env[JOB_DIR_ENV] = str(jobdir)
     env[POD_ENV] = pod["name"]
+    return env
+
+
+def exec_environment(
+    spec: JobSpec, pod: PodSpec, master_port: int, jobdir: Path, pids: list[int]
+) -> dict[str, str]:
+    """What `exec` runs with: the pod's environment, and what the resource probe reads there.
+
+    A pod here is processes, not a cgroup: probes read PIDS (the pod's processes, found by its
+    marker: torchrun starts its workers in new sessions, so the pod's group misses them) in
+    /proc, against the memory limit read as Kubernetes reads it (`8996` is 8996 bytes, `512m`
+    rounds up to 1 byte), reported against, not enforced, here."""
+    env = pod_environment(spec, pod, master_port, jobdir)
+    env["RUNAI_LOCAL_POD_PIDS"] = " ".join(str(pid) for pid in sorted(pids))
+    limit = memory_bytes((spec.get("resources") or {}).get("memory", {}).get("limit"))
+    if limit:
+        env["RUNAI_LOCAL_MEMORY_LIMIT"] = str(limit)
     return env
