@@ -137,7 +137,7 @@ def test_runai_local_starts_without_the_supervisor_or_the_spec_builder() -> None
     # Every call of the local backend (list, describe, logs: what `wait`, `watch` and the TUI
     # poll) starts a runai-local; the supervisor's machinery (sockets, the throttle's thread,
     # the scheduler) is for the detached process a submit starts, which imports it itself, and
-    # the spec builder with the PVCs and the config's YAML (a third of a describe's CPU) is for
+    # the spec builder with the PVCs and the config's YAML (over a quarter of a describe's CPU) is for
     # submit and exec.
     code = "import runai_tui.local.cli\n"
     left_out = ["runai_tui.local.supervisor", "runai_tui.local.throttle", "runai_tui.local.jobspec",

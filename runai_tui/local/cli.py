@@ -47,7 +47,7 @@ def _out(text: str = "") -> None:
 
 
 def cmd_submit(p: Parsed, argv: list[str]) -> int:
-    # The spec builder, the PVCs and the config (YAML) only where used: a third of the CPU of
+    # The spec builder, the PVCs and the config (YAML) only where used: over a quarter of the CPU of
     # each read command (describe, list, logs), which the TUI and `wait` poll
     from runai_tui.local import config, jobspec, pvc
 
