@@ -34,7 +34,7 @@ NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 
 
 def make_jobs(count: int, changed: bool) -> list[Any]:
-    from runai_tui.models import Job, Phase
+    from runai_tui.shapes.models import Job, Phase
 
     phases = [Phase.RUNNING, Phase.PENDING, Phase.COMPLETED, Phase.FAILED, Phase.RUNNING]
     jobs = []

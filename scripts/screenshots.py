@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The fixture lives with the tests (tests/tui/showcase.py), which are not installed.
 sys.path.insert(0, str(REPO))
 
-from runai_tui.atomic import atomic_write  # noqa: E402
+from runai_tui.util.atomic import atomic_write  # noqa: E402
 from tests.tui.showcase import SHOTS, screenshot  # noqa: E402
 
 OUT = REPO / "docs" / "screenshots"

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The trainer is not installed: it is read from this checkout.
 sys.path.insert(0, str(REPO))
 
-from runai_tui.atomic import atomic_write  # noqa: E402
+from runai_tui.util.atomic import atomic_write  # noqa: E402
 from trainer.config import TrainConfig  # noqa: E402
 
 TABLE = REPO / "runai_tui" / "trainer_flags" / "table.py"

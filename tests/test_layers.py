@@ -158,7 +158,7 @@ def test_plumbing_and_knowledge_stay_apart() -> None:
 
 def test_profiles_import_nothing_from_runai() -> None:
     # The profile field table is read by the plumbing (argv, the CLI generation check), never
-    # the reverse: the generations' names are in the leaf runai_tui/cli_generations.py, so there
+    # the reverse: the generations' names are in the leaf runai_tui/shapes/cli_generations.py, so there
     # is no circle, not even through an import inside a function.
     files = python_files(REPO / "runai_tui" / "profiles")
     assert files
@@ -175,7 +175,7 @@ def test_profiles_import_nothing_from_runai() -> None:
                 (str(p), n) for n in names if n.startswith(("runai_tui.runai", "runai_tui.local"))
             ]
     assert offenders == []
-    leaf = imported_modules(REPO / "runai_tui" / "cli_generations.py")
+    leaf = imported_modules(REPO / "runai_tui" / "shapes" / "cli_generations.py")
     assert not any(m.startswith("runai_tui") for m in leaf)
 
 
@@ -195,17 +195,17 @@ def test_profiles_import_nothing_from_knowledge() -> None:
         m for p in python_files(REPO / "runai_tui" / "trainer_flags") for m in imported_modules(p)
     }
     assert {m for m in leaf if m.startswith("runai_tui")} <= {
-        "runai_tui.errors",
+        "runai_tui.shapes.errors",
         "runai_tui.trainer_flags.table",
     }
 
 
 def test_the_settings_import_nothing_from_runai() -> None:
     # The settings sit below the plumbing: every command reads them, and they check a `runai_cli`
-    # value with the leaf runai_tui/cli_generations.py, not with the plumbing that asks the CLI.
-    config = REPO / "runai_tui" / "config.py"
+    # value with the leaf runai_tui/shapes/cli_generations.py, not with the plumbing that asks the CLI.
+    config = REPO / "runai_tui" / "shapes" / "config.py"
     imported = imported_modules(config) | relative_imports(config)
-    assert "runai_tui.cli_generations" in imported  # the rule checks something real
+    assert "runai_tui.shapes.cli_generations" in imported  # the rule checks something real
     offenders = [m for m in imported if m.startswith(("runai_tui.runai", ".runai"))]
     assert offenders == []
 
@@ -270,7 +270,7 @@ def test_no_module_forks_this_process() -> None:
 
 def test_lint_and_preflight_share_findings_without_importing_diagnose() -> None:
     knowledge = REPO / "runai_tui" / "knowledge"
-    for name in ("checks.py", "preflight.py"):
+    for name in ("lint/checks.py", "probes/preflight.py"):
         modules = imported_modules(knowledge / name)
         assert "runai_tui.knowledge.findings" in modules, name
         assert not any(m.startswith("runai_tui.knowledge.diagnose") for m in modules), name
@@ -284,9 +284,9 @@ def test_no_module_in_runai_tui_is_over_700_lines() -> None:
 def test_reads_that_run_together_go_through_gather_all() -> None:
     # A bare asyncio.gather leaves the others running when one fails, and the loop's end then
     # closes their log streams out of order ("aclose(): asynchronous generator is already
-    # running"): runai_tui/aio.py's gather_all cancels and ends them first (docs/contracts.md).
+    # running"): runai_tui/util/aio.py's gather_all cancels and ends them first (docs/contracts.md).
     allowed = {
-        "runai_tui/aio.py",  # gather_all itself, waiting for the cancelled
+        "runai_tui/util/aio.py",  # gather_all itself, waiting for the cancelled
         "runai_tui/runai/pod_logs.py",  # waits for its own cancelled pumps (return_exceptions)
         "runai_tui/local/portforward.py",  # runai-local's relay: its own executable and loop
     }

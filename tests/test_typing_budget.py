@@ -1,5 +1,5 @@
 """`Any` stays rare: documents, records and untrusted input have typed shapes (TypedDicts, the JSON
-aliases in runai_tui/json_types.py and trainer/metrics.py, `object` narrowed with isinstance), so
+aliases in runai_tui/shapes/json_types.py and trainer/metrics.py, `object` narrowed with isinstance), so
 the word `Any` outside import statements is counted per package and held under a ceiling."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A reader, or a resume after a crash, sees the previous file or the complete new 
 Runs live on a PVC shared with teammates of other uids, so a new file gets the mode a plain
 `open(path, "wb")` would give it (0666 minus the umask, and the directory's default ACL) and a
 replaced file keeps its mode; `tempfile.mkstemp` would make every file 0600. The same rule as
-runai_tui/atomic.py, written again here because the trainer imports nothing from runai_tui.
+runai_tui/util/atomic.py, written again here because the trainer imports nothing from runai_tui.
 """
 
 from __future__ import annotations

@@ -12,16 +12,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runai_tui.cli.common import client_for, print_error
-from runai_tui.duration import parse_duration
-from runai_tui.errors import RunaiError, UsageError
-from runai_tui.models import VERB_PHASES, Phase, normalize_phase
 from runai_tui.runai import runner
 from runai_tui.runai.bulk import Outcome, Selector, act, select
-from runai_tui.sweep import sweep_jobs
+from runai_tui.shapes.errors import RunaiError, UsageError
+from runai_tui.shapes.models import VERB_PHASES, Phase, normalize_phase
+from runai_tui.util.duration import parse_duration
+from runai_tui.workflows.sweep import sweep_jobs
 
 if TYPE_CHECKING:
-    from runai_tui.models import Job
     from runai_tui.runai.bulk import Outcome, Selector
+    from runai_tui.shapes.models import Job
 
 _DONE = {"delete": "Deleted", "suspend": "Suspended", "resume": "Resumed"}
 

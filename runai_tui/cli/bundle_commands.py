@@ -1,4 +1,4 @@
-"""`bundle`: a failed job's post-mortem in one archive, secrets redacted (runai_tui/bundle.py)."""
+"""`bundle`: a failed job's post-mortem in one archive, secrets redacted (runai_tui/workflows/bundle.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from runai_tui import bundle
 from runai_tui.cli.common import client_for
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.runai import runner
-from runai_tui.text import literal
+from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.util.text import literal
+from runai_tui.workflows import bundle
 
 
 def add_bundle_arguments(bd: argparse.ArgumentParser) -> None:

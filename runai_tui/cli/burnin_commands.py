@@ -7,13 +7,13 @@ import dataclasses
 import sys
 from collections.abc import Callable
 
-from runai_tui import burnin
 from runai_tui.cli.common import add_set_argument, backend_for, client_for, print_json, settings_for
-from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.knowledge.wire import table
+from runai_tui.knowledge.records.wire import table
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import submission
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.util.text import literal
+from runai_tui.workflows import burnin
 
 
 def add_burnin_arguments(p: argparse.ArgumentParser) -> None:

@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from runai_tui.cli_generations import parse_override
-from runai_tui.config import load_settings
-from runai_tui.errors import Failure, UsageError
 from runai_tui.runai.backend import Backend, select_backend
+from runai_tui.shapes.cli_generations import parse_override
+from runai_tui.shapes.config import load_settings
+from runai_tui.shapes.errors import Failure, UsageError
 
 if TYPE_CHECKING:
-    from runai_tui.config import Settings
     from runai_tui.profiles import Profile, ProfileStore
     from runai_tui.runai.client import RunaiClient
+    from runai_tui.shapes.config import Settings
 
 
 class Parser(argparse.ArgumentParser):

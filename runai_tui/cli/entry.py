@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from runai_tui import __version__
 from runai_tui.cli.common import Parser, print_error, print_failure, runai_cli_for, settings_for
-from runai_tui.errors import Failure, UsageError
+from runai_tui.shapes.errors import Failure, UsageError
 
 
 class Subcommand(NamedTuple):

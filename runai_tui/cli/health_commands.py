@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
-from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge import diagnose
+from runai_tui.shapes.errors import RuntimeFailure, UsageError
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
 
 
 def add_preflight_arguments(pf: argparse.ArgumentParser) -> None:
-    """`preflight` (logic: runai_tui/knowledge/preflight.py)."""
+    """`preflight` (logic: runai_tui/knowledge/probes/preflight.py)."""
     pf.add_argument("job")
     pf.add_argument("--pod", help="only this pod")
     pf.add_argument("--json", action="store_true", help='{"pods": [{"pod", "items": [...]}]}')
@@ -86,7 +86,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _diagnose_dumps(directory: Path, as_json: bool) -> int:
     # off `diagnose --log`: the dump reader (pickle, its dataclasses)
-    from runai_tui.knowledge import flight_recorder as fr
+    from runai_tui.knowledge.records import flight_recorder as fr
 
     try:
         judgement = fr.judge(fr.read_dir(directory))
@@ -114,7 +114,7 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     # with `diagnose` in this module: kept off `diagnose --log`
-    from runai_tui.knowledge import preflight
+    from runai_tui.knowledge.probes import preflight
     from runai_tui.knowledge.remedies import attach_for_job
     from runai_tui.runai import runner
 

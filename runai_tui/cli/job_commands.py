@@ -9,22 +9,23 @@ import sys
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
-from runai_tui import __version__, paths
+from runai_tui import __version__
 from runai_tui.cli.common import client_for, print_json, runai_cli_for, settings_for, table
-from runai_tui.duration import go_duration, parse_duration
-from runai_tui.errors import RunaiError, UsageError
-from runai_tui.knowledge.recovery import Recovery, recovery
-from runai_tui.models import JobDetail, Phase, format_gpus, format_pods, master_pod
+from runai_tui.knowledge.records.recovery import Recovery, recovery
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import installed, pod_logs, runner
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.interactive import run_interactive
-from runai_tui.sweep import sweep_jobs
-from runai_tui.text import natural_key
+from runai_tui.shapes.errors import RunaiError, UsageError
+from runai_tui.shapes.models import JobDetail, Phase, format_gpus, format_pods, master_pod
+from runai_tui.util import paths
+from runai_tui.util.duration import go_duration, parse_duration
+from runai_tui.util.text import natural_key
+from runai_tui.workflows.sweep import sweep_jobs
 
 if TYPE_CHECKING:
-    from runai_tui.config import Settings
+    from runai_tui.shapes.config import Settings
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
 """`lint` and `plan`: what a profile would break or slow, and its distributed plan, before it
-runs (runai_tui/knowledge/checks.py, remedies.py and plan.py)."""
+runs (runai_tui/knowledge/lint/checks.py, remedies.py and plan.py)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ from runai_tui.cli.common import (
     print_failure,
     print_json,
 )
-from runai_tui.errors import ErrorKind, Failure, RunaiError, UsageError
-from runai_tui.knowledge.checks import exit_code, finding_line, lint
+from runai_tui.knowledge.lint.checks import exit_code, finding_line, lint
 from runai_tui.knowledge.plan import Plan, apply_wire, make_plan, measure
+from runai_tui.knowledge.records.wire import read_job_check, where_measured
 from runai_tui.knowledge.remedies import attach, remedy_line
-from runai_tui.knowledge.wire import read_job_check, where_measured
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.runai import runner
+from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
 
 
 def add_lint_arguments(li: argparse.ArgumentParser) -> None:
-    """`lint` (runai_tui/knowledge/checks.py)."""
+    """`lint` (runai_tui/knowledge/lint/checks.py)."""
     li.add_argument("targets", nargs="*", metavar="PROFILE|PATH", help="default: every profile")
     add_set_argument(li, _SET_FIRST)
     li.add_argument("--json", action="store_true", help='{"findings": [...]}')

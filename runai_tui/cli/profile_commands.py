@@ -19,12 +19,12 @@ from runai_tui.cli.common import (
     settings_for,
     table,
 )
-from runai_tui.errors import UsageError
-from runai_tui.knowledge.checks import blocking, lint
+from runai_tui.knowledge.lint.checks import blocking, lint
 from runai_tui.profiles import ProfileStore
 from runai_tui.profiles.docs import field_rows
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
+from runai_tui.shapes.errors import UsageError
 
 
 def add_submit_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
 """`watch`: follow jobs (or a sweep's) to their end and, with --recover, submit a failed one again
-as the retry catalogue says (the watcher: runai_tui/watcher.py; one per job: watch_lock.py)."""
+as the retry catalogue says (the watcher: runai_tui/workflows/watcher.py; one per job: watch_lock.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,22 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui import watch_lock
-from runai_tui.aio import gather_all
 from runai_tui.cli.common import client_for, settings_for
-from runai_tui.errors import UsageError
 from runai_tui.runai import runner
-from runai_tui.sweep import asweep_jobs
-from runai_tui.text import literal
-from runai_tui.watcher import BACKOFF, INTERVAL, Chain, Policy, Report, Watcher, read_chains
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util.aio import gather_all
+from runai_tui.util.text import literal
+from runai_tui.workflows import watch_lock
+from runai_tui.workflows.sweep import asweep_jobs
+from runai_tui.workflows.watcher import (
+    BACKOFF,
+    INTERVAL,
+    Chain,
+    Policy,
+    Report,
+    Watcher,
+    read_chains,
+)
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -1,6 +1,6 @@
 """`report`: the morning report, per job or chain of attempts: outcome, attempts, restarts in
 place, preemptions, steps lost, wall time, GPU-hours used and lost, best loss and mAP; totals at
-the end, and cost where config.toml names `gpu_hour_price` (logic: runai_tui/chain_report.py)."""
+the end, and cost where config.toml names `gpu_hour_price` (logic: runai_tui/workflows/chain_report.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui import chain_report
 from runai_tui.cli.common import client_for, print_json, settings_for, table
-from runai_tui.duration import parse_duration
-from runai_tui.errors import UsageError
 from runai_tui.runai import runner
-from runai_tui.sweep import asweep_jobs
-from runai_tui.text import literal
-from runai_tui.watcher import Chain, read_chains
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util.duration import parse_duration
+from runai_tui.util.text import literal
+from runai_tui.workflows import chain_report
+from runai_tui.workflows.sweep import asweep_jobs
+from runai_tui.workflows.watcher import Chain, read_chains
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -1,4 +1,4 @@
-"""Resource commands: `top` (per pod CPU, memory against its limit, GPUs; runai_tui/knowledge/resources.py)."""
+"""Resource commands: `top` (per pod CPU, memory against its limit, GPUs; runai_tui/knowledge/probes/resources.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 
 from runai_tui.cli.common import client_for, print_json
-from runai_tui.errors import UsageError
-from runai_tui.knowledge import resources
+from runai_tui.knowledge.probes import resources
 from runai_tui.runai import runner
+from runai_tui.shapes.errors import UsageError
 
 
 def add_arguments(tp: argparse.ArgumentParser) -> None:

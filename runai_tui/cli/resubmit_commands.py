@@ -1,5 +1,5 @@
 """`resubmit`: a job submitted again from what was submitted, with its findings' remedies and your
-overrides, under the next free name (the sequence: runai_tui/resubmit.py)."""
+overrides, under the next free name (the sequence: runai_tui/workflows/resubmit.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from runai_tui import resubmit
 from runai_tui.cli.common import add_set_argument, client_for, print_json, settings_for
-from runai_tui.errors import UsageError
 from runai_tui.runai import runner
 from runai_tui.runai.argv import display_argv
-from runai_tui.text import literal
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util.text import literal
+from runai_tui.workflows import resubmit
 
 
 def add_arguments(rs: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""`runai-tui sweep`: a grid of jobs from one profile (runai_tui/sweep.py), every combination
+"""`runai-tui sweep`: a grid of jobs from one profile (runai_tui/workflows/sweep.py), every combination
 prepared and checked before the first is submitted, each submitted through the one submit
 sequence with the sweep's ID in its record; `--plan` sums what the sweep would cost."""
 
@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from runai_tui import sweep
 from runai_tui.cli.common import (
     add_set_argument,
     backend_for,
@@ -19,13 +18,14 @@ from runai_tui.cli.common import (
     settings_for,
     table,
 )
-from runai_tui.errors import Failure, UsageError
-from runai_tui.knowledge.checks import blocking, lint
+from runai_tui.knowledge.lint.checks import blocking, lint
 from runai_tui.knowledge.plan import make_plan, measure
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
-from runai_tui.text import literal
+from runai_tui.shapes.errors import Failure, UsageError
+from runai_tui.util.text import literal
+from runai_tui.workflows import sweep
 
 if TYPE_CHECKING:
     from runai_tui.knowledge.plan import Plan

@@ -14,9 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui.aio import gather_all
 from runai_tui.cli.common import client_for, print_error, print_json, table
-from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
 from runai_tui.knowledge.job_records import (
     metric_columns,
@@ -24,13 +22,21 @@ from runai_tui.knowledge.job_records import (
     read_job_records,
     read_progress,
 )
-from runai_tui.knowledge.progress import figure_text, job_totals, mfu_text, record_age, tflops_text
+from runai_tui.knowledge.records.progress import (
+    figure_text,
+    job_totals,
+    mfu_text,
+    record_age,
+    tflops_text,
+)
 from runai_tui.runai import runner
-from runai_tui.sweep import asweep_jobs
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.util.aio import gather_all
+from runai_tui.util.text import literal
+from runai_tui.workflows.sweep import asweep_jobs
 
 if TYPE_CHECKING:
-    from runai_tui.models import Phase
+    from runai_tui.shapes.models import Phase
 
 WAIT_INTERVAL = 2.0  # seconds between two looks at the job
 

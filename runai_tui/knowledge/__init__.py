@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.shapes.errors import ErrorKind, RunaiError
 
 if TYPE_CHECKING:
-    from runai_tui.models import JobDetail, Pod
+    from runai_tui.shapes.models import JobDetail, Pod
 
 MAX_CONCURRENT_PODS = 8  # per-pod commands (`runai logs`, `runai exec`) at once for one job
 

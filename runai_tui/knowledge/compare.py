@@ -15,8 +15,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from runai_tui.json_types import JSONObject
-from runai_tui.knowledge.progress import (
+from runai_tui.knowledge.records.progress import (
     TimeToTarget,
     job_totals,
     rank_figures,
@@ -29,7 +28,8 @@ from runai_tui.knowledge.submitted import (
     runai_pairs,
     split_submit_argv,
 )
-from runai_tui.submission_record import ANNOTATION as RECORD_ANNOTATION
+from runai_tui.profiles.submission_record import ANNOTATION as RECORD_ANNOTATION
+from runai_tui.shapes.json_types import JSONObject
 
 MISSING = "-"
 

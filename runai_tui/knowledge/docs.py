@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import sys
 
-from runai_tui.docblocks import Block, code_span, rewrite, table
-from runai_tui.knowledge.checks import RULES, Rule, lint
 from runai_tui.knowledge.diagnose.codes import CODES
 from runai_tui.knowledge.findings import Finding
+from runai_tui.knowledge.lint.checks import RULES, Rule, lint
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.profiles.store import shipped_profiles_dir
+from runai_tui.util.docblocks import Block, code_span, rewrite, table
 
 MODULE = "runai_tui.knowledge.docs"
 LINT_RULES = Block("lint-rules", MODULE, "docs/profiles.md")

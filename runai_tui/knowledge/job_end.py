@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
-from runai_tui.models import JobDetail, Phase
+from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.shapes.models import JobDetail, Phase
 
 ENDED = (Phase.COMPLETED, Phase.FAILED, Phase.STOPPED)
 TARGETS = ("running", "completed", "done")

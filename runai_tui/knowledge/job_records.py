@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from runai_tui.json_types import JSONObject
-from runai_tui.knowledge.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
-from runai_tui.models import JobDetail, master_pod
+from runai_tui.knowledge.records.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
+from runai_tui.shapes.json_types import JSONObject
+from runai_tui.shapes.models import JobDetail, master_pod
 
 # Columns every metrics row starts with; the records' own keys follow in order of appearance.
 LEAD_COLUMNS = ("pod", "rank", "kind", "step", "epoch", "time")

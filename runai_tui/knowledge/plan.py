@@ -21,9 +21,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
-from runai_tui.knowledge.checks import nccl_ib_disabled
-from runai_tui.knowledge.progress import TrainingProgress
+from runai_tui.knowledge.lint.checks import nccl_ib_disabled
+from runai_tui.knowledge.records.progress import TrainingProgress
 from runai_tui.knowledge.trainer_facts import (
     DATASET_CLASSES,
     DATASET_SIZES,
@@ -39,9 +38,10 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
-from runai_tui.quantity import KIB, MIB, bytes_text, memory_bytes, plain
+from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.trainer_flags import parse as parse_trainer_args  # noqa: F401  (re-exported)
 from runai_tui.trainer_flags.fast_path import channels_last_choice, compile_choice
+from runai_tui.util.quantity import KIB, MIB, bytes_text, memory_bytes, plain
 
 ANCHORS_PER_LOCATION = 9  # 3 scales x 3 aspect ratios
 HEAD_CHANNELS = 256

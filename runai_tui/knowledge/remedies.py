@@ -18,12 +18,12 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from runai_tui.errors import RuntimeFailure, UsageError
 from runai_tui.knowledge.findings import Finding, Remedy
 from runai_tui.knowledge.submitted import Submitted, submitted
 from runai_tui.knowledge.trainer_facts import TrainerArgs, read_trainer_args
-from runai_tui.models import JobDetail
 from runai_tui.profiles import Profile, apply_overrides
+from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.shapes.models import JobDetail
 from runai_tui.trainer_flags import FIELD, spelled
 
 IPC_LOCK = "IPC_LOCK"

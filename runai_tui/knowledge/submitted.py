@@ -2,7 +2,7 @@
 the submit argv and the pod's command, used by `resubmit`, `compare`, diagnose and preflight.
 
 The profile a job was submitted with comes, in order, from the submission record
-(runai_tui/submission_record.py: the profile's name, its overrides and the resolved profile, as
+(runai_tui/profiles/submission_record.py: the profile's name, its overrides and the resolved profile, as
 the `runai-tui.io/submission` annotation); else the submit argv describe shows (the local
 cluster's `spec.submitArgv`), read back into profile fields through the field table; else
 nothing, and the RuntimeFailure says what cannot be known.
@@ -18,11 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runai_tui import submission_record
-from runai_tui.errors import RuntimeFailure, UsageError
-from runai_tui.models import JobDetail
-from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore
+from runai_tui.profiles import FIELDS, Profile, ProfileError, ProfileStore, submission_record
 from runai_tui.profiles.fields import Field
+from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.shapes.models import JobDetail
 from runai_tui.trainer_flags import is_flag, tokens
 
 # `runai … submit` words before the job name, and flags that are not profile fields but that a

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from runai_tui import paths
 from runai_tui.local.errors import LocalError
+from runai_tui.util import paths
 
 
 class ConfigError(LocalError):

@@ -30,7 +30,7 @@ from runai_tui.local.state import (
     Resources,
     now_rfc3339,
 )
-from runai_tui.quantity import memory_bytes
+from runai_tui.util.quantity import memory_bytes
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = 50  # leaves room for "-worker-NNN" inside a 63-character pod name

@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from runai_tui import paths
-from runai_tui.atomic import atomic_open
 from runai_tui.local.errors import LocalError
+from runai_tui.util import paths
+from runai_tui.util.atomic import atomic_open
 
 # Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
 # delete can find and stop the whole job even when its records are lost or a process escaped

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 
-from runai_tui.cli_generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
-from runai_tui.docblocks import Block, rewrite, table
 from runai_tui.profiles.fields import FIELDS, Field
 from runai_tui.profiles.schema import TRAINER_FIELD
+from runai_tui.shapes.cli_generations import ALL, GENERATIONS, LABELS, V2, V2_LATE_ONLY
+from runai_tui.util.docblocks import Block, rewrite, table
 
 FIELD_TABLE = Block("field-table", "runai_tui.profiles.docs", "docs/profiles.md")
 

@@ -5,7 +5,7 @@ Everything else is derived from these rows: the validation schema (schema.py), t
 where a field becomes a command-line word), `runai-tui profiles fields`, the field table of
 docs/profiles.md (docs.py; a test keeps it current) and the CLI generation check
 (runai_tui/runai/installed.py: the installed CLI's help decides, the `cli` column only when
-help cannot be read; the generations' names are in runai_tui/cli_generations.py). The local
+help cannot be read; the generations' names are in runai_tui/shapes/cli_generations.py). The local
 cluster's own flag parser
 (runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from runai_tui.cli_generations import ALL, V2, V2_LATE_ONLY
 from runai_tui.profiles import validators as v
+from runai_tui.shapes.cli_generations import ALL, V2, V2_LATE_ONLY
 
 RESTART = ("Always", "OnFailure", "Never")
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from runai_tui.errors import UsageError
 from runai_tui.profiles.fields import BY_NAME, FIELDS, Check, Field
 from runai_tui.profiles.validators import Invalid, show
+from runai_tui.shapes.errors import UsageError
 from runai_tui.trainer_flags import FIELD
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui import paths
-from runai_tui.atomic import atomic_write
-from runai_tui.errors import UsageError
 from runai_tui.profiles.document import Document, merge, parse_document, read_text, to_yaml
 from runai_tui.profiles.overrides import apply_sets
 from runai_tui.profiles.schema import (
@@ -21,6 +18,9 @@ from runai_tui.profiles.schema import (
     validate_data,
 )
 from runai_tui.profiles.validators import DNS1123_LABEL, PROFILE_NAME, Invalid, dns_label, show
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util import paths
+from runai_tui.util.atomic import atomic_write
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # The shipped profiles are package data (pyproject.toml), so a wheel install has them. In a source

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui.cli_generations import runai_name
-from runai_tui.config import BACKEND_CHOICES, ENV_BACKEND
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.shapes.cli_generations import runai_name
+from runai_tui.shapes.config import BACKEND_CHOICES, ENV_BACKEND
+from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
 
 ENV_RUNAI = "RUNAI_TUI_RUNAI"
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from runai_tui.aio import gather_all
-from runai_tui.errors import RunaiError
-from runai_tui.models import Job, normalize_phase
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import Job, normalize_phase
+from runai_tui.util.aio import gather_all
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -26,9 +26,6 @@ from collections.abc import (
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from runai_tui.cli_generations import CliVersion
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Job, JobDetail
 from runai_tui.runai import runner
 from runai_tui.runai.argv import with_project
 from runai_tui.runai.backend import HINT_INSTALL_RUNAI, Backend
@@ -50,6 +47,9 @@ from runai_tui.runai.parse import (
     says_port_in_use,
     strip_notices,
 )
+from runai_tui.shapes.cli_generations import CliVersion
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Job, JobDetail
 
 # The default exec command: bash when the pod has it, else sh.
 DEFAULT_SHELL = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi"]

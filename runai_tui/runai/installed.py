@@ -7,7 +7,7 @@ CLI can say which flags and verbs it has, on any version, including ones no page
 first needed. The `Flags:` section gives the flags, `Available Commands:` the verbs.
 
 Where help cannot be read (a wrapper script, say) the answer comes from `runai version`: its
-generation (runai_tui/cli_generations.py reads the line) and the documented pages of that
+generation (runai_tui/shapes/cli_generations.py reads the line) and the documented pages of that
 generation (`_BY_GENERATION`, and the field table's `cli` column for submit). The `runai_cli`
 setting (config.toml, RUNAI_TUI_RUNAI_CLI) overrides both. Every answer says where it came from:
 "help", "version" or "override".
@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runai_tui import __version__, paths
-from runai_tui.atomic import atomic_write
-from runai_tui.cli_generations import V2, V2_EARLY, V2_LATE_ONLY, CliVersion, classify
-from runai_tui.errors import UsageError
+from runai_tui import __version__
 from runai_tui.runai.parse import first_meaningful_line, strip_notices
+from runai_tui.shapes.cli_generations import V2, V2_EARLY, V2_LATE_ONLY, CliVersion, classify
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util import paths
+from runai_tui.util.atomic import atomic_write
 
 # The commands runai-tui runs, by key: the words after `runai`.
 COMMANDS: dict[str, tuple[str, ...]] = {

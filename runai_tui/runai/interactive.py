@@ -12,7 +12,7 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 
-from runai_tui.errors import ErrorKind, RunaiError
+from runai_tui.shapes.errors import ErrorKind, RunaiError
 
 
 def _ignore(_signum: int, _frame: object) -> None:

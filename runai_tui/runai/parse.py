@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.json_types import JSON
-from runai_tui.models import Event, Job, JobDetail, Pod, normalize_phase
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.json_types import JSON
+from runai_tui.shapes.models import Event, Job, JobDetail, Pod, normalize_phase
 
 # --- notices and JSON ------------------------------------------------------------------------
 

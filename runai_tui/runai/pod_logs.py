@@ -16,8 +16,8 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui.errors import RunaiError, UsageError
-from runai_tui.models import JobDetail, Phase
+from runai_tui.shapes.errors import RunaiError, UsageError
+from runai_tui.shapes.models import JobDetail, Phase
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

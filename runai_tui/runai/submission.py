@@ -5,7 +5,7 @@ installed CLI's flags → submit.
 `prepare` is pure and raises the profile's own errors (exit 2); it builds, in `final_argv`, the one
 argv that every face shows, copies and sends: the backend's executable (`Backend.argv`, the
 function the client runs every command through) and the profile's command with the project and
-the submission record (runai_tui/submission_record.py: the profile, the overrides and the
+the submission record (runai_tui/profiles/submission_record.py: the profile, the overrides and the
 resolved profile, as the `runai-tui.io/submission` annotation). The submit twins add what needs
 the cluster: what the installed `runai` accepts, from its own help (a flag it lacks stops the
 submit, as does CLI v1), and the submit itself, of exactly `argv`."""
@@ -17,8 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui import submission_record
-from runai_tui.profiles import FIELDS, Problem, ProfileError, apply_overrides, check_job_name
+from runai_tui.profiles import (
+    FIELDS,
+    Problem,
+    ProfileError,
+    apply_overrides,
+    check_job_name,
+    submission_record,
+)
 from runai_tui.profiles.overrides import effective_sets
 from runai_tui.runai.argv import with_project
 from runai_tui.runai.command import build_submit_argv, field_argv, master_copies

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from runai_tui.errors import UsageError
+from runai_tui.shapes.errors import UsageError
 from runai_tui.trainer_flags.table import FLAGS, Flag, TrainerArgs
 
 __all__ = [

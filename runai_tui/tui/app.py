@@ -14,9 +14,8 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
-from runai_tui.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.runai.bulk import act
-from runai_tui.text import literal
+from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, RuntimeFailure
 from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.forwards import Forwards
 from runai_tui.tui.health_view import HealthCache
@@ -25,15 +24,16 @@ from runai_tui.tui.screens.base import TuiHost
 from runai_tui.tui.screens.jobs import JobsScreen
 from runai_tui.tui.terminal import InteractiveRunner
 from runai_tui.tui.widgets.header import HeaderState, StatusHeader
+from runai_tui.util.text import literal
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from textual.driver import Driver
 
-    from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
     from runai_tui.runai.client import RunaiClient
+    from runai_tui.shapes.models import Job
 
 
 def not_logged_in(error: RunaiError) -> str:

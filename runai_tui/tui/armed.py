@@ -1,6 +1,6 @@
 """The jobs screen's `W`: `runai-tui watch --recover` armed on the marked jobs (else the selected
-one) while the app is open. The same watcher and policy as the command (runai_tui/watcher.py),
-one per chain and one lock per chain (runai_tui/watch_lock.py: a `watch` running elsewhere on
+one) while the app is open. The same watcher and policy as the command (runai_tui/workflows/watcher.py),
+one per chain and one lock per chain (runai_tui/workflows/watch_lock.py: a `watch` running elsewhere on
 this machine refuses it, and the other way round); each step is a notification. Nothing lives
 only here: the records on the cluster are the truth, and `watch` started later carries on."""
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui import watch_lock
-from runai_tui.errors import Failure
-from runai_tui.watcher import Policy, Report, Watcher, read_chain
+from runai_tui.shapes.errors import Failure
+from runai_tui.workflows import watch_lock
+from runai_tui.workflows.watcher import Policy, Report, Watcher, read_chain
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.app import App
 
-from runai_tui.errors import Failure, RunaiError
-from runai_tui.text import literal
+from runai_tui.shapes.errors import Failure, RunaiError
+from runai_tui.util.text import literal
 
 
 def notify_failure(app: App[Any], error: Failure) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from runai_tui.atomic import atomic_open
+from runai_tui.util.atomic import atomic_open
 
 
 def write_lines_atomic(path: Path, lines: Iterable[str]) -> int:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from runai_tui.errors import Failure
 from runai_tui.runai.client import Forwarding, RunaiClient
-from runai_tui.text import literal
+from runai_tui.shapes.errors import Failure
+from runai_tui.util.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.profiles import ProfileStore

@@ -2,7 +2,7 @@
 
 Each pass (a worker of the jobs screen, after a refresh has painted) reads at most
 `JOBS_PER_PASS` running jobs that hold GPUs, those read longest ago first, none more often than
-every `REREAD_SECONDS`, through the core's resources probe (`knowledge/resources.py`, one exec per
+every `REREAD_SECONDS`, through the core's resources probe (`knowledge/probes/resources.py`, one exec per
 pod). The cell is the mean utilisation over the job's GPUs, or `no GPU tool`.
 """
 
@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from runai_tui.errors import RunaiError
-from runai_tui.knowledge.resources import ExecSource, TopReport, mean_gpu_util, top_job
-from runai_tui.models import Job, Phase
+from runai_tui.knowledge.probes.resources import ExecSource, TopReport, mean_gpu_util, top_job
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import Job, Phase
 
 JOBS_PER_PASS = 2
 REREAD_SECONDS = 30.0

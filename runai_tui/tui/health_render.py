@@ -1,6 +1,6 @@
 """How the TUI draws a job's diagnosis (findings, transports, remedies) and a preflight
 checklist. The knowledge itself is in the core (runai_tui/knowledge/diagnose/,
-runai_tui/knowledge/preflight.py); every log or pod value goes through `literal`."""
+runai_tui/knowledge/probes/preflight.py); every log or pod value goes through `literal`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from rich.text import Text
 
 from runai_tui.knowledge.diagnose import TRANSPORT_GLOO, TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
 from runai_tui.knowledge.findings import pods_named
-from runai_tui.knowledge.preflight import FAIL, PASS, Preflight, status
+from runai_tui.knowledge.probes.preflight import FAIL, PASS, Preflight, status
 from runai_tui.knowledge.remedies import remedy_line
-from runai_tui.text import literal
 from runai_tui.tui.health_view import REMEDY_MARK, SEVERITY_MARK, SEVERITY_STYLE
+from runai_tui.util.text import literal
 
 TRANSPORT_STYLE = {
     TRANSPORT_IB: "bold black on green",

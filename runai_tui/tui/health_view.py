@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from runai_tui.knowledge.findings import ERROR, WARNING
-from runai_tui.models import Job, Phase
+from runai_tui.shapes.models import Job, Phase
 
 if TYPE_CHECKING:
     from runai_tui.knowledge.diagnose import Diagnosis

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 
 PHASE_STYLES: dict[Phase, str] = {
     Phase.RUNNING: "bold green",

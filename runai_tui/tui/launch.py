@@ -11,14 +11,14 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from runai_tui.errors import UsageError
 from runai_tui.runai import runner
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.errors import UsageError
 
 if TYPE_CHECKING:
-    from runai_tui.models import Job
     from runai_tui.runai.client import RunaiClient
+    from runai_tui.shapes.models import Job
 
 
 def start_first_list(client: RunaiClient) -> Future[list[Job]]:

@@ -1,4 +1,4 @@
-"""gather_all (runai_tui/aio.py): reads run together; the first failure cancels the others and
+"""gather_all (runai_tui/util/aio.py): reads run together; the first failure cancels the others and
 waits until each has ended, its stream closed in its own task, before it is raised."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from runai_tui.aio import gather_all
+from runai_tui.util.aio import gather_all
 
 
 def test_the_first_failure_ends_the_other_reads_before_it_is_raised() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import atomic
-from runai_tui.atomic import atomic_open, atomic_write
 from runai_tui.tui.files import write_lines_atomic
+from runai_tui.util import atomic
+from runai_tui.util.atomic import atomic_open, atomic_write
 
 
 @pytest.fixture

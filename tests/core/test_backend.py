@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.runai import backend as backend_module
 from runai_tui.runai.backend import Backend, find_local, select_backend
+from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
 from tests.fakes import FakeRunai
 
 

@@ -1,4 +1,4 @@
-"""Profile checks (runai_tui/knowledge/checks.py): every rule fires on what it is about and stays quiet
+"""Profile checks (runai_tui/knowledge/lint/checks.py): every rule fires on what it is about and stays quiet
 otherwise, on profiles loaded the real way (YAML, extends, --set overrides)."""
 
 from __future__ import annotations
@@ -10,13 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.knowledge.checks import (
-    RULES,
-    Finding,
-    exit_code,
-    finding_line,
-    lint,
-)
 from runai_tui.knowledge.docs import (
     EXAMPLE_PROFILE,
     LINT_EXAMPLES,
@@ -25,6 +18,13 @@ from runai_tui.knowledge.docs import (
     example_profile,
     lint_examples_text,
     lint_rules_table,
+)
+from runai_tui.knowledge.lint.checks import (
+    RULES,
+    Finding,
+    exit_code,
+    finding_line,
+    lint,
 )
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import submission_record
+from runai_tui.profiles import submission_record
 
 REPO = Path(__file__).resolve().parents[2]
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from runai_tui.cli.entry import NAMES, SUBCOMMANDS, build_parser, main, parser_for, subcommands_for
-from runai_tui.errors import UsageError
+from runai_tui.shapes.errors import UsageError
 
 
 def test_each_module_adds_and_runs_exactly_its_rows_of_the_table() -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Phase
 from runai_tui.runai.backend import Backend, find_local
 from runai_tui.runai.client import DEFAULT_SHELL, RunaiClient
 from runai_tui.runai.interactive import run_interactive
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Phase
 from tests.fakes import FakeRunai, rule
 
 MakeFake = Callable[..., FakeRunai]

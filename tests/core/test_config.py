@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from runai_tui.cli import main
-from runai_tui.config import load_settings
-from runai_tui.errors import UsageError
+from runai_tui.shapes.config import load_settings
+from runai_tui.shapes.errors import UsageError
 from tests.fakes import fake_runai, rule
 
 

@@ -354,7 +354,7 @@ def test_diagnose_of_a_saved_log_starts_without_the_profiles_yaml_or_an_event_lo
         "runai_tui.profiles",
         "runai_tui.knowledge.remedies",
         "asyncio",
-        "runai_tui.knowledge.flight_recorder",
+        "runai_tui.knowledge.records.flight_recorder",
     ]
     probe = (
         "import contextlib, io, sys\n"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from runai_tui.knowledge.diagnose import diagnose_lines, make_finding, render_text
 from runai_tui.knowledge.findings import Finding, one_per_fault, pods_named
-from runai_tui.knowledge.preflight import Preflight, checklist
-from runai_tui.knowledge.preflight import render_text as preflight_text
+from runai_tui.knowledge.probes.preflight import Preflight, checklist
+from runai_tui.knowledge.probes.preflight import render_text as preflight_text
 from runai_tui.knowledge.remedies import attach, context_of
-from runai_tui.models import Job, JobDetail, Pod
 from runai_tui.profiles import ProfileStore, apply_overrides
+from runai_tui.shapes.models import Job, JobDetail, Pod
 from tests.core.test_preflight import RDMA_POD, facts
 
 LOGS = Path(__file__).parent / "diagnose_logs"

@@ -12,8 +12,8 @@ import pickle
 import subprocess
 from pathlib import Path
 
-from runai_tui.knowledge import flight_recorder as fr
-from runai_tui.models import Job, JobDetail, Phase, Pod
+from runai_tui.knowledge.records import flight_recorder as fr
+from runai_tui.shapes.models import Job, JobDetail, Phase, Pod
 
 ANNOUNCE = "trainer: flight recorder: a hang dumps each rank's collectives to {d}/rank-N"
 DUMPED = "trainer: [rank {r}] flight recorder dump (collective failed): {d}/rank-{r}"

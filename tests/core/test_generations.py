@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import cli_generations as G
-from runai_tui.cli_generations import V2_EARLY, V2_LATE
-from runai_tui.models import VERB_PHASES, Phase, normalize_phase
 from runai_tui.runai.installed import COMMANDS, cache_path, parse_help
+from runai_tui.shapes import cli_generations as G
+from runai_tui.shapes.cli_generations import V2_EARLY, V2_LATE
+from runai_tui.shapes.models import VERB_PHASES, Phase, normalize_phase
 from tests.fake_runai import help_pages
 from tests.fakes import fake_runai, rule
 

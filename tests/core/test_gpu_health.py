@@ -1,4 +1,4 @@
-"""GPU health in preflight (runai_tui/knowledge/gpu_health.py): `nvidia-smi -q` outputs in the
+"""GPU health in preflight (runai_tui/knowledge/probes/gpu_health.py): `nvidia-smi -q` outputs in the
 layout NVIDIA's nvidia-smi(1) manual documents ("GPU ATTRIBUTES": ECC Errors > Volatile,
 Retired Pages > Pending Page Blacklist, Remapped Rows > Pending, Clocks Throttle Reasons /
 Clocks Event Reasons), one from a recent driver (A100: SRAM/DRAM counters, Clocks Event Reasons)
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runai_tui.knowledge import gpu_health
-from runai_tui.knowledge.preflight import FAIL, PASS, SKIP, checklist, status
+from runai_tui.knowledge.probes import gpu_health
+from runai_tui.knowledge.probes.preflight import FAIL, PASS, SKIP, checklist, status
 
 HERE = Path(__file__).parent / "gpu_health"
 

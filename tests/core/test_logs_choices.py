@@ -7,13 +7,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from runai_tui.cli_generations import parse_override
-from runai_tui.duration import go_duration, parse_duration
-from runai_tui.errors import UsageError
-from runai_tui.models import Job, JobDetail, Phase, Pod
 from runai_tui.runai.bulk import Selector, select
 from runai_tui.runai.installed import Capabilities, CobraHelp, check_logs_flags
 from runai_tui.runai.pod_logs import pod_for_rank, pods_by_rank, waiting_on
+from runai_tui.shapes.cli_generations import parse_override
+from runai_tui.shapes.errors import UsageError
+from runai_tui.shapes.models import Job, JobDetail, Phase, Pod
+from runai_tui.util.duration import go_duration, parse_duration
 
 
 def detail(*pods: str, phase: Phase = Phase.RUNNING, requested: int | None = None) -> JobDetail:

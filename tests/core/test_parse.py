@@ -7,8 +7,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Phase
 from runai_tui.runai.parse import (
     classify_failure,
     extract_json,
@@ -19,6 +17,8 @@ from runai_tui.runai.parse import (
     parse_time,
     strip_notices,
 )
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Phase
 
 NOTICE_BEFORE = "A new version (v2.25.3) is available. Updating now...\n"
 NOTICE_AFTER = (
@@ -429,14 +429,14 @@ def test_submitted_name(output: str, name: str) -> None:
 )
 def test_the_version_is_read_from_the_first_meaningful_line(output: str, version: str) -> None:
     # The one reader of `runai version` (installed.Capabilities.aversion): notices skipped.
-    from runai_tui.cli_generations import classify
     from runai_tui.runai.installed import first_line
+    from runai_tui.shapes.cli_generations import classify
 
     assert classify(first_line(output)).version == version
 
 
 def test_resource_rows_flatten_and_skip_unset() -> None:
-    from runai_tui.models import Job, JobDetail
+    from runai_tui.shapes.models import Job, JobDetail
 
     detail = JobDetail(
         job=Job(name="j"),

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import paths
 from runai_tui.local import config as local_config
 from runai_tui.local import state
 from runai_tui.profiles import ProfileStore
+from runai_tui.util import paths
 
 
 def test_every_path_follows_its_xdg_variable(tmp_path: Path, monkeypatch) -> None:

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from runai_tui.knowledge.diagnose import diagnose_job
-from runai_tui.knowledge.pending import one_line, why_pending
-from runai_tui.models import Event, Job, JobDetail, Phase, Pod
+from runai_tui.knowledge.diagnose.pending import one_line, why_pending
 from runai_tui.runai.parse import parse_describe
+from runai_tui.shapes.models import Event, Job, JobDetail, Phase, Pod
 from tests.fakes import rule
 
 # As `kubectl describe pod` / the Run:ai events list print them.

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.errors import UsageError
 from runai_tui.knowledge.plan import (
     GRADIENT_BYTES_PER_PARAMETER,
     Plan,
@@ -22,6 +21,7 @@ from runai_tui.knowledge.plan import (
     transfer_seconds,
 )
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
+from runai_tui.shapes.errors import UsageError
 from tests.fakes import rule
 
 ENTRY = "/data/scripts/vision/shell/train-retinanet-ddp.sh"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from runai_tui.cli.run_commands import parse_ports
-from runai_tui.errors import UsageError
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.parse import parse_forwarding, says_port_in_use
+from runai_tui.shapes.errors import UsageError
 
 
 def test_argv_follows_the_reference() -> None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from runai_tui.knowledge.preflight import (
+from runai_tui.knowledge.probes.preflight import (
     COMMAND,
     FAIL,
     MARK,
@@ -20,7 +20,7 @@ from runai_tui.knowledge.preflight import (
     render_text,
     status,
 )
-from runai_tui.knowledge.probe_facts import parse_facts
+from runai_tui.knowledge.probes.probe_facts import parse_facts
 
 
 def probe(env: dict[str, str]) -> str:
@@ -148,7 +148,7 @@ def test_a_cut_probe_output_fails_and_nothing_passes_by_default() -> None:
 
 
 def test_text_output_keeps_pod_values_inert() -> None:
-    from runai_tui.knowledge.preflight import Preflight
+    from runai_tui.knowledge.probes.preflight import Preflight
 
     hostile = facts(**{**RDMA_POD, "env": "NCCL_X=\x1b[2J[red]x[/]"})
     text = render_text(Preflight([checklist("pod\x1b[1m", hostile)]))
@@ -156,7 +156,7 @@ def test_text_output_keeps_pod_values_inert() -> None:
 
 
 def test_failed_checks_carry_remedies_against_the_submitted_profile() -> None:
-    from runai_tui.knowledge.preflight import Preflight, item_dict, render_text
+    from runai_tui.knowledge.probes.preflight import Preflight, item_dict, render_text
     from runai_tui.knowledge.remedies import attach
     from runai_tui.profiles import ProfileStore, apply_overrides
 

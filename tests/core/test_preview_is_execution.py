@@ -17,8 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import submission_record
-from runai_tui.profiles import ProfileStore, apply_overrides, shipped_profiles_dir
+from runai_tui.profiles import (
+    ProfileStore,
+    apply_overrides,
+    shipped_profiles_dir,
+    submission_record,
+)
 from runai_tui.runai.argv import display_argv
 from tests.fakes import FakeRunai, fake_runai, rule
 

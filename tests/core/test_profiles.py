@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.errors import UsageError
 from runai_tui.profiles import Profile, ProfileError, ProfileStore, apply_overrides, merge
+from runai_tui.shapes.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from runai_tui.knowledge.progress import TrainingProgress, parse_metric_line
-from runai_tui.text import literal
+from runai_tui.knowledge.records.progress import TrainingProgress, parse_metric_line
+from runai_tui.util.text import literal
 
 
 def test_literal_neutralises_escapes_and_keeps_markup_text() -> None:
@@ -75,7 +75,7 @@ def test_progress_keeps_step_times_for_the_plan() -> None:
 
 
 def test_a_resumed_run_says_how_often_and_the_steps_lost() -> None:
-    from runai_tui.knowledge.progress import TrainingProgress
+    from runai_tui.knowledge.records.progress import TrainingProgress
 
     progress = TrainingProgress()
     progress.feed('{"kind": "train", "step": 9, "loss": 1.0}')

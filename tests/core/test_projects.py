@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from runai_tui.cli import main
-from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.runai.backend import Backend, find_local
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.parse import parse_project_list
+from runai_tui.shapes.errors import ErrorKind, RunaiError
 from tests.fakes import FakeRunai, rule
 
 NOTICE = "A new version (v2.25.3) is available. Updating now...\n"

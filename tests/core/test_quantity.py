@@ -1,4 +1,4 @@
-"""The one quantity reader (runai_tui/quantity.py): every unit of Kubernetes' quantity grammar, the
+"""The one quantity reader (runai_tui/util/quantity.py): every unit of Kubernetes' quantity grammar, the
 number forms, what is refused, and the rounding Kubernetes applies to memory."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from runai_tui.quantity import (
+from runai_tui.util.quantity import (
     BINARY_SI,
     DECIMAL_SI,
     QuantityError,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runai_tui.knowledge.recovery import Recovery, recovery
-from runai_tui.models import Event
+from runai_tui.knowledge.records.recovery import Recovery, recovery
+from runai_tui.shapes.models import Event
 
 LOG = [
     "trainer: resumed from /data/runs/x/checkpoints/step-000000004.pt: step 4, epoch 0",

@@ -13,8 +13,8 @@ from runai_tui.knowledge.remedies import (
     overrides,
     propose,
 )
-from runai_tui.models import Job, JobDetail, Pod
 from runai_tui.profiles import ProfileStore, apply_overrides
+from runai_tui.shapes.models import Job, JobDetail, Pod
 
 STORE = ProfileStore()
 TCP = STORE.load("retinanet-tcp")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from runai_tui.cli.report_commands import _target
-from runai_tui.knowledge.redone import redone
+from runai_tui.knowledge.records.redone import redone
 
 
 def _line(record: dict[str, object]) -> str:

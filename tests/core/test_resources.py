@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.errors import RunaiError
-from runai_tui.knowledge.resources import (
+from runai_tui.knowledge.probes.resources import (
     COMMAND,
     SCRIPT,
     parse_gpu_line,
@@ -20,6 +19,7 @@ from runai_tui.knowledge.resources import (
     render_text,
     top_job,
 )
+from runai_tui.shapes.errors import RunaiError
 from tests.fakes import rule
 
 # cgroup v2 cpu.stat, memory.current/max and memory.stat as a container sees them; nvidia-smi's
@@ -121,7 +121,7 @@ def test_what_could_not_be_read_is_an_error_never_a_number() -> None:
 
 
 def render_text_of(res: object) -> str:
-    from runai_tui.knowledge.resources import TopReport
+    from runai_tui.knowledge.probes.resources import TopReport
 
     return render_text(TopReport("job", [res]))  # type: ignore[list-item]
 

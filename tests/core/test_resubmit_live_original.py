@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from runai_tui.knowledge.compare import NEVER_LOGGED, RunSide, records_lack, run_figures
-from runai_tui.models import Phase
-from runai_tui.resubmit import LIVE, Holder
+from runai_tui.shapes.models import Phase
+from runai_tui.workflows.resubmit import LIVE, Holder
 
 ARGV = ["runai", "training", "pytorch", "submit", "a-2", "--", "python", "-m", "trainer"]
 SAME = [*ARGV, "--output-dir", "/data/runs/a"]

@@ -8,7 +8,7 @@ from runai_tui.knowledge.diagnose import CODES, combine, make_finding
 from runai_tui.knowledge.diagnose.codes import NEVER, REMEDY, RUN_AGAIN
 from runai_tui.knowledge.diagnose.retry import decide, retry_of
 from runai_tui.knowledge.findings import Remedy
-from runai_tui.models import Event, Job, JobDetail, Phase, Pod
+from runai_tui.shapes.models import Event, Job, JobDetail, Phase, Pod
 
 
 def test_every_code_states_what_a_retry_can_do() -> None:

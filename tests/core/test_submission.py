@@ -16,15 +16,14 @@ from typing import Any
 
 import pytest
 
-from runai_tui import submission_record
-from runai_tui.cli_generations import parse_override
-from runai_tui.errors import UsageError
-from runai_tui.profiles import ProfileError, ProfileStore
+from runai_tui.profiles import ProfileError, ProfileStore, submission_record
 from runai_tui.profiles.overrides import effective_sets
 from runai_tui.runai import submission
 from runai_tui.runai.backend import Backend, select_backend
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.installed import Capabilities
+from runai_tui.shapes.cli_generations import parse_override
+from runai_tui.shapes.errors import UsageError
 from tests.fakes import FakeRunai, rule
 
 RUNAI_TUI = shutil.which("runai-tui", path=str(Path(sys.executable).parent)) or "runai-tui"
@@ -223,9 +222,9 @@ def test_a_submit_argv_reads_back_into_the_profile_that_built_it(name: str) -> N
 
 
 def test_what_cannot_be_rebuilt_is_said_in_one_line() -> None:
-    from runai_tui.errors import RuntimeFailure
     from runai_tui.knowledge.submitted import submitted
-    from runai_tui.models import Job, JobDetail
+    from runai_tui.shapes.errors import RuntimeFailure
+    from runai_tui.shapes.models import Job, JobDetail
 
     bare = JobDetail(Job("by-hand"), raw={"pods": [{"command": ["python", "x.py"]}]})
     with pytest.raises(RuntimeFailure, match="image, resources and env cannot be known"):
@@ -243,7 +242,7 @@ def test_a_version_1_record_still_rebuilds() -> None:
     """Jobs submitted before the record named `--name` and left secrets out carry version 1: the
     whole resolved profile, `description` included."""
     from runai_tui.knowledge.submitted import submitted
-    from runai_tui.models import Job, JobDetail
+    from runai_tui.shapes.models import Job, JobDetail
 
     base = ProfileStore().load("retinanet-tcp")
     data = {k: v for k, v in base.data.items() if k != "extends"}

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from runai_tui import submission_record
-from runai_tui.errors import RuntimeFailure
 from runai_tui.knowledge.compare import argv_diff, submission_fields
 from runai_tui.knowledge.submitted import data_from_argv, read_submission
-from runai_tui.models import Job, JobDetail
-from runai_tui.profiles import ProfileStore
+from runai_tui.profiles import ProfileStore, submission_record
 from runai_tui.runai import submission
 from runai_tui.runai.backend import Backend
+from runai_tui.shapes.errors import RuntimeFailure
+from runai_tui.shapes.models import Job, JobDetail
 
 LOCAL = Backend("local", ["runai-local"])
 

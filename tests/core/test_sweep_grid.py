@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import submission_record, sweep
-from runai_tui.errors import UsageError
 from runai_tui.knowledge.plan import make_plan
 from runai_tui.local import jobspec
-from runai_tui.profiles import ProfileStore, apply_overrides
+from runai_tui.profiles import ProfileStore, apply_overrides, submission_record
+from runai_tui.shapes.errors import UsageError
+from runai_tui.workflows import sweep
 from tests.core.test_cli import run
 from tests.fakes import fake_runai, rule
 

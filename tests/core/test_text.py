@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runai_tui.text import natural_key
+from runai_tui.util.text import natural_key
 
 
 def test_numbers_in_names_sort_by_value() -> None:

@@ -201,7 +201,7 @@ def test_lint_reads_the_overridden_flags() -> None:
 
 def test_resubmit_counts_a_trainer_flag_and_args_as_the_same_field() -> None:
     """A remedy `trainer.workers=2` and your `--set args=[…]` both write args: yours wins."""
-    from runai_tui.resubmit import _conflicts, _key
+    from runai_tui.workflows.resubmit import _conflicts, _key
 
     assert _conflicts("trainer.workers", "args") and _conflicts("command", "trainer.lr")
     assert _conflicts("trainer.lr", "trainer.lr")

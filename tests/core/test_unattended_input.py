@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import paths, submission_record, watch_lock
-from runai_tui.chain_report import chains_of
 from runai_tui.cli import main
-from runai_tui.errors import RuntimeFailure
-from runai_tui.knowledge.redone import redone
-from runai_tui.models import Phase
-from runai_tui.watcher import Attempt, Policy
+from runai_tui.knowledge.records.redone import redone
+from runai_tui.profiles import submission_record
+from runai_tui.shapes.errors import RuntimeFailure
+from runai_tui.shapes.models import Phase
+from runai_tui.util import paths
+from runai_tui.workflows import watch_lock
+from runai_tui.workflows.chain_report import chains_of
+from runai_tui.workflows.watcher import Attempt, Policy
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:

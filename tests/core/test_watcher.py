@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Job, JobDetail, Phase
-from runai_tui.watcher import Policy, Report, Watcher
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Job, JobDetail, Phase
+from runai_tui.workflows.watcher import Policy, Report, Watcher
 
 
 class FlakyRunai:

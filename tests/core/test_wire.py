@@ -1,4 +1,4 @@
-"""The trainer's wire check read back (runai_tui/knowledge/wire.py): diagnose's slow-wire
+"""The trainer's wire check read back (runai_tui/knowledge/records/wire.py): diagnose's slow-wire
 findings from a recorded `comm` record (tests/core/diagnose_logs/wire-slow.log: three ranks on
 TCP at 25 Gb/s, one node slow), burnin's table, and the record found however long the log."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from runai_tui.knowledge import diagnose
 from runai_tui.knowledge.diagnose import PodDiagnoser, combine
 from runai_tui.knowledge.diagnose.prefilter import PythonPrefilter, pick_prefilter
-from runai_tui.knowledge.wire import find_check, read_check, slow_pair, table
+from runai_tui.knowledge.records.wire import find_check, read_check, slow_pair, table
 
 LOG = Path(__file__).parent / "diagnose_logs" / "wire-slow.log"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from runai_tui.errors import RunaiError
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.errors import RunaiError
 from tests.e2e.test_tui_pty import COLS, ROWS, RUNAI_TUI, Terminal
 
 RING = b"\x07\x1b]9;runai-tui: job %s completed\x07\x1b]777;notify;runai-tui;job %s completed\x07"

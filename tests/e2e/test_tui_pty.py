@@ -17,9 +17,9 @@ import pexpect
 import pyte
 import pytest
 
-from runai_tui.errors import RunaiError
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.errors import RunaiError
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNAI_TUI = Path(sys.executable).parent / "runai-tui"

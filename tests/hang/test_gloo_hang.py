@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.knowledge import flight_recorder as fr
+from runai_tui.knowledge.records import flight_recorder as fr
 
 REPO = Path(__file__).resolve().parent.parent.parent
 WORKER = Path(__file__).resolve().parent / "gloo_hang_worker.py"

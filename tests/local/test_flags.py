@@ -154,9 +154,9 @@ def test_version_whoami_and_help() -> None:
 def test_field_table_flags_and_generations_agree_with_this_parser() -> None:
     """Every flag the field table says the local cluster's generation has, this parser accepts,
     with the same choices; and runai-local's own `version` is read as that generation."""
-    from runai_tui import cli_generations as generations
     from runai_tui.profiles import FIELDS
     from runai_tui.profiles.validators import Invalid
+    from runai_tui.shapes import cli_generations as generations
 
     assert generations.classify(run_local("version").out).generation == (generations.LOCAL_EMULATES)
     by_long = {f"--{flag.name}": flag for flag in F.SUBMIT_FLAGS}

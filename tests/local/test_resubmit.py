@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from runai_tui import submission_record
+from runai_tui.profiles import submission_record
 from runai_tui.runai.argv import display_argv
 from tests.local.conftest import describe, wait_phase
 from tests.local.resubmit_loop import jobs, user_profile

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui import submission_record
+from runai_tui.profiles import submission_record
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.screens.compare import CompareScreen, RunsCurves

@@ -80,7 +80,7 @@ def assert_metrics_contract(lines: list[str], total_steps: int, epochs: int) -> 
     """The metrics contract: runai-tui's readers (the progress parser, the diagnosis) understand
     the lines a real run printed, so the trainer and the TUI can never drift apart."""
     from runai_tui.knowledge.diagnose import PodDiagnoser, combine
-    from runai_tui.knowledge.progress import TrainingProgress
+    from runai_tui.knowledge.records.progress import TrainingProgress
 
     progress = TrainingProgress()
     parsed = [line for line in lines if progress.feed(line)]

@@ -23,8 +23,8 @@ import pytest
 from test_ddp import TINY, base_env, children_of, stdout_records
 
 from runai_tui.knowledge.diagnose import PodDiagnoser, combine
-from runai_tui.knowledge.progress import TrainingProgress
-from runai_tui.knowledge.stragglers import SLOW_FACTOR, stragglers_in_lines
+from runai_tui.knowledge.records.progress import TrainingProgress
+from runai_tui.knowledge.records.stragglers import SLOW_FACTOR, stragglers_in_lines
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 6

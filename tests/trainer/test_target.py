@@ -68,7 +68,7 @@ def test_the_run_stops_at_the_first_evaluation_that_reaches_the_target(reached) 
 @pytest.mark.slow
 def test_runai_tui_reads_the_time_to_target_the_run_wrote(reached) -> None:
     """`runai-tui ranks` (through TrainingProgress, as from the pod's log) and compare read it."""
-    from runai_tui.knowledge.progress import TimeToTarget, TrainingProgress
+    from runai_tui.knowledge.records.progress import TimeToTarget, TrainingProgress
 
     out, records = reached
     progress = TrainingProgress()
@@ -98,7 +98,7 @@ def test_an_unreachable_target_says_not_reached(tmp_path, monkeypatch) -> None:
     assert run["target"]["status"] == target["status"] == "not reached"
     assert (target["metric"], target["target"], target["step"]) == ("map", 1.0, 2)
     assert target["value"] == max(r["map"] for r in evals)
-    from runai_tui.knowledge.progress import TimeToTarget
+    from runai_tui.knowledge.records.progress import TimeToTarget
 
     read = TimeToTarget.from_record(target)
     assert read is not None and not read.reached

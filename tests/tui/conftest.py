@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from runai_tui.errors import RunaiError
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.errors import RunaiError
 from tests.tui.showcase import steady_cursors
 
 # A pod that prints a greeting, a hostile line, five trainer metric lines, then idles.

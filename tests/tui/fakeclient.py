@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from runai_tui.cli_generations import CliVersion, classify
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Event, Job, JobDetail, Phase, Pod
 from runai_tui.runai.backend import Backend
 from runai_tui.runai.client import SubmitResult
 from runai_tui.runai.installed import Capabilities
+from runai_tui.shapes.cli_generations import CliVersion, classify
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Event, Job, JobDetail, Phase, Pod
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -147,7 +147,7 @@ class FakeClient:
                 yield await queue.get()
 
     async def aexec_output(self, name, pod, command, timeout=None) -> str:
-        from runai_tui.knowledge.resources import COMMAND
+        from runai_tui.knowledge.probes.resources import COMMAND
 
         if list(command) == COMMAND:  # the resources probe (describe's panel, GPU UTIL)
             self.calls.append(("resources_output", name, pod))

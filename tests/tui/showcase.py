@@ -18,8 +18,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from runai_tui.knowledge.compare import RunSide
-from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.compare import CompareScreen
 from runai_tui.tui.widgets.job_table import JobTable

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from runai_tui import watch_lock
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import submission
 from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.screens.describe import DescribeScreen
+from runai_tui.workflows import watch_lock
 from tests.tui.helpers import RecordingApp, notifications, wait_for
 
 REFUSED = "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)"

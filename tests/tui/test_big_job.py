@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.logs import LogsScreen
 from tests.local.conftest import run_local, wait_until

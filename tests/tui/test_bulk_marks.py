@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runai_tui.models import Phase
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import FakeClient, make_job
@@ -114,8 +114,8 @@ async def test_readonly_hides_marking_and_the_bulk_verbs() -> None:
 
 
 async def test_suspend_and_resume_only_where_the_cli_has_them_and_the_state_fits() -> None:
-    from runai_tui.cli_generations import parse_override
     from runai_tui.runai.installed import Capabilities
+    from runai_tui.shapes.cli_generations import parse_override
 
     client = FakeClient(jobs=[make_job("live"), make_job("broke", Phase.FAILED)])
     app = RecordingApp(client, refresh_interval=0)

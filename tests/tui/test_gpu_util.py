@@ -3,8 +3,8 @@ and what their cell says, from real-format probe outputs."""
 
 from __future__ import annotations
 
-from runai_tui.knowledge.resources import TopReport, parse_probe
-from runai_tui.models import Phase
+from runai_tui.knowledge.probes.resources import TopReport, parse_probe
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.gpu_util import JOBS_PER_PASS, REREAD_SECONDS, GpuUtilReader, util_text
 from tests.core.test_resources import V1, V2
 from tests.tui.fakeclient import FakeClient, make_job

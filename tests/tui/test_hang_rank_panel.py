@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.widgets.health import HealthPanel
 from tests.hang.test_gloo_hang import run_pair

@@ -3,7 +3,7 @@ plus what describe diagnosed), the describe screen's health panel, and the prefl
 
 from __future__ import annotations
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.screens.jobs import HEALTH_JOBS_PER_PASS
 from runai_tui.tui.screens.preflight import PreflightScreen

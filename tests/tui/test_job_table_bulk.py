@@ -11,7 +11,7 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 
 from runai_tui.knowledge.diagnose import Diagnosis
-from runai_tui.models import Job, Phase
+from runai_tui.shapes.models import Job, Phase
 from runai_tui.tui.health_view import HealthCache
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, make_job

@@ -3,7 +3,7 @@ asynchronously): both kept by job name across refreshes, dropped with the job.""
 
 from __future__ import annotations
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import NOW, FakeClient, RecordingRunner, make_job

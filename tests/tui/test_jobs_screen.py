@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from runai_tui.errors import ErrorKind, RunaiError
-from runai_tui.models import Phase
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.screens.describe import DescribeScreen

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from runai_tui.models import Phase
 from runai_tui.runai.command import build_submit_argv
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.screens.jobs import JobsScreen

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 
-from runai_tui.text import MAX_DISPLAY_CHARS, literal
 from runai_tui.tui.widgets.log_view import display_width
+from runai_tui.util.text import MAX_DISPLAY_CHARS, literal
 
 LINES = [
     "",

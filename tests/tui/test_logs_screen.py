@@ -62,7 +62,7 @@ async def test_logs_follow_pause_search_save_and_pods(tmp_path) -> None:
 
 
 async def test_logs_of_a_pending_pod_wait_then_retry_a_failed_start() -> None:
-    from runai_tui.models import Phase
+    from runai_tui.shapes.models import Phase
 
     client = FakeClient(
         jobs=[make_job("p", Phase.PENDING, pods=1)], logs={"p-master-0": ["finally started"]}

@@ -12,8 +12,8 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import Static
 
-from runai_tui.knowledge.progress import TrainingProgress, job_totals, mfu_text, tflops_text
-from runai_tui.models import Phase
+from runai_tui.knowledge.records.progress import TrainingProgress, job_totals, mfu_text, tflops_text
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.job_end_word import ring_sequence
 from runai_tui.tui.widgets.health import HealthPanel
 from runai_tui.tui.widgets.job_table import JobTable

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
-from runai_tui import submission_record
-from runai_tui.profiles import ProfileStore
+from runai_tui.profiles import ProfileStore, submission_record
 from runai_tui.runai import submission
 from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.app import RunaiTuiApp

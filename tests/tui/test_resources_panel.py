@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from runai_tui.models import Phase
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.tui.widgets.job_table import JobTable

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import submission
 from runai_tui.runai.client import RunaiClient
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import SubmitScreen
 from tests.tui.helpers import wait_for

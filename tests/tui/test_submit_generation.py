@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runai_tui.cli_generations import CliVersion, classify
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.installed import Capabilities, parse_help
+from runai_tui.shapes.cli_generations import CliVersion, classify
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import SubmitScreen
 from tests.fake_runai import help_pages

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.models import Phase
 from runai_tui.profiles import ProfileStore
+from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.insight import InsightPanel

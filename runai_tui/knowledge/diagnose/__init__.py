@@ -9,7 +9,7 @@ Core (no Textual, no Rich). One concern per module:
 - pod.py        PodDiagnoser: one pod's log in, findings, counts and transport out
 - joblogs.py    JobLogs (what a detector sees) and the Detector type
 - detectors.py  the codes no single line shows (tcp-fallback, data-starved, stalled)
-- waiting.py    pending: why a waiting job waits (knowledge/pending.py reads the events)
+- waiting.py    pending: why a waiting job waits (knowledge/diagnose/pending.py reads the events)
 - lost.py       pod-lost: a pod killed from outside (node lost, eviction), from describe
 - retry.py      the retry decision: what the catalogue (each code's `retry`) says to do
 - report.py     Diagnosis, combine (pods + detectors into one report), DETECTORS

@@ -28,7 +28,7 @@ from runai_tui.knowledge.findings import (
     Finding,
     Severity,
 )
-from runai_tui.knowledge.stragglers import FIX as STRAGGLER_FIX
+from runai_tui.knowledge.records.stragglers import FIX as STRAGGLER_FIX
 
 EVIDENCE_MAX = 300  # characters of an evidence line that are kept
 
@@ -356,7 +356,7 @@ CODES: dict[str, Code] = {
             ERROR,
             REMEDY,
             "the Flight Recorder dumps name the rank that never entered a collective the others "
-            "waited in (knowledge/flight_recorder.py)",
+            "waited in (knowledge/records/flight_recorder.py)",
             "look at that rank's pod and node first: its log's last lines, preflight on it",
             "rank 0 group 0: entered 3, completed 2; rank 1 group 0: entered 2, completed 2",
         ),

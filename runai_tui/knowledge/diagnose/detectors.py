@@ -11,7 +11,7 @@ from runai_tui.knowledge.diagnose.codes import make_finding
 from runai_tui.knowledge.diagnose.joblogs import JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import TRANSPORT_IB, TRANSPORT_SOCKET
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.stragglers import stragglers_in_lines
+from runai_tui.knowledge.records.stragglers import stragglers_in_lines
 
 DATA_STARVED_RATIO = 1 / 3  # data wait above this share of step time
 STALL_FACTOR = 20  # "stalled": no record for this many usual record intervals...
@@ -39,7 +39,7 @@ def data_starved(job: JobLogs) -> Iterator[Finding]:
 
 
 def straggler(job: JobLogs) -> Iterator[Finding]:
-    """A rank slower than the others, or waiting for its data (the rule: knowledge/stragglers.py)."""
+    """A rank slower than the others, or waiting for its data (the rule: knowledge/records/stragglers.py)."""
     for pod in job.pods:
         for found in stragglers_in_lines(pod.record_lines()):
             finding = make_finding("straggler", pod.pod, found.line, found.evidence)

@@ -7,13 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS
 from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
 from runai_tui.knowledge.findings import Finding
-from runai_tui.models import JobDetail, Phase
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import JobDetail, Phase
 
 
 class LogSource(Protocol):
@@ -50,8 +50,8 @@ async def diagnose_job(
     unavailable: list[Finding] = []
 
     # off `diagnose --log`, a waited path: no event loop, no dump reader (docs/performance.md)
-    from runai_tui.aio import gather_all
-    from runai_tui.knowledge import flight_recorder  # the same: off `diagnose --log`
+    from runai_tui.knowledge.records import flight_recorder  # the same: off `diagnose --log`
+    from runai_tui.util.aio import gather_all
 
     dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.findings import Finding
-from runai_tui.models import JobDetail
+from runai_tui.shapes.models import JobDetail
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from runai_tui.knowledge.diagnose.records import (
     records_in,
 )
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.knowledge.records.progress import parse_metric_line
 
 FINDINGS_PER_CODE = 3  # findings kept per code per pod; the rest are only counted
 LOG_HEADER = re.compile(r"[EWIF]\d{4} [\d:.]+ +\d+ \S+:\d+\] ")  # torch's glog-style prefix
@@ -283,7 +283,7 @@ class PodDiagnoser:
         if "NCCL_IB_" in line:
             self._settings(line)
         if COMM_MARK in line:
-            self.comm_record = (number, line)  # the newest wire check (knowledge/wire.py)
+            self.comm_record = (number, line)  # the newest wire check (knowledge/records/wire.py)
         if RECORD_MARK in line and ("NaN" in line or "Infinity" in line):
             record = parse_metric_line(line)
             loss = record.get("loss") if record is not None else None

@@ -23,7 +23,7 @@ from runai_tui.knowledge.diagnose.records import B_RECORD, decode
 
 NEEDLES = prefilter_needles()
 B_NEEDLES = tuple(n.encode() for n in NEEDLES)
-COMM_RECORD = b'"kind": "comm"'  # the trainer's wire check record (knowledge/wire.py)
+COMM_RECORD = b'"kind": "comm"'  # the trainer's wire check record (knowledge/records/wire.py)
 CASED = (b"NCCL_IB_", COMM_RECORD)  # looked for in their case on every line
 CASED_ON_RECORDS = (b"NaN", b"Infinity")  # ...on trainer record lines (a non-finite loss)
 NEWLINES_SAMPLE = 1 << 14  # `newlines`: shorter spans are counted by `count`; its sample

@@ -1,4 +1,4 @@
-"""The trainer's records in a pod's log (JSON lines, runai_tui.knowledge.progress): the newest
+"""The trainer's records in a pod's log (JSON lines, runai_tui.knowledge.records.progress): the newest
 are kept as raw lines while the log is read, and decoded once at the end into what the
 data-starved and stalled detectors need."""
 
@@ -10,9 +10,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.progress import parse_metric_line
+from runai_tui.knowledge.records.progress import parse_metric_line
 
-RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.knowledge.progress)
+RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.knowledge.records.progress)
 B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
 RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
 from runai_tui.knowledge.diagnose.report import Diagnosis
 from runai_tui.knowledge.findings import ERROR, pods_named
-from runai_tui.text import literal
+from runai_tui.util.text import literal
 
 
 def render_text(report: Diagnosis, job: str | None = None) -> str:

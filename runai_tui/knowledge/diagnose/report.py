@@ -9,7 +9,7 @@ from runai_tui.knowledge.diagnose import detectors, lost, waiting, wire_check
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser, PodHealth
 from runai_tui.knowledge.findings import ERROR, SEVERITY_ORDER, Finding, one_per_fault
-from runai_tui.models import JobDetail
+from runai_tui.shapes.models import JobDetail
 
 # Every detector, run in this order on every diagnosis (a new derived code: add its function).
 DETECTORS: tuple[Detector, ...] = (

@@ -1,5 +1,5 @@
 """The `pending` detector: why a waiting job (or pod) waits, from describe's events
-(knowledge/pending.py), one finding per reason."""
+(knowledge/diagnose/pending.py), one finding per reason."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from runai_tui.knowledge.diagnose.codes import make_finding
 from runai_tui.knowledge.diagnose.joblogs import JobLogs
+from runai_tui.knowledge.diagnose.pending import why_pending
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.pending import why_pending
 
 
 def pending(job: JobLogs) -> Iterator[Finding]:

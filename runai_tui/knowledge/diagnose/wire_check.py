@@ -1,4 +1,4 @@
-"""The detectors of the trainer's wire check (its `comm` record, knowledge/wire.py): wire-slow
+"""The detectors of the trainer's wire check (its `comm` record, knowledge/records/wire.py): wire-slow
 (the all-reduce's busbw under a share of the link the pods read) and wire-slow-pair (one pair of
 neighbouring ranks far slower than the others, naming the node)."""
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from runai_tui.knowledge.diagnose.codes import make_finding
 from runai_tui.knowledge.diagnose.joblogs import JobLogs
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.progress import parse_metric_line
-from runai_tui.knowledge.wire import WireCheck, below_link, read_check, slow_pair
+from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.knowledge.records.wire import WireCheck, below_link, read_check, slow_pair
 
 
 def job_check(job: JobLogs) -> tuple[str, int, WireCheck] | None:

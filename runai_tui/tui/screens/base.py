@@ -15,10 +15,10 @@ from runai_tui.tui.widgets.header import StatusHeader
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from runai_tui.errors import Failure, RuntimeFailure
-    from runai_tui.models import Job
     from runai_tui.profiles import ProfileStore
     from runai_tui.runai.client import RunaiClient
+    from runai_tui.shapes.errors import Failure, RuntimeFailure
+    from runai_tui.shapes.models import Job
     from runai_tui.tui.forwards import Forwards
     from runai_tui.tui.health_view import HealthCache
     from runai_tui.tui.terminal import InteractiveRunner

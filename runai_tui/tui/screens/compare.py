@@ -15,7 +15,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual_plotext.plot import Plot
 
-from runai_tui.errors import Failure
 from runai_tui.knowledge.compare import (
     RunCurves,
     RunSide,
@@ -28,8 +27,9 @@ from runai_tui.knowledge.compare import (
 )
 from runai_tui.knowledge.run_sources import gather_jobs
 from runai_tui.runai.client import RunaiClient
-from runai_tui.text import literal
+from runai_tui.shapes.errors import Failure
 from runai_tui.tui.widgets.curves import LossAndThroughputPlot
+from runai_tui.util.text import literal
 
 # Each run's colour, in the table's header and on the curves (tab10: told apart on dark and
 # light themes); past ten runs the colours repeat and the names tell them apart.

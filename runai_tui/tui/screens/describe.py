@@ -17,12 +17,11 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
+from runai_tui.knowledge.probes.resources import top_job
 from runai_tui.knowledge.remedies import attach_for_job
-from runai_tui.knowledge.resources import top_job
-from runai_tui.models import Job, JobDetail, format_age, format_pods, master_pod
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import Job, JobDetail, format_age, format_pods, master_pod
 from runai_tui.tui.job_cells import status_text
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.screens.logs import LogsScreen
@@ -32,7 +31,8 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
-from runai_tui.watcher import Chain, read_chain
+from runai_tui.util.text import literal
+from runai_tui.workflows.watcher import Chain, read_chain
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000

@@ -11,8 +11,8 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
-from runai_tui.errors import Failure, RunaiError
-from runai_tui.models import VERB_PHASES, Job, Phase
+from runai_tui.shapes.errors import Failure, RunaiError
+from runai_tui.shapes.models import VERB_PHASES, Job, Phase
 from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.health_view import BACKGROUND_TAIL
 from runai_tui.tui.screens.base import AppScreen
@@ -345,7 +345,7 @@ class JobsScreen(AppScreen[None]):
         """Mark every job of the sweep `name` belongs to (its record says which), through the
         one lookup `list/delete/wait --sweep` use."""
         # off the first paint (docs/performance.md)
-        from runai_tui.sweep import asweep_of_job
+        from runai_tui.workflows.sweep import asweep_of_job
 
         try:
             jobs = list(self.table.jobs.values())

@@ -13,15 +13,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Select, Static
 
-from runai_tui.errors import RunaiError
-from runai_tui.models import Job, master_pod
 from runai_tui.runai.pod_logs import LogChoice, PodLine, merged_lines, wait_until_started
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import Job, master_pod
 from runai_tui.tui.files import write_lines_atomic
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.widgets.log_view import DEFAULT_MAX_LINES, LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
+from runai_tui.util.text import literal
 
 # Lines are handed to the view in batches so a fast stream costs one repaint per tick.
 FLUSH_SECONDS = 0.1

@@ -14,14 +14,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
-from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError
-from runai_tui.text import literal
+from runai_tui.shapes.errors import UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.screens.confirm import ChoiceDialog
 from runai_tui.tui.screens.prompt import PromptDialog
 from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.log_view import LogView
+from runai_tui.util.text import literal
 
 if TYPE_CHECKING:
     from runai_tui.profiles import ProfileEntry

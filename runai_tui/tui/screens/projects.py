@@ -10,10 +10,10 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from runai_tui.errors import RuntimeFailure
 from runai_tui.runai.client import RunaiClient
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RuntimeFailure
 from runai_tui.tui.failure_notice import notify_failure
+from runai_tui.util.text import literal
 
 # The option that drops `-p`, so the CLI uses its own default project.
 CLI_DEFAULT = ""

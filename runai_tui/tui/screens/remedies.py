@@ -1,6 +1,6 @@
 """RemediesScreen (`f` on a job): the overrides its findings' remedies propose and the
 command-line difference they make against the first submission, as `runai-tui resubmit JOB
---apply-remedies --dry-run` prints them (runai_tui/resubmit.py), gathered in a worker. `R` goes on to the submit
+--apply-remedies --dry-run` prints them (runai_tui/workflows/resubmit.py), gathered in a worker. `R` goes on to the submit
 form filled with them; nothing is submitted from here."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from runai_tui import resubmit
-from runai_tui.errors import Failure
-from runai_tui.text import literal
+from runai_tui.shapes.errors import Failure
 from runai_tui.tui.screens.submit import SubmitScreen
+from runai_tui.util.text import literal
+from runai_tui.workflows import resubmit
 
 if TYPE_CHECKING:
-    from runai_tui.resubmit import Plan
     from runai_tui.runai.client import RunaiClient
     from runai_tui.tui.screens.base import AppScreen
+    from runai_tui.workflows.resubmit import Plan
 
 
 async def plan_for_form(screen: AppScreen[Any], job: str) -> Plan | None:

@@ -1,7 +1,7 @@
 """SubmitScreen: pick a profile, adjust overrides with live validation, see the exact command,
 submit. Dismisses with the new job's name so the jobs screen can select it.
 
-Given a resubmit plan (runai_tui/resubmit.py: `R` on a job), the form starts from the job's
+Given a resubmit plan (runai_tui/workflows/resubmit.py: `R` on a job), the form starts from the job's
 submission with the remedies applied, shown highlighted above the fields, under the next free
 name; the profile list is hidden (the submission is the profile)."""
 
@@ -17,21 +17,21 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from runai_tui import resubmit as resubmit_flow
-from runai_tui.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.profiles import ProfileError
+from runai_tui.profiles.submission_record import RecordTooLarge
 from runai_tui.runai import submission
 from runai_tui.runai.argv import display_argv
-from runai_tui.submission_record import RecordTooLarge
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.insight import InsightPanel
+from runai_tui.util.text import literal
+from runai_tui.workflows import resubmit as resubmit_flow
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
-    from runai_tui.resubmit import Plan
     from runai_tui.runai.installed import Capabilities
     from runai_tui.runai.submission import Submission
+    from runai_tui.workflows.resubmit import Plan
 
 # Form inputs and the profile field each one overrides.
 FIELDS: list[tuple[str, str, str]] = [

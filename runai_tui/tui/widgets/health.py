@@ -6,8 +6,8 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from runai_tui.knowledge.diagnose import Diagnosis
-from runai_tui.text import literal
 from runai_tui.tui.health_render import diagnosis_renderable
+from runai_tui.util.text import literal
 
 
 class HealthPanel(Static):

@@ -1,5 +1,5 @@
 """InsightPanel: the submit screen's profile checks (each with its fix) and distributed plan,
-recomputed from the core (runai_tui/knowledge/checks.py, runai_tui/knowledge/plan.py) whenever the overrides change.
+recomputed from the core (runai_tui/knowledge/lint/checks.py, runai_tui/knowledge/plan.py) whenever the overrides change.
 
 The measured step time needs the log of a job of the same name: it is read once per job name,
 in a worker, after typing pauses, and kept for the life of the panel.
@@ -13,12 +13,12 @@ from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Label, Static
 
-from runai_tui.errors import RunaiError, UsageError
-from runai_tui.knowledge.checks import Finding, lint
+from runai_tui.knowledge.lint.checks import Finding, lint
 from runai_tui.knowledge.plan import LogStream, apply_measure, make_plan, read_progress
-from runai_tui.knowledge.progress import TrainingProgress
+from runai_tui.knowledge.records.progress import TrainingProgress
 from runai_tui.profiles import Profile
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RunaiError, UsageError
+from runai_tui.util.text import literal
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 # Seconds of quiet after the last change before a job's log is read.

@@ -21,10 +21,10 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
-from runai_tui.models import Job, format_age, format_gpus, format_pods
-from runai_tui.text import literal, natural_key
+from runai_tui.shapes.models import Job, format_age, format_gpus, format_pods
 from runai_tui.tui.health_view import HealthCache, health_cell
 from runai_tui.tui.job_cells import status_text
+from runai_tui.util.text import literal, natural_key
 
 if TYPE_CHECKING:
     from runai_tui.knowledge.diagnose import Diagnosis

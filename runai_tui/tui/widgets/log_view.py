@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from runai_tui.text import MAX_DISPLAY_CHARS, literal
+from runai_tui.util.text import MAX_DISPLAY_CHARS, literal
 
 DEFAULT_MAX_LINES = 100_000
 # Colours of the pod column (all pods interleaved): one per pod name, stable across runs.

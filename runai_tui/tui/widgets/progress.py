@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from runai_tui.knowledge.progress import TrainingProgress
+from runai_tui.knowledge.records.progress import TrainingProgress
 
 
 class TrainingPanel(Vertical):

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 from textual_plotext.plot import Plot
 
-from runai_tui.knowledge.progress import (
+from runai_tui.knowledge.records.progress import (
     TrainingProgress,
     figure_text,
     job_totals,

@@ -1,6 +1,6 @@
 """ResourcesPanel: the describe screen's per-pod CPU, memory against its limit and GPUs (the core's
-`knowledge/resources.py` probe), and `events_timeline`: describe's events as a timeline, headed by
-why a Pending job waits (`knowledge/pending.py`). Every value from the cluster goes through
+`knowledge/probes/resources.py` probe), and `events_timeline`: describe's events as a timeline, headed by
+why a Pending job waits (`knowledge/diagnose/pending.py`). Every value from the cluster goes through
 `literal`."""
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from runai_tui.knowledge.pending import why_pending
-from runai_tui.knowledge.resources import (
+from runai_tui.knowledge.diagnose.pending import why_pending
+from runai_tui.knowledge.probes.resources import (
     TopReport,
     cpu_text,
     gpus_text,
     memory_text,
 )
-from runai_tui.models import JobDetail
-from runai_tui.text import literal
+from runai_tui.shapes.models import JobDetail
+from runai_tui.util.text import literal
 
 
 def resources_renderable(report: TopReport) -> Table:

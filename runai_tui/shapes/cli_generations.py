@@ -3,7 +3,7 @@
 
 A leaf (it imports nothing from runai_tui) because the layers below the `runai` plumbing need it: the profile
 field table (runai_tui/profiles/, whose `cli` column records which generations know each field's
-flag) and the settings (runai_tui/config.py, which checks a `runai_cli` value when it reads it).
+flag) and the settings (runai_tui/shapes/config.py, which checks a `runai_cli` value when it reads it).
 Asking the installed CLI itself (its help, its version, the cache) is runai_tui/runai/installed.py.
 
 Flag names changed between generations: docs/runai-cli.md §1.4 and §7. What is certain and what

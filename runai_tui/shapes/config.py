@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from runai_tui import paths
-from runai_tui.cli_generations import parse_override
-from runai_tui.errors import UsageError
+from runai_tui.shapes.cli_generations import parse_override
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util import paths
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.

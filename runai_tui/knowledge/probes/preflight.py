@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
-from runai_tui.aio import gather_all
-from runai_tui.errors import RunaiError
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, gpu_health, pods_to_probe
+from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.findings import (
     ERROR,
     FIX_MEMLOCK,
@@ -26,10 +24,13 @@ from runai_tui.knowledge.findings import (
     one_per_fault,
     pods_named,
 )
-from runai_tui.knowledge.probe_facts import last_fact, parse_facts
+from runai_tui.knowledge.probes import gpu_health
+from runai_tui.knowledge.probes.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
-from runai_tui.models import JobDetail, Phase
-from runai_tui.text import literal
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.util.aio import gather_all
+from runai_tui.util.text import literal
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 MARK = "@@pf"
@@ -385,7 +386,7 @@ def _versions(facts: dict[str, list[str]]) -> list[Finding]:
 
 
 def gpu_health_items(facts: dict[str, list[str]], node: str) -> list[Finding]:
-    """GPU health (knowledge/gpu_health.py): `nvidia-smi -q` and the kernel log's XIDs, each
+    """GPU health (knowledge/probes/gpu_health.py): `nvidia-smi -q` and the kernel log's XIDs, each
     fault a failed item naming the node; what the pod cannot read is skipped, never failed."""
     items: list[Finding] = []
     if "smi" in facts:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from runai_tui.models import JobDetail, Phase
-from runai_tui.text import literal
+from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.util.text import literal
 
 DIR_NAME = "flight-recorder"
 MAX_DUMP_BYTES = 256 << 20  # a dump larger than this is not read

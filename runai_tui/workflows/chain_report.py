@@ -3,7 +3,7 @@ submitted again from it, watcher.read_chain), what the night did and cost.
 
 Per chain: its outcome (the latest attempt's phase), attempts, restarts in place (the pods'
 restart counts), preemptions (describe's count, else its events), steps lost and the GPU-hours
-they took (knowledge/redone.py, from the trainer's records and resume lines in the master pod's
+they took (knowledge/records/redone.py, from the trainer's records and resume lines in the master pod's
 log, the container before its last restart or preemption first), wall time (the pods' first
 start to their last end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
 best loss and best mAP. Totals at the end, and cost where config.toml names a price per GPU-hour.
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from runai_tui.aio import gather_all
-from runai_tui.errors import RunaiError
-from runai_tui.knowledge.redone import Redone
-from runai_tui.models import Job, JobDetail, Phase, master_pod
-from runai_tui.watcher import Attempt, Chain, attempt_of
+from runai_tui.knowledge.records.redone import Redone
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import Job, JobDetail, Phase, master_pod
+from runai_tui.util.aio import gather_all
+from runai_tui.workflows.watcher import Attempt, Chain, attempt_of
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runai_tui.models import JobDetail, Phase
+from runai_tui.shapes.models import JobDetail, Phase
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runai_tui.knowledge.checks import Facts, RuleFinding, rule
+from runai_tui.knowledge.lint.checks import Facts, RuleFinding, rule
 
 # A job that runs longer than this without a way back loses the night to one fault; checkpoints
 # further apart than this lose that much work to each. Step time: the plan's measured one where

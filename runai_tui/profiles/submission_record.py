@@ -17,7 +17,7 @@ carry), which is what `resubmit` rebuilds from; `compare` reads the submit argv 
 record out. An `env` (or `master_env`) value lint's `secret-in-env` matcher flags is never
 copied: its name stays, in place, with REDACTED as its value, and `redacted` lists it
 (`env.NAME`); a rebuild takes the value from the profile of that name as it is now, else says it
-is missing. A job of a sweep (runai_tui/sweep.py) also carries the sweep's ID (`sweep`) and its
+is missing. A job of a sweep (runai_tui/workflows/sweep.py) also carries the sweep's ID (`sweep`) and its
 own combination of the grid's values (`values`, FIELD -> VALUE as given); both are optional keys
 of version 2, which a reader that predates them ignores. A job submitted again from another
 (`resubmit`, or the watcher's next attempt) also names that job (`parent`) and its number in
@@ -38,10 +38,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from runai_tui.errors import UsageError
 from runai_tui.profiles import ProfileError, validate_data
 from runai_tui.profiles.schema import make_profile
 from runai_tui.profiles.validators import literal_secret
+from runai_tui.shapes.errors import UsageError
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile

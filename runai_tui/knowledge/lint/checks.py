@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from runai_tui.errors import UsageError
 from runai_tui.knowledge.findings import FIX_MEMLOCK, Finding, Severity, worst_first
 from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
@@ -22,7 +21,8 @@ from runai_tui.knowledge.trainer_facts import (
 )
 from runai_tui.profiles import Profile
 from runai_tui.profiles.validators import literal_secret
-from runai_tui.quantity import plain, quantity_or_none
+from runai_tui.shapes.errors import UsageError
+from runai_tui.util.quantity import plain, quantity_or_none
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
@@ -646,4 +646,4 @@ def _master_differs(f: Facts) -> Iterable[RuleFinding]:
 
 
 # Registered last: the rules on how a job comes back (restart policy, checkpoint interval).
-from runai_tui.knowledge import recovery_rules  # noqa: E402, F401
+from runai_tui.knowledge.lint import recovery_rules  # noqa: E402, F401

@@ -18,22 +18,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runai_tui.errors import RuntimeFailure
 from runai_tui.knowledge.compare import Row, argv_diff, render_rows
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
 from runai_tui.knowledge.submitted import Submitted, read_submission
 from runai_tui.knowledge.trainer_facts import trainer_args
-from runai_tui.models import Phase
 from runai_tui.profiles import check_job_name
 from runai_tui.profiles.overrides import set_key
 from runai_tui.runai import submission
+from runai_tui.shapes.errors import RuntimeFailure
+from runai_tui.shapes.models import Phase
 from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
 
 if TYPE_CHECKING:
-    from runai_tui.models import JobDetail
     from runai_tui.runai.client import RunaiClient, SubmitResult
+    from runai_tui.shapes.models import JobDetail
 
 _SUFFIX = re.compile(r"^(.*?)-(\d{1,3})$")
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.progress import TimeToTarget, parse_metric_line
+from runai_tui.knowledge.records.progress import TimeToTarget, parse_metric_line
 
 RESUMED = re.compile(r"\btrainer: resumed from .*?: step (\d+)\b")
 

@@ -26,18 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui.aio import gather_all
-from runai_tui.errors import RunaiError, UsageError
 from runai_tui.knowledge.submitted import read_submission
 from runai_tui.knowledge.trainer_facts import read_trainer_args
 from runai_tui.profiles import check_job_name
 from runai_tui.runai import runner
+from runai_tui.shapes.errors import RunaiError, UsageError
 from runai_tui.trainer_flags import FIELD, setting_key
+from runai_tui.util.aio import gather_all
 
 if TYPE_CHECKING:
-    from runai_tui.models import Job
     from runai_tui.profiles import Profile
     from runai_tui.runai.client import RunaiClient
+    from runai_tui.shapes.models import Job
 
 # A job name leaves room for the pods' `-worker-NNN` inside Kubernetes' 63-character pod name;
 # the local cluster refuses a longer one (runai_tui/local/jobspec.py MAX_NAME, kept equal by a

@@ -1,7 +1,7 @@
 """Stragglers: a rank that is slower than the others, or that mostly waits for its data.
 
 Pure functions over the trainer's train records (their "ranks" object: every rank's step time,
-data wait and images/s; runai_tui.knowledge.progress). The diagnosis turns each result into a
+data wait and images/s; runai_tui.knowledge.records.progress). The diagnosis turns each result into a
 `straggler` finding.
 """
 
@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from runai_tui.knowledge.progress import RankFigures, parse_metric_line, rank_figures
+from runai_tui.knowledge.records.progress import RankFigures, parse_metric_line, rank_figures
 
 SLOW_FACTOR = 1.5  # a rank's median step (or forward) time this many times the others' median
 DATA_SHARE = 0.5  # a rank whose median data wait is at least this share of its step time

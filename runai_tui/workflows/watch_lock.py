@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui import paths
-from runai_tui.errors import RuntimeFailure
+from runai_tui.shapes.errors import RuntimeFailure
+from runai_tui.util import paths
 
 
 def lock_path(project: str | None, job: str) -> Path:

@@ -4,7 +4,7 @@ The profile is submitted as the training would be, with the same image, network,
 volumes and overrides, through the one submit sequence (runai/submission.py); only the trainer's
 invocation becomes `python -m trainer comm-check` (the same flags, which size the check), under
 the name JOB-burnin. Then it waits for the job to end, reads the master pod's `comm` record
-(knowledge/wire.py) and deletes the job, whatever happened.
+(knowledge/records/wire.py) and deletes the job, whatever happened.
 
 An action over the plumbing (the client): no Textual, no torch.
 """
@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.knowledge.job_end import wait_for
+from runai_tui.knowledge.records.wire import WireCheck, read_job_check
 from runai_tui.knowledge.trainer_facts import trainer_args
-from runai_tui.knowledge.wire import WireCheck, read_job_check
 from runai_tui.profiles import apply_overrides
 from runai_tui.runai import runner, submission
+from runai_tui.shapes.errors import RunaiError, RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile

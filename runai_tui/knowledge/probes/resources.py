@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from runai_tui.aio import gather_all
-from runai_tui.errors import ErrorKind, RunaiError
 from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
-from runai_tui.knowledge.probe_facts import last_fact, parse_facts
-from runai_tui.models import JobDetail, Phase
-from runai_tui.quantity import bytes_text
-from runai_tui.text import literal
+from runai_tui.knowledge.probes.probe_facts import last_fact, parse_facts
+from runai_tui.shapes.errors import ErrorKind, RunaiError
+from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.util.aio import gather_all
+from runai_tui.util.quantity import bytes_text
+from runai_tui.util.text import literal
 
 MARK = "@@rs"
 INTERVAL = 1.0  # seconds between the two CPU samples

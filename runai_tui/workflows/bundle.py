@@ -5,7 +5,7 @@ ticket about a job, in one archive.
 - `logs/POD.log` for every pod, and `logs/POD.previous.log`, the container before its last
   restart, where the cluster keeps one;
 - `diagnosis.json`: `diagnose JOB --json`, remedies included;
-- `submission.json`: the submission record (runai_tui/submission_record.py);
+- `submission.json`: the submission record (runai_tui/profiles/submission_record.py);
 - `run/run.json`, `run/metrics.jsonl` and `run/flight-recorder/rank-N`: the trainer's output
   directory. Local pods run on this machine, so it is a local path; on a cluster it is read
   through a running pod of the job (`cat`, `base64` for the dumps), and an ended job's is out of
@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runai_tui import submission_record
-from runai_tui.errors import RunaiError
 from runai_tui.knowledge.diagnose import diagnose_job
-from runai_tui.knowledge.flight_recorder import rank_files
+from runai_tui.knowledge.records.flight_recorder import rank_files
 from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.knowledge.run_sources import METRICS_FILE, RUN_FILE, output_dir
 from runai_tui.knowledge.submitted import read_submission
-from runai_tui.models import JobDetail, Phase
+from runai_tui.profiles import submission_record
+from runai_tui.shapes.errors import RunaiError
+from runai_tui.shapes.models import JobDetail, Phase
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from runai_tui.knowledge.progress import parse_metric_line
-from runai_tui.models import Event
+from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.shapes.models import Event
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from runai_tui.json_types import JSON, JSONObject
+from runai_tui.shapes.json_types import JSON, JSONObject
 
 # Enough points for a sparkline as wide as any terminal.
 LOSS_HISTORY = 400

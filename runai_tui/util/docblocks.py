@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui.atomic import atomic_write
+from runai_tui.util.atomic import atomic_write
 
 
 @dataclass(frozen=True)

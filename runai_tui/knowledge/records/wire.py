@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from runai_tui.knowledge.job_records import RecordSource, feed_pod_log
-from runai_tui.knowledge.progress import parse_metric_line
-from runai_tui.models import master_pod
+from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.shapes.models import master_pod
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
 PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from runai_tui.errors import UsageError
+from runai_tui.shapes.errors import UsageError
 
 _UNITS = {
     "ns": 1e-9,

@@ -1,7 +1,7 @@
 """The watcher that recovers jobs: `runai-tui watch JOB… --recover` and the TUI's armed watch.
 
 A job and the jobs submitted again from it make a chain of attempts. Each attempt's submission
-record names its parent and its number (runai_tui/submission_record.py), so the chain is read
+record names its parent and its number (runai_tui/profiles/submission_record.py), so the chain is read
 from the cluster alone (`read_chain`): a watcher started again mid-night carries on from there,
 and never submits an attempt that already exists. One watcher per chain (watch_lock.py).
 
@@ -22,20 +22,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypeVar
 
-from runai_tui import resubmit
-from runai_tui.aio import gather_all
-from runai_tui.errors import ErrorKind, Failure, RunaiError, UsageError
 from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.diagnose.retry import Verdict, decide
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.knowledge.submitted import read_submission
-from runai_tui.models import Job, JobDetail, Phase
 from runai_tui.profiles import check_job_name
+from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
+from runai_tui.shapes.models import Job, JobDetail, Phase
+from runai_tui.util.aio import gather_all
+from runai_tui.workflows import resubmit
 
 if TYPE_CHECKING:
+    from runai_tui.profiles.submission_record import Record
     from runai_tui.runai.client import RunaiClient
-    from runai_tui.submission_record import Record
 
 T = TypeVar("T")
 

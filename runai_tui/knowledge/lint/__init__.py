@@ -1,0 +1,1 @@
+"""Lint: the checks an operator should see before pressing submit (`runai-tui lint`)."""
