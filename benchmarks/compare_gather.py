@@ -34,7 +34,7 @@ exec sleep 600
 
 
 async def one_by_one(client: object, names: list[str]) -> float:
-    from runai_tui.knowledge.run_sources import gather_job
+    from runai_tui.workflows.run_sources import gather_job
 
     start = time.perf_counter()
     for name in names:
@@ -43,7 +43,7 @@ async def one_by_one(client: object, names: list[str]) -> float:
 
 
 async def together(client: object, names: list[str]) -> float:
-    from runai_tui.knowledge.run_sources import gather_jobs
+    from runai_tui.workflows.run_sources import gather_jobs
 
     start = time.perf_counter()
     await gather_jobs(client, names)

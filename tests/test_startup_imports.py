@@ -37,13 +37,13 @@ HEAVY = [
     "runai_tui.knowledge.remedies",
     "runai_tui.knowledge.plan",
     "runai_tui.knowledge.compare",
-    "runai_tui.knowledge.job_records",
+    "runai_tui.workflows.job_records",
     "runai_tui.knowledge.records.progress",
     "runai_tui.knowledge.diagnose",
     "runai_tui.knowledge.probes.preflight",
     "runai_tui.knowledge.probes.resources",
     "runai_tui.knowledge.records.flight_recorder",
-    "runai_tui.knowledge.run_sources",
+    "runai_tui.workflows.run_sources",
     "runai_tui.workflows.resubmit",
     "runai_tui.tui",
     # The other commands' modules: entry.py imports only the module of the command that runs.
@@ -55,7 +55,7 @@ HEAVY = [
     "runai_tui.cli.resubmit_commands",
     "runai_tui.cli.run_commands",
     "runai_tui.cli.lint_commands",
-    "runai_tui.knowledge.job_end",
+    "runai_tui.workflows.job_end",
     # The dry run checks no CLI's flags and reads no CLI cache. (It does build the submission
     # record, with json: it prints the argv the submit sends.)
     "runai_tui.runai.installed",

@@ -10,6 +10,7 @@ from pathlib import Path
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge import diagnose
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.workflows.diagnose_job import diagnose_job
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -69,9 +70,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
         client = client_for(args)
         detail = client.describe(args.job)
-        report = runner.run_sync(
-            diagnose.diagnose_job(client, args.job, pod=args.pod, detail=detail)
-        )
+        report = runner.run_sync(diagnose_job(client, args.job, pod=args.pod, detail=detail))
         note = attach_for_job(report.findings, detail, local=client.backend.is_local)
         if note and any(f.severity != "info" for f in report.findings) and not args.json:
             print(note, file=sys.stderr)

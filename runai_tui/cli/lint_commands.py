@@ -16,11 +16,12 @@ from runai_tui.cli.common import (
 )
 from runai_tui.knowledge.lint.checks import exit_code, finding_line, lint
 from runai_tui.knowledge.plan import Plan, apply_wire, make_plan, measure
-from runai_tui.knowledge.records.wire import read_job_check, where_measured
+from runai_tui.knowledge.records.wire import where_measured
 from runai_tui.knowledge.remedies import attach, remedy_line
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
+from runai_tui.workflows.gather import read_job_check
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
 

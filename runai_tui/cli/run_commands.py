@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
-from runai_tui.knowledge import run_sources
 from runai_tui.knowledge.compare import RunSide, render_table, run_table
 from runai_tui.runai import runner
 from runai_tui.runai.client import Forwarding, RunaiClient
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
 from runai_tui.util.text import literal
+from runai_tui.workflows import run_sources
 from runai_tui.workflows.sweep import sweep_jobs
 
 

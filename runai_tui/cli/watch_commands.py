@@ -1,7 +1,7 @@
 """Watching a job: `ranks` (every rank's latest figures), `metrics` (every trainer record of every
 pod) and `wait` (block until it runs, completes or ends; for CI scripts).
 
-Logic: runai_tui/knowledge/job_records.py and runai_tui/knowledge/job_end.py.
+Logic: runai_tui/workflows/job_records.py and runai_tui/workflows/job_end.py.
 """
 
 from __future__ import annotations
@@ -15,13 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runai_tui.cli.common import client_for, print_error, print_json, table
-from runai_tui.knowledge.job_end import TARGETS, WaitResult, wait_for
-from runai_tui.knowledge.job_records import (
-    metric_columns,
-    metric_rows,
-    read_job_records,
-    read_progress,
-)
 from runai_tui.knowledge.records.progress import (
     figure_text,
     job_totals,
@@ -33,6 +26,13 @@ from runai_tui.runai import runner
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
 from runai_tui.util.aio import gather_all
 from runai_tui.util.text import literal
+from runai_tui.workflows.job_end import TARGETS, WaitResult, wait_for
+from runai_tui.workflows.job_records import (
+    metric_columns,
+    metric_rows,
+    read_job_records,
+    read_progress,
+)
 from runai_tui.workflows.sweep import asweep_jobs
 
 if TYPE_CHECKING:

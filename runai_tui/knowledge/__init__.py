@@ -33,7 +33,7 @@ class RunsHere(Protocol):
 
 
 class JobSource(ExecSource, Protocol):
-    """What compare's read of a job needs of the client (knowledge/run_sources.py): describe,
+    """What compare's read of a job needs of the client (workflows/run_sources.py): describe,
     a command in the master, the master's log read once, and where the pods run."""
 
     @property

@@ -1,6 +1,6 @@
 """Runs side by side, two or more: what was submitted, what the trainer recorded, how fast it went.
 
-Pure: each side is a RunSide (gathered by knowledge/run_sources.py from a job or a saved run
+Pure: each side is a RunSide (gathered by workflows/run_sources.py from a job or a saved run
 directory); `run_table` lines them up in one table, one column per run: the sweep's grid, the
 submitted settings and run.json fields (the ones that differ first; `differences_only` hides
 the rest), then each run's figures with the best of each row marked. The figures' rows are

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from runai_tui.knowledge.job_end import end_message, ended
 from runai_tui.shapes.models import Job, Phase
+from runai_tui.workflows.job_end import end_message, ended
 
 if TYPE_CHECKING:
     from textual.driver import Driver

@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.records.flight_recorder import rank_files
 from runai_tui.knowledge.remedies import attach_for_job
-from runai_tui.knowledge.run_sources import METRICS_FILE, RUN_FILE, output_dir
 from runai_tui.knowledge.submitted import read_submission
 from runai_tui.profiles import submission_record
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.workflows.diagnose_job import diagnose_job
+from runai_tui.workflows.run_sources import METRICS_FILE, RUN_FILE, output_dir
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

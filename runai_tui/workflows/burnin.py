@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runai_tui.knowledge.job_end import wait_for
-from runai_tui.knowledge.records.wire import WireCheck, read_job_check
+from runai_tui.knowledge.records.wire import WireCheck
 from runai_tui.knowledge.trainer_facts import trainer_args
 from runai_tui.profiles import apply_overrides
 from runai_tui.runai import runner, submission
 from runai_tui.shapes.errors import RunaiError, RuntimeFailure, UsageError
+from runai_tui.workflows.gather import read_job_check
+from runai_tui.workflows.job_end import wait_for
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runai_tui.knowledge.compare import Row, argv_diff, render_rows
-from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job, overrides, set_words
 from runai_tui.knowledge.submitted import Submitted, read_submission
@@ -30,6 +29,7 @@ from runai_tui.runai import submission
 from runai_tui.shapes.errors import RuntimeFailure
 from runai_tui.shapes.models import Phase
 from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
+from runai_tui.workflows.diagnose_job import diagnose_job
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient, SubmitResult

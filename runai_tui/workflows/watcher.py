@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypeVar
 
-from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.diagnose.retry import Verdict, decide
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.remedies import attach_for_job
@@ -32,6 +31,7 @@ from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
 from runai_tui.shapes.models import Job, JobDetail, Phase
 from runai_tui.util.aio import gather_all
 from runai_tui.workflows import resubmit
+from runai_tui.workflows.diagnose_job import diagnose_job
 
 if TYPE_CHECKING:
     from runai_tui.profiles.submission_record import Record

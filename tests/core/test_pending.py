@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from runai_tui.knowledge.diagnose import diagnose_job
 from runai_tui.knowledge.diagnose.pending import one_line, why_pending
 from runai_tui.runai.parse import parse_describe
 from runai_tui.shapes.models import Event, Job, JobDetail, Phase, Pod
+from runai_tui.workflows.diagnose_job import diagnose_job
 from tests.fakes import rule
 
 # As `kubectl describe pod` / the Run:ai events list print them.
@@ -115,7 +115,7 @@ async def test_diagnose_adds_a_pending_finding(make_fake, client_for) -> None:
 
 
 async def test_diagnose_waiting_reads_describe_only(make_fake, client_for) -> None:
-    from runai_tui.knowledge.diagnose import diagnose_waiting
+    from runai_tui.workflows.diagnose_job import diagnose_waiting
 
     doc = {
         "name": "j",

@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 from runai_tui.knowledge import diagnose
-from runai_tui.knowledge.job_end import ended, judge, wait_for
-from runai_tui.knowledge.job_records import PodRecords, metric_columns, metric_rows
 from runai_tui.knowledge.records.progress import (
     TrainingProgress,
     job_totals,
@@ -28,6 +26,8 @@ from runai_tui.knowledge.records.progress import (
 from runai_tui.knowledge.records.stragglers import find_stragglers, stragglers_in_lines
 from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
 from runai_tui.shapes.models import Job, JobDetail, Phase
+from runai_tui.workflows.job_end import ended, judge, wait_for
+from runai_tui.workflows.job_records import PodRecords, metric_columns, metric_rows
 
 LOGS = Path(__file__).parent / "diagnose_logs"
 

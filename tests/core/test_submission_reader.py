@@ -95,7 +95,7 @@ def test_resubmits_difference_is_compares_view_of_the_two_argvs() -> None:
 
 
 def test_compare_finds_the_run_directory_from_the_same_reading() -> None:
-    from runai_tui.knowledge.run_sources import DEFAULT_OUTPUT_DIR, output_dir
+    from runai_tui.workflows.run_sources import DEFAULT_OUTPUT_DIR, output_dir
 
     pods = [{"command": ["python", "-m", "trainer", "--output-dir", "o"]}]
     found = read_submission(described("j", {"workingDir": "/w"}, pods))

@@ -14,8 +14,10 @@ Core (no Textual, no Rich). One concern per module:
 - retry.py      the retry decision: what the catalogue (each code's `retry`) says to do
 - report.py     Diagnosis, combine (pods + detectors into one report), DETECTORS
 - saved.py      saved logs (`--log FILE`), read in blocks
-- job.py        the async pass over a job's pods (diagnose_job; diagnose_waiting: describe only)
 - render.py     the CLI's text report
+
+The async pass over a job's pods (diagnose_job; diagnose_waiting: describe only) is
+workflows/diagnose_job.py: this package reads facts and calls no client.
 
 A new code:
 
@@ -36,7 +38,6 @@ A new code:
 """
 
 from runai_tui.knowledge.diagnose.codes import CODES, EVIDENCE_MAX, Code, cut, make_finding
-from runai_tui.knowledge.diagnose.job import LogSource, diagnose_job, diagnose_waiting
 from runai_tui.knowledge.diagnose.joblogs import Detector, JobLogs
 from runai_tui.knowledge.diagnose.nccl_net import (
     TRANSPORT_GLOO,
@@ -87,7 +88,6 @@ __all__ = [
     "Finding",
     "JobLogs",
     "Limits",
-    "LogSource",
     "NetChoice",
     "PodDiagnoser",
     "PodHealth",
@@ -95,8 +95,6 @@ __all__ = [
     "combine",
     "cut",
     "diagnose_files",
-    "diagnose_job",
-    "diagnose_waiting",
     "diagnose_lines",
     "make_finding",
     "read_log_file",

@@ -14,9 +14,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from runai_tui.knowledge.job_records import RecordSource, feed_pod_log
 from runai_tui.knowledge.records.progress import parse_metric_line
-from runai_tui.shapes.models import master_pod
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
 PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link
@@ -155,21 +153,6 @@ def find_check(lines: Iterable[str]) -> WireCheck | None:
         check = read_check(record) if record is not None else None
         found = check or found
     return found
-
-
-async def read_job_check(client: RecordSource, name: str) -> tuple[WireCheck | None, list[str]]:
-    """The newest comm record in the master pod's whole log, the pairs' unknown nodes filled
-    from describe; and the log's last lines (why there is none)."""
-    detail = await client.adescribe(name)
-    pod = master_pod(detail.pods)
-    if pod is None:
-        return None, []
-    lines: list[str] = []
-    await feed_pod_log(client, name, pod.name, lines.append)
-    check = find_check(lines)
-    if check is not None:
-        check = check.with_nodes({p.name: p.node for p in detail.pods if p.node})
-    return check, lines[-8:]
 
 
 def where_measured(check: WireCheck) -> str:

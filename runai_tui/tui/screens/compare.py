@@ -25,11 +25,11 @@ from runai_tui.knowledge.compare import (
     sectioned,
     table_cells,
 )
-from runai_tui.knowledge.run_sources import gather_jobs
 from runai_tui.runai.client import RunaiClient
 from runai_tui.shapes.errors import Failure
 from runai_tui.tui.widgets.curves import LossAndThroughputPlot
 from runai_tui.util.text import literal
+from runai_tui.workflows.run_sources import gather_jobs
 
 # Each run's colour, in the table's header and on the curves (tab10: told apart on dark and
 # light themes); past ten runs the colours repeat and the names tell them apart.

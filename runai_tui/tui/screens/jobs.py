@@ -190,7 +190,7 @@ class JobsScreen(AppScreen[None]):
         time, and mark their rows; the next refresh continues with the next few."""
 
         # off the first paint (docs/performance.md)
-        from runai_tui.knowledge.diagnose import diagnose_job, diagnose_waiting
+        from runai_tui.workflows.diagnose_job import diagnose_job, diagnose_waiting
 
         newest_first = sorted(jobs, key=lambda j: j.created.timestamp() if j.created else 0.0)
         newest_first.reverse()
