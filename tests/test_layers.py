@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -307,3 +309,86 @@ def test_reads_that_run_together_go_through_gather_all() -> None:
         and any(gathers(node) for node in ast.walk(ast.parse(p.read_text(), str(p))))
     ]
     assert offenders == []
+
+
+def _top_level_imports(path: Path, package: str) -> set[str]:
+    """The project modules a module imports when it is loaded: its module-level imports, not those
+    inside functions or under `if TYPE_CHECKING`. `from P import name` counts as P.name when that
+    is a module, else as P."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                    visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.split(".")[0] == package)
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and (node.module or "").split(".")[0] == package
+            ):
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+                found.add(f"{node.module}.*")  # the package itself, when a name is no module
+
+    visit(tree.body)
+    return found
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@pytest.mark.parametrize("package", ["runai_tui", "trainer"])
+def test_no_import_circle(package: str) -> None:
+    # A circle makes the import order matter and hides which layer leans on which: none anywhere.
+    modules = {_module_name(p): p for p in python_files(REPO / package)}
+
+    def targets(imported: set[str]) -> list[str]:
+        # `from P import a, b`: the modules a and b; P itself only for a name that is no module.
+        out = {m for m in imported if m in modules}
+        for star in (m for m in imported if m.endswith(".*")):
+            pkg = star[:-2]
+            named = {m for m in imported if m.rpartition(".")[0] == pkg and not m.endswith("*")}
+            if pkg in modules and any(m not in modules for m in named):
+                out.add(pkg)
+        return sorted(out)
+
+    graph = {
+        name: [m for m in targets(_top_level_imports(path, package)) if m != name]
+        for name, path in modules.items()
+    }
+    circles: list[list[str]] = []
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+
+    def strongconnect(v: str) -> None:  # Tarjan: every strongly connected component over one
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in graph:
+        if name not in index:
+            strongconnect(name)
+    assert circles == [], "\n".join(" <-> ".join(c) for c in circles)

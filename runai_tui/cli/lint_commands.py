@@ -14,7 +14,7 @@ from runai_tui.cli.common import (
     print_failure,
     print_json,
 )
-from runai_tui.knowledge.lint.checks import exit_code, finding_line, lint
+from runai_tui.knowledge.lint.registry import exit_code, finding_line, lint
 from runai_tui.knowledge.plan import Plan, apply_wire, make_plan, measure
 from runai_tui.knowledge.records.wire import where_measured
 from runai_tui.knowledge.remedies import attach, remedy_line

@@ -19,7 +19,7 @@ from runai_tui.cli.common import (
     settings_for,
     table,
 )
-from runai_tui.knowledge.lint.checks import blocking, lint
+from runai_tui.knowledge.lint.registry import blocking, lint
 from runai_tui.profiles import ProfileStore
 from runai_tui.profiles.docs import field_rows
 from runai_tui.runai import submission

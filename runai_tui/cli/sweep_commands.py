@@ -18,7 +18,7 @@ from runai_tui.cli.common import (
     settings_for,
     table,
 )
-from runai_tui.knowledge.lint.checks import blocking, lint
+from runai_tui.knowledge.lint.registry import blocking, lint
 from runai_tui.knowledge.plan import make_plan, measure
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import submission

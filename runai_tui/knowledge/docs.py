@@ -15,7 +15,8 @@ import sys
 
 from runai_tui.knowledge.diagnose.codes import CODES
 from runai_tui.knowledge.findings import Finding
-from runai_tui.knowledge.lint.checks import RULES, Rule, lint
+from runai_tui.knowledge.lint.checks import Rule
+from runai_tui.knowledge.lint.registry import RULES, lint
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.profiles.store import shipped_profiles_dir
 from runai_tui.util.docblocks import Block, code_span, rewrite, table

@@ -19,13 +19,8 @@ from runai_tui.knowledge.docs import (
     lint_examples_text,
     lint_rules_table,
 )
-from runai_tui.knowledge.lint.checks import (
-    RULES,
-    Finding,
-    exit_code,
-    finding_line,
-    lint,
-)
+from runai_tui.knowledge.findings import Finding
+from runai_tui.knowledge.lint.registry import RULES, exit_code, finding_line, lint
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 
 REPO = Path(__file__).resolve().parents[2]

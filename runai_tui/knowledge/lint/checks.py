@@ -2,7 +2,8 @@
 
 Each rule is one small function registered with its code, severity and field; it looks at a
 resolved profile (overrides applied) and returns what it finds, each with a concrete fix. The
-CLI (`lint`, the warnings of `submit`) and the TUI's submit screen all call `lint()`.
+CLI (`lint`, the warnings of `submit`) and the TUI's submit screen all call `lint()`
+(lint/registry.py, which lists the rule modules: this one and recovery_rules.py).
 docs/profiles.md ("Profile checks") lists every code, generated from the registry with an example
 of each (python -m runai_tui.knowledge.docs docs/profiles.md). Core module: no Textual, no torch.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from runai_tui.knowledge.findings import FIX_MEMLOCK, Finding, Severity, worst_first
+from runai_tui.knowledge.findings import FIX_MEMLOCK, Severity
 from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
     read_trainer_args,
@@ -27,14 +28,6 @@ from runai_tui.util.quantity import plain, quantity_or_none
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
 POD_INTERFACES = ("eth", "lo")
-
-
-def finding_line(profile: str, finding: Finding) -> str:
-    """`PROFILE: severity: code: field: message (fix: ...)` (lint's text output)."""
-    return (
-        f"{profile}: {finding.severity}: {finding.code}: {finding.field}: {finding.message} "
-        f"(fix: {finding.fix})"
-    )
 
 
 @dataclass(frozen=True)
@@ -114,32 +107,41 @@ class Rule(NamedTuple):
     severity_note: str = ""
 
 
-RULES: dict[str, Rule] = {}
+class RuleBook:
+    """The rules of one rule module, registered by its `rule` decorator; lint/registry.py lists
+    the rule modules and joins their books (no registration by import side effect)."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Rule] = {}
+
+    def rule(
+        self,
+        code: str,
+        severity: Severity,
+        field: str,
+        summary: str,
+        *,
+        means: str,
+        fix: str,
+        example: tuple[str, ...],
+        fields: str = "",
+        severity_note: str = "",
+    ) -> Callable[[Check], Check]:
+        """Register a check under code, with its row in the docs (one place per rule)."""
+
+        def register(check: Check) -> Check:
+            if code in self.rules:
+                raise ValueError(f"rule {code} registered twice")
+            self.rules[code] = Rule(
+                code, severity, field, summary, check, means, fix, example, fields, severity_note
+            )
+            return check
+
+        return register
 
 
-def rule(
-    code: str,
-    severity: Severity,
-    field: str,
-    summary: str,
-    *,
-    means: str,
-    fix: str,
-    example: tuple[str, ...],
-    fields: str = "",
-    severity_note: str = "",
-) -> Callable[[Check], Check]:
-    """Register a check under code, with its row in the docs (one place per rule)."""
-
-    def register(check: Check) -> Check:
-        if code in RULES:
-            raise ValueError(f"rule {code} registered twice")
-        RULES[code] = Rule(
-            code, severity, field, summary, check, means, fix, example, fields, severity_note
-        )
-        return check
-
-    return register
+BOOK = RuleBook()
+rule = BOOK.rule
 
 
 def facts(profile: Profile, step_time: float | None = None) -> Facts:
@@ -147,35 +149,6 @@ def facts(profile: Profile, step_time: float | None = None) -> Facts:
         return Facts(profile, read_trainer_args(profile), "", step_time)
     except UsageError as error:
         return Facts(profile, None, error.message, step_time)
-
-
-def lint(profile: Profile, step_time: float | None = None) -> list[Finding]:
-    """Every finding for profile, errors first, then warnings, then infos (rule order within);
-    `step_time`: seconds a step as a job measured it (the plan's), when known."""
-    known = facts(profile, step_time)
-    found: list[Finding] = []
-    for spec in RULES.values():
-        for hit in spec.check(known):
-            found.append(
-                Finding(
-                    spec.code,
-                    hit.severity or spec.severity,
-                    hit.message,
-                    hit.fix,
-                    field=hit.field or spec.field,
-                )
-            )
-    return worst_first(found)
-
-
-def exit_code(findings: Iterable[Finding]) -> int:
-    """0 when nothing is above info, 1 when any warning or error (as ruff and shellcheck do)."""
-    return 1 if any(f.severity != "info" for f in findings) else 0
-
-
-def blocking(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings `submit --strict` refuses on: warnings and errors."""
-    return [f for f in findings if f.severity != "info"]
 
 
 def _show(value: str) -> str:
@@ -643,7 +616,3 @@ def _master_differs(f: Facts) -> Iterable[RuleFinding]:
                 f"--set master_env.{key}= gives the master the workers' setting",
                 field=f"master_env.{key}",
             )
-
-
-# Registered last: the rules on how a job comes back (restart policy, checkpoint interval).
-from runai_tui.knowledge.lint import recovery_rules  # noqa: E402, F401

@@ -1,14 +1,17 @@
 """Lint rules on how a long job comes back from a fault: a restart policy that brings a failed
 pod back, and checkpoints close enough that a restart or a preemption costs minutes, not hours.
 
-Registered in checks.RULES (checks.py imports this module last).
+Listed in lint/registry.py's RULE_MODULES, after checks.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runai_tui.knowledge.lint.checks import Facts, RuleFinding, rule
+from runai_tui.knowledge.lint.checks import Facts, RuleBook, RuleFinding
+
+BOOK = RuleBook()
+rule = BOOK.rule
 
 # A job that runs longer than this without a way back loses the night to one fault; checkpoints
 # further apart than this lose that much work to each. Step time: the plan's measured one where

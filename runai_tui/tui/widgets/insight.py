@@ -13,7 +13,8 @@ from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Label, Static
 
-from runai_tui.knowledge.lint.checks import Finding, lint
+from runai_tui.knowledge.findings import Finding
+from runai_tui.knowledge.lint.registry import lint
 from runai_tui.knowledge.plan import LogStream, apply_measure, make_plan, read_progress
 from runai_tui.knowledge.records.progress import TrainingProgress
 from runai_tui.profiles import Profile
