@@ -36,7 +36,7 @@ test: $(VENV)/.installed-test lint
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy runai_tui trainer
+	$(BIN)/mypy runai_tui runai_local trainer
 
 format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .

@@ -130,5 +130,5 @@ def venv_script(name: str) -> list[str]:
     beside = Path(sys.executable).parent / name
     if beside.is_file() and os.access(beside, os.X_OK):
         return [str(beside)]
-    module = {"runai-tui": "runai_tui.cli", "runai-local": "runai_tui.local.cli"}[name]
+    module = {"runai-tui": "runai_tui.cli", "runai-local": "runai_local.cli"}[name]
     return [sys.executable, "-m", module]

@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     (a runai-tui command: 0.26 CPU-seconds against 0.20). Python reads bytecode whatever the
     variable says. The controller compiles; xdist's workers start after it."""
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
-        for package in ("runai_tui", "trainer", "tests"):
+        for package in ("runai_tui", "runai_local", "trainer", "tests"):
             compileall.compile_dir(REPO / package, quiet=1)
 
 

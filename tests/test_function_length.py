@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runai_tui", "trainer")
+PACKAGES = ("runai_tui", "runai_local", "trainer")
 CEILING = 70  # lines, at most
 
 # "path:qualified name" -> why it may be longer than CEILING. Keep this short.

@@ -38,7 +38,7 @@ def test_core_and_local_cluster_never_import_textual() -> None:
     tui = REPO / "runai_tui" / "tui"
     offenders = [
         (str(p), m)
-        for p in python_files(REPO / "runai_tui")
+        for p in python_files(REPO / "runai_tui") + python_files(REPO / "runai_local")
         if tui not in p.parents
         for m in imported_modules(p)
         if m.split(".")[0] in ("textual", "rich")
@@ -77,7 +77,7 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
         "    assert main(['profiles', 'validate']) == 0\n"
         "    assert main(['--backend', 'local', 'list', '--json']) == 0\n"
         "    assert main(['diagnose', '--log', 'tests/core/diagnose_logs/ib-ok.log']) == 0\n"
-        "import runai_tui.runai.client, runai_tui.runai.backend, runai_tui.local.cli\n"
+        "import runai_tui.runai.client, runai_tui.runai.backend, runai_local.cli\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'rich'))\n"
         "print(bad)\n"
     )
@@ -88,14 +88,14 @@ def test_headless_commands_load_neither_textual_nor_torch() -> None:
 
 def test_only_backend_selection_knows_the_local_cluster_package() -> None:
     # The core talks to runai-local through its command line; only backend.py locates it.
-    local = REPO / "runai_tui" / "local"
+    local = REPO / "runai_local"
     allowed = {REPO / "runai_tui" / "runai" / "backend.py"}
     offenders = [
         (str(p), m)
         for p in python_files(REPO / "runai_tui") + python_files(REPO / "trainer")
         if local not in p.parents and p not in allowed
         for m in imported_modules(p) | relative_imports(p)
-        if m == "runai_tui.local" or m.startswith("runai_tui.local.") or m.startswith(".local")
+        if m == "runai_local" or m.startswith("runai_local.") or m.startswith(".local")
     ]
     assert offenders == []
 
@@ -174,7 +174,7 @@ def test_profiles_import_nothing_from_runai() -> None:
             else:
                 continue
             offenders += [
-                (str(p), n) for n in names if n.startswith(("runai_tui.runai", "runai_tui.local"))
+                (str(p), n) for n in names if n.startswith(("runai_tui.runai", "runai_local"))
             ]
     assert offenders == []
     leaf = imported_modules(REPO / "runai_tui" / "shapes" / "cli_generations.py")
@@ -236,7 +236,7 @@ def test_one_bridge_from_sync_to_async() -> None:
     # run_in_background (docs/contracts.md "From sync to async"). The local cluster is its own
     # executables, whose servers run their own loop.
     runner = REPO / "runai_tui" / "runai" / "runner.py"
-    local = REPO / "runai_tui" / "local"
+    local = REPO / "runai_local"
     offenders = [
         (str(p.relative_to(REPO)), match.group(0))
         for p in python_files(REPO / "runai_tui")
@@ -279,7 +279,11 @@ def test_lint_and_preflight_share_findings_without_importing_diagnose() -> None:
 
 
 def test_no_module_in_runai_tui_is_over_700_lines() -> None:
-    sizes = {str(p): len(p.read_text().splitlines()) for p in python_files(REPO / "runai_tui")}
+    sizes = {
+        str(p): len(p.read_text().splitlines())
+        for package in ("runai_tui", "runai_local")
+        for p in python_files(REPO / package)
+    }
     assert {p: n for p, n in sizes.items() if n > 700} == {}
 
 
@@ -290,7 +294,7 @@ def test_reads_that_run_together_go_through_gather_all() -> None:
     allowed = {
         "runai_tui/util/aio.py",  # gather_all itself, waiting for the cancelled
         "runai_tui/runai/pod_logs.py",  # waits for its own cancelled pumps (return_exceptions)
-        "runai_tui/local/portforward.py",  # runai-local's relay: its own executable and loop
+        "runai_local/portforward.py",  # runai-local's relay: its own executable and loop
     }
 
     names = {"gather", "TaskGroup"}
@@ -345,7 +349,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("package", ["runai_tui", "trainer"])
+@pytest.mark.parametrize("package", ["runai_tui", "runai_local", "trainer"])
 def test_no_import_circle(package: str) -> None:
     # A circle makes the import order matter and hides which layer leans on which: none anywhere.
     modules = {_module_name(p): p for p in python_files(REPO / package)}

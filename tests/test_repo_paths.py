@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TOP = ("runai_tui", "trainer", "tests", "docs", "scripts", "benchmarks", "profiles")
+TOP = ("runai_tui", "runai_local", "trainer", "tests", "docs", "scripts", "benchmarks", "profiles")
 # Not preceded by what makes it part of a longer path, a URL, a variable or a placeholder.
 PATH = re.compile(r"(?<![\w./~$<>{}@:-])((?:" + "|".join(TOP) + r")/[\w.*/-]*[\w*/])")
 MODULE = re.compile(r"`([\w-]+\.py)`")
@@ -24,8 +24,8 @@ ELSEWHERE = {
     ("docs/runai-cli.md", "docs/Researcher/cli-reference/runai-submit.md"),
     ("docs/runai-cli.md", "docs/multinode.md"),
     # Paths inside the local cluster's seeded claim (project-001), not in this checkout.
-    ("runai_tui/local/README.md", "scripts/vision/shell/"),
-    ("runai_tui/local/README.md", "scripts/vision/train/trainer"),
+    ("runai_local/README.md", "scripts/vision/shell/"),
+    ("runai_local/README.md", "scripts/vision/train/trainer"),
     # A module merged into tests/tui/test_gloo_job_health.py, named with its past figures.
     ("docs/performance-log.md", "tests/local/test_resubmit_gloo_interface.py"),
 }

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CEILINGS = {"runai_tui": 120, "trainer": 50}
+CEILINGS = {"runai_tui": 110, "runai_local": 15, "trainer": 50}
 ANY = re.compile(r"\bAny\b")
 
 

@@ -7,7 +7,7 @@ docs/profiles.md (docs.py; a test keeps it current) and the CLI generation check
 (runai_tui/runai/installed.py: the installed CLI's help decides, the `cli` column only when
 help cannot be read; the generations' names are in runai_tui/shapes/cli_generations.py). The local
 cluster's own flag parser
-(runai_tui/local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
+(runai_local/flags.py) is checked against these rows by tests/local/test_flags.py, and the
 `Profile` dataclass's annotated attributes (schema.py) by tests/core/test_fields.py.
 
 Row order is argv order: the builder emits flags in the order of this table.

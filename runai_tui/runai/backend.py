@@ -71,7 +71,7 @@ def find_runai() -> str | None:
 def local_available() -> bool:
     """True when the embedded local cluster is part of this installation."""
     try:
-        return importlib.util.find_spec("runai_tui.local.cli") is not None
+        return importlib.util.find_spec("runai_local.cli") is not None
     except (ImportError, ValueError):
         return False
 
@@ -84,7 +84,7 @@ def find_local() -> list[str]:
     on_path = shutil.which("runai-local")
     if on_path:
         return [on_path]
-    return [sys.executable, "-m", "runai_tui.local.cli"]
+    return [sys.executable, "-m", "runai_local.cli"]
 
 
 def _runai_missing_error() -> RunaiError:

@@ -14,7 +14,7 @@ is a guess (docs/runai-cli.md §3.3, §3.5, §8):
 - The 2.20/2.2x boundary: 2.21 and later count as the new generation (2.23 is field-tested with
   `--restart-policy`, 2.25 and v3.0 are documented).
 - The embedded local cluster (`runai-local X (embedded local cluster)`) implements the 2.25 flag
-  table (runai_tui/local/flags.py) and answers `--help` from it.
+  table (runai_local/flags.py) and answers `--help` from it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ V2 = frozenset({V2_EARLY, V2_LATE})
 V2_LATE_ONLY = frozenset({V2_LATE})
 
 FIRST_LATE = (2, 21)
-# The flag table runai-local parses is CLI v2.25's (runai_tui/local/flags.py).
+# The flag table runai-local parses is CLI v2.25's (runai_local/flags.py).
 LOCAL_EMULATES = V2_LATE
 
 _LOCAL = re.compile(r"^runai-local\s+(\S+).*\(embedded local cluster\)")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from runai_tui.shapes.models import Job
 
 # A job name leaves room for the pods' `-worker-NNN` inside Kubernetes' 63-character pod name;
-# the local cluster refuses a longer one (runai_tui/local/jobspec.py MAX_NAME, kept equal by a
+# the local cluster refuses a longer one (runai_local/jobspec.py MAX_NAME, kept equal by a
 # test), so the sweep says so before the first job is submitted.
 MAX_JOB_NAME = 50
 _ID = re.compile(r"^([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([0-9a-f]{6})$")

@@ -127,7 +127,7 @@ def test_find_local_prefers_the_venv_script(
     python.write_text("")
     monkeypatch.setattr(sys, "executable", str(python))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert find_local() == [str(python), "-m", "runai_tui.local.cli"]
+    assert find_local() == [str(python), "-m", "runai_local.cli"]
     script = venv_bin / "runai-local"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)

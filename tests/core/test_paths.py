@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.local import config as local_config
-from runai_tui.local import state
+from runai_local import config as local_config
+from runai_local import state
 from runai_tui.profiles import ProfileStore
 from runai_tui.util import paths
 

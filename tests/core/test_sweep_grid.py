@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from runai_local import jobspec
 from runai_tui.knowledge.plan import make_plan
-from runai_tui.local import jobspec
 from runai_tui.profiles import ProfileStore, apply_overrides, submission_record
 from runai_tui.shapes.errors import UsageError
 from runai_tui.workflows import sweep

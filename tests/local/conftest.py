@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from runai_tui.local import state
+from runai_local import state
 
-RUNAI_LOCAL = [sys.executable, "-m", "runai_tui.local.cli"]
+RUNAI_LOCAL = [sys.executable, "-m", "runai_local.cli"]
 WAIT_SECONDS = 60.0  # only a hang reaches this; every wait polls for a state, not a duration
 
 

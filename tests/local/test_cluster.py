@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from runai_tui.local import state
+from runai_local import state
 from tests.local.conftest import (
     RUNAI_LOCAL,
     describe,

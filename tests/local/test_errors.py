@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import runai_tui.local
-from runai_tui.local import cli
-from runai_tui.local.errors import LocalError
+import runai_local
+from runai_local import cli
+from runai_local.errors import LocalError
 from tests.local.test_through_runai_tui import tui
 
 
 def test_every_local_exception_class_derives_from_local_error() -> None:
     classes = []
-    for module_info in pkgutil.iter_modules(runai_tui.local.__path__):
-        module = importlib.import_module(f"runai_tui.local.{module_info.name}")
+    for module_info in pkgutil.iter_modules(runai_local.__path__):
+        module = importlib.import_module(f"runai_local.{module_info.name}")
         for _name, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, BaseException) and obj.__module__ == module.__name__:
                 classes.append(obj)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runai_tui.local import flags as F
-from runai_tui.local import jobspec
-from runai_tui.local.config import LocalConfig
-from runai_tui.local.flags import FlagError
+from runai_local import flags as F
+from runai_local import jobspec
+from runai_local.config import LocalConfig
+from runai_local.flags import FlagError
 from tests.local.conftest import run_local
 
 

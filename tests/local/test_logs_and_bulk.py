@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from runai_tui.local import state
+from runai_local import state
 from tests.local.conftest import describe, gate_command, run_local, wait_phase, wait_until
 from tests.local.test_through_runai_tui import RUNAI_TUI, tui
 

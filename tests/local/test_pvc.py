@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runai_tui.local import pvc
-from runai_tui.local.config import LocalConfig
+from runai_local import pvc
+from runai_local.config import LocalConfig
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_project_001_is_seeded_with_the_entry_script_and_trainer(
 def test_settings_file_and_environment_overrides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runai_tui.local.config import ConfigError, config_path, load_config
+    from runai_local.config import ConfigError, config_path, load_config
 
     default = load_config()
     assert default.gpus == 0 and default.project == "local"
@@ -110,7 +110,7 @@ def test_settings_file_and_environment_overrides(
 
 
 def test_nodes_slow_nodes_and_shm_size_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runai_tui.local.config import ConfigError, config_path, load_config
+    from runai_local.config import ConfigError, config_path, load_config
 
     default = load_config()
     assert (default.node_names, default.slow_nodes, default.shm_size) == (["local"], {}, "")

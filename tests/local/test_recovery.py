@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from runai_tui.local import state
+from runai_local import state
 from tests.local.conftest import isolated_env
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ class Scenario:
                               timeout=timeout, env=self.env, cwd=REPO)  # fmt: skip
 
     def local(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return self.run("runai_tui.local.cli", *argv)
+        return self.run("runai_local.cli", *argv)
 
     def describe(self, name: str = "rec") -> dict[str, Any]:
         done = self.local("training", "pytorch", "describe", name, "-o", "json")

@@ -17,7 +17,7 @@ from tests.local.test_through_runai_tui import tui
 @pytest.mark.slow
 def test_a_small_dev_shm_is_diagnosed_and_fixed_by_a_resubmit() -> None:
     probe = subprocess.run(
-        [sys.executable, "-m", "runai_tui.local.shm", "1m", "--", "true"],
+        [sys.executable, "-m", "runai_local.shm", "1m", "--", "true"],
         capture_output=True,
         text=True,
     )

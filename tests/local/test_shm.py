@@ -1,4 +1,4 @@
-"""A pod's own /dev/shm (runai_tui/local/shm.py): a tmpfs of the size asked, seen only by the
+"""A pod's own /dev/shm (runai_local/shm.py): a tmpfs of the size asked, seen only by the
 pod, the command exec'd in place (same pid); a command that cannot start says so."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-SHM = [sys.executable, "-m", "runai_tui.local.shm"]
+SHM = [sys.executable, "-m", "runai_local.shm"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from runai_tui.local import state
-from runai_tui.local.throttle import Throttle
+from runai_local import state
+from runai_local.throttle import Throttle
 
 BUSY = "while True: pass"
 

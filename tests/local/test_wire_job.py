@@ -146,7 +146,7 @@ def test_plan_from_a_job_that_never_measured_is_one_line(slow_wire: SlowWire) ->
     done = slow_wire.tui("plan", "retinanet-local", "--wire-from", "nowhere", "--no-measure")
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == "error: --wire-from nowhere: no such job"
-    shell = [sys.executable, "-m", "runai_tui.local.cli", "training", "pytorch", "submit",
+    shell = [sys.executable, "-m", "runai_local.cli", "training", "pytorch", "submit",
              "quiet", "--workers", "1", "--command", "--", "sh", "-c", "echo no wire"]  # fmt: skip
     assert subprocess.run(shell, env=slow_wire.env, capture_output=True).returncode == 0
     try:

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from runai_tui.local import state
+from runai_local import state
 
 PERIOD_SECONDS = 0.1  # as the kernel's CFS period
 REFRESH_SECONDS = 1.0  # a pod's processes (DataLoader workers come and go) are looked up this often

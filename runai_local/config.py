@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from runai_tui.local.errors import LocalError
+from runai_local.errors import LocalError
 from runai_tui.util import paths
 
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui.local.config import LocalConfig
-from runai_tui.local.errors import LocalError
+from runai_local.config import LocalConfig
+from runai_local.errors import LocalError
 
 # What the shipped profiles expect on claim project-001 (mounted at /data): the entry scripts in
 # scripts/vision/shell/ and the trainer package importable from the working dir

@@ -3,7 +3,7 @@
 One supervisor process runs one start of a job (submit or resume) and exits when the job is
 Completed, Failed or Stopped. It is the only writer of status.json while it lives (others write
 only after it is gone; every write holds the job's lock). Run as
-``python -m runai_tui.local.supervisor JOBDIR``.
+``python -m runai_local.supervisor JOBDIR``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from runai_tui.local import state
-from runai_tui.local.config import ConfigError, LocalConfig, load_config
-from runai_tui.local.jobspec import DEFAULT_PRIORITY, pod_environment, priority_rank
-from runai_tui.local.state import (
+from runai_local import state
+from runai_local.config import ConfigError, LocalConfig, load_config
+from runai_local.jobspec import DEFAULT_PRIORITY, pod_environment, priority_rank
+from runai_local.state import (
     NODE_NAME,
     JobPaths,
     JobSpec,
@@ -34,7 +34,7 @@ from runai_tui.local.state import (
     read_status,
     write_json_atomic,
 )
-from runai_tui.local.throttle import Throttle
+from runai_local.throttle import Throttle
 
 POLL_SECONDS = 0.1
 # CrashLoopBackOff: the kubelet waits 10 s, doubling to 5 min; the local cluster is quicker.
@@ -312,7 +312,7 @@ class Supervisor:
             workdir.mkdir(parents=True, exist_ok=True)  # as a container runtime does
             argv = list(pod["argv"])
             if self.spec.get("shmSize"):  # the pod's own small /dev/shm (shm.py)
-                argv = [sys.executable, "-m", "runai_tui.local.shm", self.spec["shmSize"], "--", *argv]  # fmt: skip
+                argv = [sys.executable, "-m", "runai_local.shm", self.spec["shmSize"], "--", *argv]  # fmt: skip
             with open(log_path, "wb") as log:
                 return subprocess.Popen(
                     argv,
@@ -633,7 +633,7 @@ def _in_use(exclude: Path) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m runai_tui.local.supervisor JOBDIR", file=sys.stderr)
+        print("usage: python -m runai_local.supervisor JOBDIR", file=sys.stderr)
         return 2
     jobdir = Path(args[0])
     try:

@@ -16,11 +16,11 @@ import sys
 import uuid
 from pathlib import Path
 
-from runai_tui.local import pvc
-from runai_tui.local.config import LocalConfig
-from runai_tui.local.errors import LocalError
-from runai_tui.local.flags import GLOBAL_FLAGS, Parsed, duration_seconds
-from runai_tui.local.state import (
+from runai_local import pvc
+from runai_local.config import LocalConfig
+from runai_local.errors import LocalError
+from runai_local.flags import GLOBAL_FLAGS, Parsed, duration_seconds
+from runai_local.state import (
     JOB_DIR_ENV,
     NODE_NAME,
     POD_ENV,

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, TypeAlias, TypeVar
 
+from runai_local import flags as F
+from runai_local import jobs, state
+from runai_local.errors import LocalError
+from runai_local.flags import Flag, FlagError, Parsed
+from runai_local.state import JobSpec, PodSpec, PodStatus
 from runai_tui import __version__
-from runai_tui.local import flags as F
-from runai_tui.local import jobs, state
-from runai_tui.local.errors import LocalError
-from runai_tui.local.flags import Flag, FlagError, Parsed
-from runai_tui.local.state import JobSpec, PodSpec, PodStatus
 
 PROG = "runai-local"
 T = TypeVar("T")
@@ -49,7 +49,7 @@ def _out(text: str = "") -> None:
 def cmd_submit(p: Parsed, argv: list[str]) -> int:
     # The spec builder, the PVCs and the config (YAML) only where used: over a quarter of the CPU of
     # each read command (describe, list, logs), which the TUI and `wait` poll
-    from runai_tui.local import config, jobspec, pvc
+    from runai_local import config, jobspec, pvc
 
     cluster = config.load_config()
     spec, mounts = jobspec.build_spec(p, cluster, argv, Path.cwd())
@@ -412,7 +412,7 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
     if not command:
         command = ["bash"] if shutil.which("bash") else ["sh"]
     # The spec builder off the read commands' start, as in cmd_submit
-    from runai_tui.local import jobspec
+    from runai_local import jobspec
 
     # Listed before the command starts, so the command itself is not among the pod's processes.
     pids = state.processes_of_job(jobdir, pod["name"])
@@ -436,7 +436,7 @@ def cmd_exec(p: Parsed, argv: list[str]) -> int:
 
 def cmd_port_forward(p: Parsed, argv: list[str]) -> int:
     # asyncio off runai-local's start (docs/performance.md)
-    from runai_tui.local import portforward
+    from runai_local import portforward
 
     name = _one_name(p)
     jobdir = jobs.find(name, p["project"])
@@ -482,7 +482,7 @@ def cmd_standard(p: Parsed, argv: list[str]) -> int:
 def cmd_project_list(p: Parsed, argv: list[str]) -> int:
     """The projects: the default one (config `project`) and every project holding a workload."""
     # The config (YAML) off the read commands' start, as in cmd_submit
-    from runai_tui.local.config import load_config
+    from runai_local.config import load_config
 
     default = load_config().project
     found = sorted({d.parent.name for d in state.iter_job_dirs()} - {default})
@@ -602,7 +602,7 @@ def _resolve(argv: list[str]) -> tuple[list[str], Node, list[str]]:
 def _program() -> list[str]:
     """The words that started this process as its parent executed them, recorded as the start of
     a submit's argv so that it reads as the command that ran: the script's path (`sys.argv[0]`
-    is the path given to exec), or the interpreter's `python -m runai_tui.local.cli`."""
+    is the path given to exec), or the interpreter's `python -m runai_local.cli`."""
     if Path(sys.argv[0]).resolve() == Path(__file__).resolve():  # python -m
         return list(sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1])
     return [sys.argv[0]]

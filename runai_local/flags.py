@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runai_tui.local.errors import LocalError
+from runai_local.errors import LocalError
 
 
 class FlagError(LocalError):

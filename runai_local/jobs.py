@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runai_tui.local import state
-from runai_tui.local.errors import LocalError
-from runai_tui.local.state import (
+from runai_local import state
+from runai_local.errors import LocalError
+from runai_local.state import (
     JobPaths,
     JobSpec,
     JobStatus,
@@ -203,7 +203,7 @@ def _spawn_supervisor(jobdir: Path) -> tuple[int, int | None]:
         # New session + no inherited pipes: the supervisor outlives the submitter and never
         # holds the caller's stdout open (a client reading our output would hang otherwise).
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runai_tui.local.supervisor", str(jobdir)],
+            [sys.executable, "-m", "runai_local.supervisor", str(jobdir)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from runai_tui.local.errors import LocalError
+from runai_local.errors import LocalError
 from runai_tui.util import paths
 from runai_tui.util.atomic import atomic_open
 

@@ -23,8 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runai_tui.local import jobs
-from runai_tui.local.errors import LocalError
+from runai_local import jobs
+from runai_local.errors import LocalError
 
 POD_CHECK_SECONDS = 1.0
 _CHUNK = 65536

@@ -1,7 +1,7 @@
 """A pod's own, small /dev/shm: the local cluster's equivalent of a container without
 `--large-shm` (whose /dev/shm is a 64 MiB tmpfs), where DataLoader workers die with a bus error.
 
-`python -m runai_tui.local.shm SIZE -- CMD ARGS…` enters a new user and mount namespace (no
+`python -m runai_local.shm SIZE -- CMD ARGS…` enters a new user and mount namespace (no
 privileges needed where the kernel allows unprivileged user namespaces), maps the caller's own
 uid and gid, mounts a tmpfs of SIZE on /dev/shm that only this pod sees, and execs CMD (the same
 pid: the supervisor's process checks and signals are unchanged). The rest of the machine (files,
@@ -51,7 +51,7 @@ def enter(size: str) -> None:
 
 def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[1] != "--":
-        _fail("usage: python -m runai_tui.local.shm SIZE -- CMD [ARGS...]")
+        _fail("usage: python -m runai_local.shm SIZE -- CMD [ARGS...]")
     enter(argv[0])
     command = argv[2:]
     try:
