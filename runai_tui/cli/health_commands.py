@@ -116,10 +116,11 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from runai_tui.knowledge.probes import preflight
     from runai_tui.knowledge.remedies import attach_for_job
     from runai_tui.runai import runner
+    from runai_tui.workflows.pod_probes import preflight_job
 
     client = client_for(args)
     detail = client.describe(args.job)
-    report = runner.run_sync(preflight.preflight_job(client, args.job, pod=args.pod, detail=detail))
+    report = runner.run_sync(preflight_job(client, args.job, pod=args.pod, detail=detail))
     if not report.pods:
         raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
     attach_for_job(report.faults(), detail, local=client.backend.is_local)  # once per fault

@@ -12,6 +12,7 @@ from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge.probes import resources
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import UsageError
+from runai_tui.workflows.pod_probes import top_job
 
 
 def add_arguments(tp: argparse.ArgumentParser) -> None:
@@ -35,7 +36,7 @@ def cmd_top(args: argparse.Namespace) -> int:
         raise UsageError(f"--every {args.every:g}: must be > 0", "e.g. --every 2")
     client = client_for(args)
     while True:
-        report = runner.run_sync(resources.top_job(client, args.job, pod=args.pod))
+        report = runner.run_sync(top_job(client, args.job, pod=args.pod))
         if args.json and args.watch:
             sys.stdout.write(json.dumps(report.to_dict()) + "\n")
         elif args.json:

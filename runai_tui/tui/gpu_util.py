@@ -12,9 +12,11 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from runai_tui.knowledge.probes.resources import ExecSource, TopReport, mean_gpu_util, top_job
+from runai_tui.knowledge.probes.resources import TopReport, mean_gpu_util
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import Job, Phase
+from runai_tui.workflows.pod_probes import top_job
+from runai_tui.workflows.sources import ExecSource
 
 JOBS_PER_PASS = 2
 REREAD_SECONDS = 30.0

@@ -4,26 +4,15 @@ read as it streams in. The client is a parameter (knowledge never imports runai/
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Protocol
 
-from runai_tui.knowledge import MAX_CONCURRENT_PODS
 from runai_tui.knowledge.diagnose.codes import CODES, cut, make_finding
 from runai_tui.knowledge.diagnose.pod import PodDiagnoser
 from runai_tui.knowledge.diagnose.report import Diagnosis, combine
 from runai_tui.knowledge.findings import Finding
 from runai_tui.shapes.errors import ErrorKind, RunaiError
 from runai_tui.shapes.models import JobDetail, Phase
-
-
-class LogSource(Protocol):
-    """What diagnose_job needs from RunaiClient (the TUI's tests pass a stand-in)."""
-
-    async def adescribe(self, name: str) -> JobDetail: ...
-
-    def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]: ...
+from runai_tui.workflows.pod_probes import MAX_CONCURRENT_PODS
+from runai_tui.workflows.sources import LogSource
 
 
 async def diagnose_job(
@@ -65,7 +54,7 @@ async def diagnose_job(
             unavailable.append(make_finding("log-unavailable", diagnoser.pod, 0, exc.message))
         finally:
             with contextlib.suppress(Exception):
-                await stream.aclose()  # type: ignore[attr-defined]
+                await stream.aclose()
 
     await gather_all((read(d) for d in diagnosers), at_once=MAX_CONCURRENT_PODS)
     for r in await flight_recorder.job_findings(client, detail, dumps_at):  # the rank that hung

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from runai_tui.knowledge.records.wire import WireCheck, find_check
 from runai_tui.shapes.models import master_pod
-from runai_tui.workflows.job_records import RecordSource, feed_pod_log
+from runai_tui.workflows.job_records import feed_pod_log
+from runai_tui.workflows.sources import LogSource
 
 
-async def read_job_check(client: RecordSource, name: str) -> tuple[WireCheck | None, list[str]]:
+async def read_job_check(client: LogSource, name: str) -> tuple[WireCheck | None, list[str]]:
     """The newest comm record in the master pod's whole log, the pairs' unknown nodes filled
     from describe; and the log's last lines (why there is none)."""
     detail = await client.adescribe(name)

@@ -10,10 +10,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
-from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.shapes.models import Phase
+from runai_tui.workflows.sources import Describes
 
 ENDED = (Phase.COMPLETED, Phase.FAILED, Phase.STOPPED)
 TARGETS = ("running", "completed", "done")
@@ -26,10 +27,6 @@ def ended(before: Phase | None, now: Phase) -> bool:
 
 def end_message(name: str, phase: Phase) -> str:
     return f"job {name} {phase.value.lower()}"
-
-
-class PhaseSource(Protocol):
-    async def adescribe(self, name: str) -> JobDetail: ...
 
 
 @dataclass
@@ -76,7 +73,7 @@ def judge(target: str, phase: Phase) -> str | None:
 
 
 async def wait_for(
-    client: PhaseSource,
+    client: Describes,
     name: str,
     target: str,
     timeout: float | None,

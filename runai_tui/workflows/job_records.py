@@ -7,25 +7,17 @@ Core: the client is a parameter (anything with `adescribe` and `stream_logs`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from runai_tui.knowledge.records.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
 from runai_tui.shapes.json_types import JSONObject
-from runai_tui.shapes.models import JobDetail, master_pod
+from runai_tui.shapes.models import master_pod
+from runai_tui.workflows.sources import LogSource
 
 # Columns every metrics row starts with; the records' own keys follow in order of appearance.
 LEAD_COLUMNS = ("pod", "rank", "kind", "step", "epoch", "time")
 RANK_COLUMNS = tuple(f"rank_{name}" for name in RANK_FIGURES)
-
-
-class RecordSource(Protocol):
-    async def adescribe(self, name: str) -> JobDetail: ...
-
-    def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]: ...
 
 
 @dataclass
@@ -34,7 +26,7 @@ class PodRecords:
     records: list[JSONObject] = field(default_factory=list)
 
 
-async def read_pod_records(client: RecordSource, name: str, pod: str) -> PodRecords:
+async def read_pod_records(client: LogSource, name: str, pod: str) -> PodRecords:
     """Every trainer record in one pod's log (the whole log, not followed)."""
     out = PodRecords(pod)
 
@@ -48,7 +40,7 @@ async def read_pod_records(client: RecordSource, name: str, pod: str) -> PodReco
 
 
 async def feed_pod_log(
-    client: RecordSource, name: str, pod: str, feed: Callable[[str], object]
+    client: LogSource, name: str, pod: str, feed: Callable[[str], object]
 ) -> None:
     """Each line of one pod's whole log (not followed) to `feed`, the stream closed however the
     read ends."""
@@ -58,16 +50,16 @@ async def feed_pod_log(
             feed(line)
     finally:
         with contextlib.suppress(Exception):
-            await stream.aclose()  # type: ignore[attr-defined]
+            await stream.aclose()
 
 
-async def read_job_records(client: RecordSource, name: str) -> list[PodRecords]:
+async def read_job_records(client: LogSource, name: str) -> list[PodRecords]:
     """Every pod's records, pod by pod (describe raises for an unknown job)."""
     detail = await client.adescribe(name)
     return [await read_pod_records(client, name, p.name) for p in detail.pods]
 
 
-async def read_progress(client: RecordSource, name: str) -> tuple[str | None, TrainingProgress]:
+async def read_progress(client: LogSource, name: str) -> tuple[str | None, TrainingProgress]:
     """The master pod's name and its progress (every rank's latest figures in `.ranks`)."""
     detail = await client.adescribe(name)
     progress = TrainingProgress()

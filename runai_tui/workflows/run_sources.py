@@ -21,13 +21,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from runai_tui.knowledge import JobSource
 from runai_tui.knowledge.compare import RunSide
 from runai_tui.knowledge.records.progress import parse_metric_line
 from runai_tui.knowledge.submitted import JobSubmission, read_submission
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
 from runai_tui.util.aio import gather_all
+from runai_tui.workflows.sources import JobSource
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"

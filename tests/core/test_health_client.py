@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from runai_tui.knowledge.probes.preflight import COMMAND, SCRIPT, preflight_job, status
+from runai_tui.knowledge.probes.preflight import COMMAND, SCRIPT, status
 from runai_tui.shapes.errors import ErrorKind, RunaiError
 from runai_tui.workflows.diagnose_job import diagnose_job
+from runai_tui.workflows.pod_probes import preflight_job
 from tests.fakes import rule
 
 DESCRIBE = json.dumps(

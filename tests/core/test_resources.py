@@ -17,9 +17,9 @@ from runai_tui.knowledge.probes.resources import (
     parse_gpu_line,
     parse_probe,
     render_text,
-    top_job,
 )
 from runai_tui.shapes.errors import RunaiError
+from runai_tui.workflows.pod_probes import top_job
 from tests.fakes import rule
 
 # cgroup v2 cpu.stat, memory.current/max and memory.stat as a container sees them; nvidia-smi's

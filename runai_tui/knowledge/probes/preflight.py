@@ -10,10 +10,8 @@ the same way on every pod are given once, naming the pods.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
 
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.findings import (
     ERROR,
     FIX_MEMLOCK,
@@ -27,9 +25,6 @@ from runai_tui.knowledge.findings import (
 from runai_tui.knowledge.probes import gpu_health
 from runai_tui.knowledge.probes.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
-from runai_tui.shapes.errors import RunaiError
-from runai_tui.shapes.models import JobDetail, Phase
-from runai_tui.util.aio import gather_all
 from runai_tui.util.text import literal
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -413,37 +408,6 @@ def gpu_health_items(facts: dict[str, list[str]], node: str) -> list[Finding]:
     if not xids:
         items.append(check_passed("gpu-xid", "no NVIDIA XID error in the kernel log"))
     return items
-
-
-async def preflight_job(
-    client: ExecSource,
-    name: str,
-    pod: str | None = None,
-    timeout: float = EXEC_TIMEOUT,
-    detail: JobDetail | None = None,
-) -> Preflight:
-    """The probe in every running pod (or one pod), concurrently. A pod that is not running is
-    one skipped item; a probe that fails or times out is one failed item."""
-    if detail is None:
-        detail = await client.adescribe(name)
-    pods = pods_to_probe(detail, pod)
-
-    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
-
-    async def run(p_name: str, phase: Phase, node: str) -> PodChecklist:
-        if phase is not Phase.RUNNING:
-            return PodChecklist(
-                p_name, [check_skipped("pod", f"the pod is {phase.value}: nothing runs there yet")]
-            )
-        async with slots:
-            try:
-                output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
-            except RunaiError as exc:
-                return PodChecklist(p_name, [check_failed("probe", exc.message, exc.hint)])
-        return checklist(p_name, output, node)
-
-    lists = await gather_all(run(p.name, p.phase, p.node) for p in pods)
-    return Preflight(list(lists))
 
 
 def render_text(report: Preflight) -> str:

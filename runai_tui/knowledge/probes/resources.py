@@ -20,14 +20,10 @@ pod; `render_text` is the CLI's table.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge import MAX_CONCURRENT_PODS, ExecSource, pods_to_probe
 from runai_tui.knowledge.probes.probe_facts import last_fact, parse_facts
-from runai_tui.shapes.errors import ErrorKind, RunaiError
-from runai_tui.shapes.models import JobDetail, Phase
-from runai_tui.util.aio import gather_all
+from runai_tui.shapes.models import Phase
 from runai_tui.util.quantity import bytes_text
 from runai_tui.util.text import literal
 
@@ -270,41 +266,6 @@ def _parse_processes(res: PodResources, facts: dict[str, list[str]], elapsed: fl
     res.cpu_cores = max(last[0] - first[0], 0) / tck / elapsed
     res.memory_bytes = last[1] * page
     res.memory_limit_bytes = _int(last_fact(facts, "mem_max"))  # the job's limit, if it has one
-
-
-async def top_job(
-    client: ExecSource,
-    name: str,
-    pod: str | None = None,
-    timeout: float = EXEC_TIMEOUT,
-    detail: JobDetail | None = None,
-) -> TopReport:
-    """The probe in every running pod (or one pod), concurrently. A pod that is not running is a
-    row with its phase; asking for one such pod by name, or a job with no running pod, raises."""
-    if detail is None:
-        detail = await client.adescribe(name)
-    pods = pods_to_probe(detail, pod)
-    if not any(p.phase is Phase.RUNNING for p in pods):
-        which = f"pod {pod!r} is {pods[0].phase.value}" if pod else "no pod of it is running"
-        raise RunaiError(
-            ErrorKind.OTHER,
-            f"job {name!r} ({detail.job.phase.value}): {which}; resources are read in running pods",
-            "see `runai-tui describe JOB`; wait until it is Running",
-        )
-    slots = asyncio.Semaphore(MAX_CONCURRENT_PODS)
-
-    async def run(p_name: str, phase: Phase) -> PodResources:
-        if phase is not Phase.RUNNING:
-            return PodResources(p_name, phase=phase.value)
-        async with slots:
-            try:
-                output = await client.aexec_output(name, p_name, COMMAND, timeout=timeout)
-            except RunaiError as exc:
-                return PodResources(p_name, error=exc.message, hint=exc.hint)
-        return parse_probe(p_name, output)
-
-    rows = await gather_all(run(p.name, p.phase) for p in pods)
-    return TopReport(name, list(rows))
 
 
 # --- shown the same way by the CLI and the TUI --------------------------------------------------

@@ -17,7 +17,6 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from runai_tui.knowledge.probes.resources import top_job
 from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import Job, JobDetail, format_age, format_pods, master_pod
@@ -32,6 +31,7 @@ from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
 from runai_tui.util.text import literal
 from runai_tui.workflows.diagnose_job import diagnose_job
+from runai_tui.workflows.pod_probes import top_job
 from runai_tui.workflows.watcher import Chain, read_chain
 
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).

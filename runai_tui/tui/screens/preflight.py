@@ -10,13 +10,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from runai_tui.knowledge.probes.preflight import Preflight, preflight_job
+from runai_tui.knowledge.probes.preflight import Preflight
 from runai_tui.runai.client import RunaiClient
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import Job
 from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.health_render import checklist_renderable
 from runai_tui.util.text import literal
+from runai_tui.workflows.pod_probes import preflight_job
 
 
 class PreflightScreen(ModalScreen[None]):
