@@ -396,3 +396,19 @@ def test_no_import_circle(package: str) -> None:
         if name not in index:
             strongconnect(name)
     assert circles == [], "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_knowledge_reads_facts_and_calls_no_client() -> None:
+    # knowledge/ is pure functions of facts: no coroutine, no client, nothing from the layers that
+    # run it (the passes that fetch logs, describe or exec are workflows/).
+    knowledge = REPO / "runai_tui" / "knowledge"
+    offenders = []
+    for p in python_files(knowledge):
+        tree = ast.parse(p.read_text(), str(p))
+        if any(isinstance(n, ast.AsyncFunctionDef | ast.Await) for n in ast.walk(tree)):
+            offenders.append((str(p.relative_to(REPO)), "async"))
+        up = ("runai_tui.runai", "runai_tui.workflows", "runai_tui.cli", "runai_tui.tui")
+        offenders += [
+            (str(p.relative_to(REPO)), m) for m in imported_modules(p) if m.startswith(up)
+        ]
+    assert offenders == []

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from trainer.errors import ConfigError, TrainerError
-from trainer.files import atomic_open
+from trainer.files import atomic_open_binary
 
 FORMAT_VERSION = 1
 NAME = re.compile(r"^step-(\d{9})\.pt$")
@@ -57,7 +57,7 @@ def list_checkpoints(output_dir: str) -> list[tuple[int, str]]:
 
 
 def atomic_torch_save(obj: object, path: str) -> None:
-    with atomic_open(path) as f:
+    with atomic_open_binary(path) as f:
         torch.save(obj, f)
 
 

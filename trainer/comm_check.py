@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import json
 import os
 import re
 import socket
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, cast
 import torch
 import torch.distributed as dist
 
+from trainer import records
 from trainer.config import TrainConfig, parse_config
 from trainer.distributed import (
     DistContext,
@@ -115,7 +115,7 @@ def before_training(
         return
     record = measure(ctx, top_bytes(bucket_mb, gradient_bytes(model)), log)
     if ctx.is_main:
-        write(cast("dict[str, JSON]", {"kind": "comm", "step": step, **record}))
+        write(cast("dict[str, JSON]", {records.KIND: records.COMM, "step": step, **record}))
 
 
 def measure(ctx: DistContext, top: int, log: Log) -> Record:
@@ -365,8 +365,10 @@ def main(args: list[str]) -> int:
         log = (lambda m: print(f"trainer: {m}", flush=True)) if ctx.is_main else (lambda m: None)
         record = measure(ctx, top_bytes(cfg.ddp_bucket_mb, model_gradient_bytes(cfg)), log)
         if ctx.is_main:
-            line = json.dumps({"kind": "comm", "step": 0, **record, "time": round(time.time(), 3)},
-                              separators=(", ", ": "))  # fmt: skip
+            stamp = round(time.time(), 3)
+            line = records.record_line(
+                {records.KIND: records.COMM, "step": 0, **record, "time": stamp}
+            )
             print(line, flush=True)
     finally:
         shutdown(ctx)

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import flight_recorder, test_hooks
+from trainer import flight_recorder, records, test_hooks
 from trainer.config import TrainConfig
 from trainer.data.dataset import Target
 from trainer.data.feeds import InputMeter
@@ -31,9 +31,6 @@ if TYPE_CHECKING:  # the loop takes the Run that trainer/state.py defines from t
     from trainer.state import Run
 
 LOSS_TERMS = ("classification", "bbox_regression")
-# What each train record's "ranks" object lists, one value per global rank ("tflops" when the
-# model's FLOPs were counted, "mfu" when a rank's chip has a known peak; null where a rank has none).
-RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time", "tflops", "mfu")
 
 
 class ForwardClock:
@@ -565,8 +562,8 @@ def _log(run: Run, window: Window, lr: float) -> None:
     ctx, progress, meters = run.ctx, run.progress, run.meters
     elapsed = max(time.perf_counter() - window.started, 1e-9)
     tflops, mfu = _achieved_tflops(meters.flops, window, elapsed)
-    # Every rank's own step time, data wait and images/s, in one small all-gather (every rank
-    # logs at the same step), so rank 0's record shows a slow rank by name.
+    # Every rank's own figures (records.RANK_FIGURES, in its order), in one small all-gather
+    # (every rank logs at the same step), so rank 0's record shows a slow rank by name.
     mine = [
         elapsed / window.steps,
         window.data_time / window.steps,
@@ -577,7 +574,7 @@ def _log(run: Run, window: Window, lr: float) -> None:
     ]
     per_rank = all_gather_floats(ctx, mine)
     record: dict[str, JSON] = {
-        "kind": "train",
+        records.KIND: records.TRAIN,
         "step": progress.global_step,
         "total_steps": run.total_steps,  # the run's length: readers show step/total and an ETA
         "epoch": progress.epoch,
@@ -606,7 +603,7 @@ def _log(run: Run, window: Window, lr: float) -> None:
     record["ranks"] = {
         name: [round(v, 3 if name == "img_s" else 6) if math.isfinite(v) else None
                for v in (row[i] for row in per_rank)]
-        for i, name in enumerate(RANK_FIGURES)
+        for i, name in enumerate(records.RANK_FIGURES)
         if any(math.isfinite(row[i]) for row in per_rank)
     }  # fmt: skip
     if run.net.comm is not None:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from trainer import torch_private
-from trainer.files import atomic_open
+from trainer import records, torch_private
+from trainer.files import atomic_open_binary
 
-DIR_NAME = "flight-recorder"
-FILE_PREFIX = "rank-"
+DIR_NAME = records.DUMP_DIR
+FILE_PREFIX = records.DUMP_FILE_PREFIX
 PREFIX_ENV = "TORCH_FR_DUMP_TEMP_FILE"
 
 
@@ -119,7 +119,7 @@ def dump(reason: str) -> str | None:
         return None
     try:
         data = _with_world_size(_active.dumper.read())
-        with atomic_open(_active.path) as f:
+        with atomic_open_binary(_active.path) as f:
             f.write(data)
         _active.wrote = True
     except Exception as exc:  # noqa: BLE001

@@ -15,7 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from trainer.files import write_text_atomic
+from trainer import records
+from trainer.files import atomic_write
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -25,8 +26,8 @@ JSON: TypeAlias = "None | bool | int | float | str | list[JSON] | dict[str, JSON
 
 # The record fields drawn in TensorBoard, by record kind (tag: `kind/field`).
 TENSORBOARD_FIELDS = {
-    "train": ("loss", "lr", "images_per_sec", "data_time", "step_time", "tflops", "mfu"),
-    "eval": ("map", "map50", "oid_map"),
+    records.TRAIN: ("loss", "lr", "images_per_sec", "data_time", "step_time", "tflops", "mfu"),
+    records.EVAL: ("map", "map50", "oid_map"),
 }
 
 
@@ -61,21 +62,22 @@ class MetricsLog:
                     continue  # a line cut short by a kill
                 at = record.get("step", 0)
                 if at > step:
-                    last = max(last, at) if record.get("kind") == "train" else last
+                    last = max(last, at) if record.get(records.KIND) == records.TRAIN else last
                     continue
                 kept.append(line)
-                if record.get("kind") == "resume":
-                    resumes, lost_total = resumes + 1, lost_total + int(record.get("lost", 0))
-        write_text_atomic(self.path, "".join(kept))
+                if record.get(records.KIND) == records.RESUME:
+                    lost_total += int(record.get(records.RESUME_LOST, 0))
+                    resumes += 1
+        atomic_write(self.path, "".join(kept))
         if step > 0:
             lost = last - step
             self.write(
                 {
-                    "kind": "resume",
+                    records.KIND: records.RESUME,
                     "step": step,
-                    "lost": lost,
-                    "resumes": resumes + 1,
-                    "lost_total": lost_total + lost,
+                    records.RESUME_LOST: lost,
+                    records.RESUME_COUNT: resumes + 1,
+                    records.RESUME_LOST_TOTAL: lost_total + lost,
                 }
             )
 
@@ -83,13 +85,13 @@ class MetricsLog:
         if not self.enabled:
             return
         record = {**record, "time": round(time.time(), 3)}  # unix seconds, for rates and ETAs
-        line = json.dumps(record, separators=(", ", ": "))
+        line = records.record_line(record)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
         if self.writer is not None:
-            kind = str(record.get("kind"))
+            kind = str(record.get(records.KIND))
             for name in TENSORBOARD_FIELDS.get(kind, ()):
                 value = record.get(name)
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -103,7 +105,7 @@ class MetricsLog:
 
 
 def write_run_json(output_dir: str, info: Mapping[str, object]) -> None:
-    write_text_atomic(
+    atomic_write(
         os.path.join(output_dir, RUN_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n"
     )
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 from trainer.errors import ConfigError
-from trainer.files import write_text_atomic
+from trainer.files import atomic_write
 
 LOCK_FILE = "run.lock"
 HEARTBEAT_SECONDS = 10.0
@@ -140,5 +140,5 @@ def acquire(output_dir: str, log: Callable[[str], None]) -> RunLock:
                 )
             why = "this job's previous start" if same_job else "its holder is gone"
             log(f"output dir lock: taking over {path} from {describe(holder)}: {why}")
-        write_text_atomic(path, json.dumps(me, sort_keys=True) + "\n")
+        atomic_write(path, json.dumps(me, sort_keys=True) + "\n")
     return RunLock(path, me)

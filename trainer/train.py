@@ -26,7 +26,7 @@ import torchvision
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import checkpoint, comm_check, fast_path, test_hooks
+from trainer import checkpoint, comm_check, fast_path, records, test_hooks
 from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.compile_cache import cache_is_warm, compile_cache_dir, use_compile_cache
@@ -488,7 +488,9 @@ def stop_preempted(run: Run) -> int:
         f"received {run.stop.signal_name or 'a stop request'}: saving at step {progress.global_step}"
     )
     save(run, "preempted")
-    run.metrics.write({"kind": "stopped", "step": progress.global_step, "epoch": progress.epoch})
+    run.metrics.write(
+        {records.KIND: records.STOPPED, "step": progress.global_step, "epoch": progress.epoch}
+    )
     run.metrics.close()
     return PREEMPTED_EXIT_CODE
 
@@ -502,7 +504,9 @@ def finish(run: Run) -> int:
         evaluate_for_target(run)
     if run.cfg.target_map is not None and run.evals.reached is None:
         record_target(run, reached=False)
-    run.metrics.write({"kind": "done", "step": progress.global_step, "epoch": progress.epoch})
+    run.metrics.write(
+        {records.KIND: records.DONE, "step": progress.global_step, "epoch": progress.epoch}
+    )
     run.metrics.close()
     run.log(f"finished at step {progress.global_step}; outputs in {run.cfg.output_dir}")
     return 0
@@ -574,7 +578,7 @@ def record_target(run: Run, reached: bool) -> None:
     wall = run.wall_seconds()
     eval_seconds = progress.eval_seconds + run.evals.seconds
     record: dict[str, JSON] = {
-        "kind": "target",
+        records.KIND: records.TARGET,
         "status": "reached" if reached else "not reached",
         "metric": cfg.target_metric,
         "target": cfg.target_map,
@@ -593,7 +597,7 @@ def record_target(run: Run, reached: bool) -> None:
         run.evals.reached = record
     if ctx.is_main:
         add_to_run_json(
-            cfg.output_dir, {"target": {k: v for k, v in record.items() if k != "kind"}}
+            cfg.output_dir, {"target": {k: v for k, v in record.items() if k != records.KIND}}
         )
     said = "reached" if reached else "not reached; best"
     run.log(
@@ -625,7 +629,7 @@ def run_eval(run: Run) -> dict:
     seconds = time.perf_counter() - started
     run.metrics.write(
         {
-            "kind": "eval",
+            records.KIND: records.EVAL,
             "step": progress.global_step,
             "epoch": progress.epoch,
             "map": round(result["map"], 6),

@@ -10,6 +10,7 @@ from pathlib import Path
 from runai_tui.cli.common import client_for
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import ErrorKind, RunaiError, UsageError
+from runai_tui.trainer_flags import records
 from runai_tui.util.text import literal
 from runai_tui.workflows import bundle
 
@@ -62,7 +63,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 def _summary(gathered: bundle.Bundle) -> list[str]:
     logs = sum(1 for name in gathered.members if name.startswith("logs/"))
-    dumps = sum(1 for name in gathered.members if "/flight-recorder/" in name)
+    dumps = sum(1 for name in gathered.members if f"/{records.DUMP_DIR}/" in name)
     return [f"{logs} log(s)", f"{dumps} Flight Recorder dump(s)",
             f"{len(gathered.secrets)} secret value(s) redacted"]  # fmt: skip
 

@@ -116,7 +116,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from runai_tui.knowledge.probes import preflight
     from runai_tui.knowledge.remedies import attach_for_job
     from runai_tui.runai import runner
-    from runai_tui.workflows.pod_probes import preflight_job
+    from runai_tui.workflows.preflight import preflight_job
 
     client = client_for(args)
     detail = client.describe(args.job)

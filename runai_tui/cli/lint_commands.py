@@ -15,13 +15,13 @@ from runai_tui.cli.common import (
     print_json,
 )
 from runai_tui.knowledge.lint.registry import exit_code, finding_line, lint
-from runai_tui.knowledge.plan import Plan, apply_wire, make_plan, measure
+from runai_tui.knowledge.plan import Plan, apply_wire, make_plan
 from runai_tui.knowledge.records.wire import where_measured
 from runai_tui.knowledge.remedies import attach, remedy_line
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
-from runai_tui.workflows.gather import read_job_check
+from runai_tui.workflows.gather import measure, read_job_check
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
 
@@ -119,7 +119,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if not args.no_measure:
         job = args.job or profile.job_name or profile.name
         try:
-            plan = measure(plan, client_for(args), job)
+            plan = runner.run_sync(measure(plan, client_for(args), job))
         except Failure as exc:  # no runai, not logged in: the plan stands without a measure
             plan.measure_note = f"none ({exc.message})"
     if plan.measured is not None:  # how far apart checkpoints are, at the measured step time

@@ -19,13 +19,14 @@ from runai_tui.cli.common import (
     table,
 )
 from runai_tui.knowledge.lint.registry import blocking, lint
-from runai_tui.knowledge.plan import make_plan, measure
+from runai_tui.knowledge.plan import make_plan
 from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
-from runai_tui.runai import submission
+from runai_tui.runai import runner, submission
 from runai_tui.runai.argv import display_argv
 from runai_tui.shapes.errors import Failure, UsageError
 from runai_tui.util.text import literal
 from runai_tui.workflows import sweep
+from runai_tui.workflows.gather import measure
 
 if TYPE_CHECKING:
     from runai_tui.knowledge.plan import Plan
@@ -238,7 +239,7 @@ def _step_time(args: argparse.Namespace, first: Plan, profile: Profile) -> tuple
     job = args.job or profile.job_name or profile.name
     note = ""
     try:
-        measured = measure(first, client_for(args), job).measured
+        measured = runner.run_sync(measure(first, client_for(args), job)).measured
         if measured is not None:
             return measured.step_time, f"measured from job {job} ({measured.source})"
         note = first.measure_note

@@ -24,14 +24,15 @@ from runai_tui.knowledge.records.progress import (
 )
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.trainer_flags import records
 from runai_tui.util.aio import gather_all
 from runai_tui.util.text import literal
 from runai_tui.workflows.job_end import TARGETS, WaitResult, wait_for
 from runai_tui.workflows.job_records import (
+    master_progress,
     metric_columns,
     metric_rows,
     read_job_records,
-    read_progress,
 )
 from runai_tui.workflows.sweep import asweep_jobs
 
@@ -85,7 +86,7 @@ def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
-    pod, progress = runner.run_sync(read_progress(client_for(args), args.job))
+    pod, progress = runner.run_sync(master_progress(client_for(args), args.job))
     if not progress.ranks:
         why = "it has no pods yet" if pod is None else f"no per-rank record in {pod}'s log yet"
         raise RuntimeFailure(
@@ -154,7 +155,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         [
             literal(str(r["pod"])),
             str(r["rank"]),
-            literal(str(r.get("kind", ""))),
+            literal(str(r.get(records.KIND, ""))),
             str(r.get("step", "-")),
             _cell(r.get("loss"), ".4f"),
             _cell(r.get("rank_img_s", r.get("images_per_sec")), ".2f"),

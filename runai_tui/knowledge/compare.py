@@ -30,6 +30,7 @@ from runai_tui.knowledge.submitted import (
 )
 from runai_tui.profiles.submission_record import ANNOTATION as RECORD_ANNOTATION
 from runai_tui.shapes.json_types import JSONObject
+from runai_tui.trainer_flags import records as schema
 
 MISSING = "-"
 
@@ -192,7 +193,7 @@ def records_lack(side: RunSide) -> str | None:
 def stepped(records: Sequence[Mapping[str, object]]) -> bool:
     """Whether the trainer got as far as its steps: a record besides the wire check's `comm`,
     which a job of several pods logs before its first step (and a hung one logs too)."""
-    return any(r.get("kind") != "comm" for r in records)
+    return any(r.get(schema.KIND) != schema.COMM for r in records)
 
 
 LOWER = "lower"
@@ -229,14 +230,17 @@ def _medians(train: list[Mapping[str, object]], key: str) -> float | None:
 
 
 def run_figures(records: Sequence[Mapping[str, object]], world_size: int | None) -> RunFigures:
-    train = [r for r in records if r.get("kind") == "train"]
-    evals = [r for r in records if r.get("kind") == "eval" and _number(r, "map") is not None]
+    train = [r for r in records if r.get(schema.KIND) == schema.TRAIN]
+    evals = [
+        r for r in records if r.get(schema.KIND) == schema.EVAL and _number(r, "map") is not None
+    ]
     best = max(evals, key=lambda r: _number(r, "map") or 0.0) if evals else None
     losses = [v for r in train if (v := _number(r, "loss")) is not None]
     finite = [v for v in losses if math.isfinite(v)]  # min() is undefined with a nan among them
     steps = [int(s) for r in records if (s := _number(r, "step")) is not None]
     ended = next(
-        (str(r["kind"]) for r in reversed(records) if r.get("kind") in ("done", "stopped")), ""
+        (str(r[schema.KIND]) for r in reversed(records) if r.get(schema.KIND) in schema.FINISHED),
+        "",
     )
     img_s, data_time = _medians(train, "images_per_sec"), _medians(train, "data_time")
     step_time = _medians(train, "step_time")
@@ -259,7 +263,7 @@ def run_figures(records: Sequence[Mapping[str, object]], world_size: int | None)
 
 def _time_to_target(records: Sequence[Mapping[str, object]]) -> float | None:
     """The last target record's wall seconds; inf when it says not reached (never the best)."""
-    record = next((r for r in reversed(records) if r.get("kind") == "target"), None)
+    record = next((r for r in reversed(records) if r.get(schema.KIND) == schema.TARGET), None)
     target = TimeToTarget.from_record(record) if record else None
     if target is None:
         return None
@@ -540,7 +544,7 @@ def run_curves(side: RunSide) -> RunCurves:
     img_s: list[tuple[int, float]] = []
     for record in side.records:
         step = _number(record, "step")
-        if record.get("kind") != "train" or step is None:
+        if record.get(schema.KIND) != schema.TRAIN or step is None:
             continue
         if (value := _number(record, "loss")) is not None:
             loss.append((int(step), value))

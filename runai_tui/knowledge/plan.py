@@ -17,9 +17,7 @@ models.
 from __future__ import annotations
 
 import statistics
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
 
 from runai_tui.knowledge.lint.checks import nccl_ib_disabled
 from runai_tui.knowledge.records.progress import TrainingProgress
@@ -586,43 +584,3 @@ def apply_wire(plan: Plan, job: str, busbw_gbs: float, where: str) -> Plan:
         f"not the assumed {assumed}"
     )
     return plan
-
-
-class LogLines(Protocol):
-    """A job's log read once (a RunaiClient)."""
-
-    def logs(
-        self, name: str, pod: str | None = None, follow: bool = False, tail: int | None = None
-    ) -> Iterator[str]: ...
-
-
-class LogStream(Protocol):
-    """A job's log as it arrives (a RunaiClient)."""
-
-    def stream_logs(
-        self, name: str, pod: str | None = None, follow: bool = True, tail: int | None = None
-    ) -> AsyncIterator[str]: ...
-
-
-def measure(plan: Plan, client: LogLines, job: str, tail: int = MEASURE_TAIL) -> Plan:
-    """Fill plan.measured from job's master log (client: a RunaiClient), or say why not."""
-    progress = TrainingProgress()
-    try:
-        for line in client.logs(job, tail=tail):
-            progress.feed(line)
-    except RunaiError as error:
-        return apply_measure(plan, job, None, error)
-    return apply_measure(plan, job, progress)
-
-
-async def read_progress(
-    client: LogStream, job: str, tail: int = MEASURE_TAIL
-) -> tuple[TrainingProgress | None, RunaiError | None]:
-    """The async twin for the TUI: job's master log read once (no follow) into a progress."""
-    progress = TrainingProgress()
-    try:
-        async for line in client.stream_logs(job, follow=False, tail=tail):
-            progress.feed(line)
-    except RunaiError as error:
-        return None, error
-    return progress, None

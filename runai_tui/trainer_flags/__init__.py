@@ -6,6 +6,8 @@
                 with no edit here
 - fast_path.py  trainer/fast_path.py itself (a link): --channels-last auto and --compile auto,
                 decided by `plan` and the submit form with the trainer's own rule
+- records.py    trainer/records.py itself (a link): the schema of what the trainer prints (record
+                kinds, every rank's figures, the Flight Recorder's folder), read by every reader
 - here          one reader of the words (`tokens`), behind reading them (`parse`), setting one
                 flag (`set_flag`) and finding one value (`value_of`)
 

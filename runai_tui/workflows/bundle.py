@@ -36,13 +36,14 @@ from runai_tui.knowledge.submitted import read_submission
 from runai_tui.profiles import submission_record
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.trainer_flags import records
 from runai_tui.workflows.diagnose_job import diagnose_job
 from runai_tui.workflows.run_sources import METRICS_FILE, RUN_FILE, output_dir
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
 
-FR_DIR = "flight-recorder"
+FR_DIR = records.DUMP_DIR
 
 
 @dataclass

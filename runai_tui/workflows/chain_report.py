@@ -3,7 +3,7 @@ submitted again from it, watcher.read_chain), what the night did and cost.
 
 Per chain: its outcome (the latest attempt's phase), attempts, restarts in place (the pods'
 restart counts), preemptions (describe's count, else its events), steps lost and the GPU-hours
-they took (knowledge/records/redone.py, from the trainer's records and resume lines in the master pod's
+they took (knowledge/records/redone.py, from the trainer's train and resume records in the master pod's
 log, the container before its last restart or preemption first), wall time (the pods' first
 start to their last end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
 best loss and best mAP. Totals at the end, and cost where config.toml names a price per GPU-hour.

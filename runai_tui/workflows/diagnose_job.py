@@ -39,8 +39,8 @@ async def diagnose_job(
     unavailable: list[Finding] = []
 
     # off `diagnose --log`, a waited path: no event loop, no dump reader (docs/performance.md)
-    from runai_tui.knowledge.records import flight_recorder  # the same: off `diagnose --log`
     from runai_tui.util.aio import gather_all
+    from runai_tui.workflows import flight_recorder  # the same: off `diagnose --log`
 
     dumps_at = flight_recorder.DumpLocator()  # where the trainer said its hang dumps went
 

@@ -10,14 +10,15 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runai_tui.knowledge.records.progress import RANK_FIGURES, TrainingProgress, parse_metric_line
+from runai_tui.knowledge.records.progress import TrainingProgress, parse_metric_line
 from runai_tui.shapes.json_types import JSONObject
 from runai_tui.shapes.models import master_pod
-from runai_tui.workflows.sources import LogSource
+from runai_tui.trainer_flags import records
+from runai_tui.workflows.sources import LogSource, StreamsLogs
 
 # Columns every metrics row starts with; the records' own keys follow in order of appearance.
-LEAD_COLUMNS = ("pod", "rank", "kind", "step", "epoch", "time")
-RANK_COLUMNS = tuple(f"rank_{name}" for name in RANK_FIGURES)
+LEAD_COLUMNS = ("pod", "rank", records.KIND, "step", "epoch", "time")
+RANK_COLUMNS = tuple(f"rank_{name}" for name in records.RANK_FIGURES)
 
 
 @dataclass
@@ -40,11 +41,15 @@ async def read_pod_records(client: LogSource, name: str, pod: str) -> PodRecords
 
 
 async def feed_pod_log(
-    client: LogSource, name: str, pod: str, feed: Callable[[str], object]
+    client: StreamsLogs,
+    name: str,
+    pod: str | None,
+    feed: Callable[[str], object],
+    tail: int | None = None,
 ) -> None:
-    """Each line of one pod's whole log (not followed) to `feed`, the stream closed however the
-    read ends."""
-    stream = client.stream_logs(name, pod=pod, follow=False)
+    """Each line of one pod's log (not followed; its last `tail` lines when given; None: runai's
+    choice of pod) to `feed`, the stream closed however the read ends."""
+    stream = client.stream_logs(name, pod=pod, follow=False, tail=tail)
     try:
         async for line in stream:
             feed(line)
@@ -59,15 +64,23 @@ async def read_job_records(client: LogSource, name: str) -> list[PodRecords]:
     return [await read_pod_records(client, name, p.name) for p in detail.pods]
 
 
-async def read_progress(client: LogSource, name: str) -> tuple[str | None, TrainingProgress]:
+async def read_progress(
+    client: StreamsLogs, name: str, *, pod: str | None = None, tail: int | None = None
+) -> TrainingProgress:
+    """A job's log (one pod's, not followed; its last `tail` lines when given) read into its
+    progress: the one reading of a log into a TrainingProgress. Raises RunaiError."""
+    progress = TrainingProgress()
+    await feed_pod_log(client, name, pod, progress.feed, tail)
+    return progress
+
+
+async def master_progress(client: LogSource, name: str) -> tuple[str | None, TrainingProgress]:
     """The master pod's name and its progress (every rank's latest figures in `.ranks`)."""
     detail = await client.adescribe(name)
-    progress = TrainingProgress()
     pod = master_pod(detail.pods)
     if pod is None:
-        return None, progress
-    await feed_pod_log(client, name, pod.name, progress.feed)
-    return pod.name, progress
+        return None, TrainingProgress()
+    return pod.name, await read_progress(client, name, pod=pod.name)
 
 
 def metric_rows(pods: list[PodRecords]) -> list[dict[str, object]]:
@@ -79,7 +92,9 @@ def metric_rows(pods: list[PodRecords]) -> list[dict[str, object]]:
         for record in pod.records:
             base = {k: v for k, v in record.items() if k != "ranks"}
             ranks = record.get("ranks")
-            columns = [ranks.get(n) for n in RANK_FIGURES] if isinstance(ranks, dict) else []
+            columns = (
+                [ranks.get(n) for n in records.RANK_FIGURES] if isinstance(ranks, dict) else []
+            )
             size = max((len(c) for c in columns if isinstance(c, list)), default=0)
             if not size:
                 rows.append({"pod": pod.pod, "rank": 0, **base})

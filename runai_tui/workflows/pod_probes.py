@@ -1,5 +1,6 @@
 """The probes run in a job's pods through the client (`top`, `preflight`): every running pod, or
-the one named, a few at a time. What a probe prints and what it means is knowledge/probes/.
+the one named, a few at a time (`probe_pods`), and `top`'s pass. What a probe prints and what it
+means is knowledge/probes/; preflight's pass is workflows/preflight.py.
 """
 
 from __future__ import annotations
@@ -8,8 +9,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
-from runai_tui.knowledge.probes import preflight, resources
-from runai_tui.knowledge.probes.preflight import PodChecklist, Preflight
+from runai_tui.knowledge.probes import resources
 from runai_tui.knowledge.probes.resources import PodResources, TopReport
 from runai_tui.shapes.errors import ErrorKind, RunaiError
 from runai_tui.shapes.models import JobDetail, Phase, Pod
@@ -33,7 +33,7 @@ def pods_to_probe(detail: JobDetail, pod: str | None) -> list[Pod]:
     return pods
 
 
-async def _probe(
+async def probe_pods(
     client: ExecSource,
     name: str,
     pods: list[Pod],
@@ -85,30 +85,4 @@ async def top_job(
             return PodResources(p.name, error=output.message, hint=output.hint)
         return resources.parse_probe(p.name, output)
 
-    return TopReport(name, await _probe(client, name, pods, resources.COMMAND, timeout, row))
-
-
-async def preflight_job(
-    client: ExecSource,
-    name: str,
-    pod: str | None = None,
-    timeout: float = preflight.EXEC_TIMEOUT,
-    detail: JobDetail | None = None,
-) -> Preflight:
-    """The preflight probe in every running pod (or one pod), concurrently. A pod that is not
-    running is one skipped item; a probe that fails or times out is one failed item."""
-    if detail is None:
-        detail = await client.adescribe(name)
-
-    def row(p: Pod, output: str | RunaiError | None) -> PodChecklist:
-        if output is None:
-            why = f"the pod is {p.phase.value}: nothing runs there yet"
-            return PodChecklist(p.name, [preflight.check_skipped("pod", why)])
-        if isinstance(output, RunaiError):
-            return PodChecklist(
-                p.name, [preflight.check_failed("probe", output.message, output.hint)]
-            )
-        return preflight.checklist(p.name, output, p.node)
-
-    pods = pods_to_probe(detail, pod)
-    return Preflight(await _probe(client, name, pods, preflight.COMMAND, timeout, row))
+    return TopReport(name, await probe_pods(client, name, pods, resources.COMMAND, timeout, row))

@@ -5,7 +5,7 @@ all; a pass names the slice it needs, so a test can hand it a small stand-in.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from runai_tui.shapes.models import JobDetail
 
@@ -24,6 +24,7 @@ class StreamsLogs(Protocol):
     ) -> AsyncGenerator[str, None]: ...
 
 
+@runtime_checkable
 class ExecsInPods(Protocol):
     """A command's stdout, run in a pod."""
 

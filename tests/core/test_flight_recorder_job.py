@@ -1,7 +1,7 @@
 """`diagnose JOB`'s Flight Recorder part: only a dump that exists is a finding.
 
 Every distributed run announces where its dumps would go; a healthy one never writes them. The
-pods' side is a PodFiles that answers `ls` and `base64` from a real directory (or fails as an exec
+pods' side is an ExecsInPods (workflows/sources.py) that answers `ls` and `base64` from a real directory (or fails as an exec
 on a missing one does), so these run the same code path as a pod's exec."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from runai_tui.knowledge.records import flight_recorder as fr
 from runai_tui.shapes.models import Job, JobDetail, Phase, Pod
+from runai_tui.workflows.flight_recorder import job_findings
 
 ANNOUNCE = "trainer: flight recorder: a hang dumps each rank's collectives to {d}/rank-N"
 DUMPED = "trainer: [rank {r}] flight recorder dump (collective failed): {d}/rank-{r}"
@@ -40,7 +41,7 @@ def _findings(lines: list[str], phase: Phase) -> list[fr.Reported]:
     locator = fr.DumpLocator()
     for i, line in enumerate(lines):
         locator.feed(f"j-{'master' if i % 2 == 0 else 'worker'}-0", line)
-    return asyncio.run(fr.job_findings(PodDirectory(), _detail(phase), locator))
+    return asyncio.run(job_findings(PodDirectory(), _detail(phase), locator))
 
 
 def _dump(directory: Path, rank: int, entered: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 from runai_tui.knowledge.probes.preflight import COMMAND, SCRIPT, status
 from runai_tui.shapes.errors import ErrorKind, RunaiError
 from runai_tui.workflows.diagnose_job import diagnose_job
-from runai_tui.workflows.pod_probes import preflight_job
+from runai_tui.workflows.preflight import preflight_job
 from tests.fakes import rule
 
 DESCRIBE = json.dumps(

@@ -13,7 +13,6 @@ from runai_tui.knowledge.plan import (
     Plan,
     class_logits_parameters,
     make_plan,
-    measure,
     parameter_count,
     parse_trainer_args,
     ring_allreduce_bytes,
@@ -22,6 +21,7 @@ from runai_tui.knowledge.plan import (
 )
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.shapes.errors import UsageError
+from runai_tui.workflows.gather import measure
 from tests.fakes import rule
 
 ENTRY = "/data/scripts/vision/shell/train-retinanet-ddp.sh"
@@ -206,9 +206,9 @@ def plan_for_measure() -> Plan:
     return make_plan(ProfileStore().load("retinanet-tcp"))
 
 
-def test_measured_step_time_and_allreduce_share(make_fake, client_for) -> None:
+async def test_measured_step_time_and_allreduce_share(make_fake, client_for) -> None:
     fake = make_fake([rule("pytorch", "logs", "retinanet-tcp", stdout=RECORDS + "\n")])
-    plan = measure(plan_for_measure(), client_for(fake), "retinanet-tcp")
+    plan = await measure(plan_for_measure(), client_for(fake), "retinanet-tcp")
     assert fake.calls()[-1][:4] == ["training", "pytorch", "logs", "retinanet-tcp"]
     assert plan.measured is not None
     assert plan.measured.step_time == 0.45  # median of the windows after the first
@@ -218,7 +218,7 @@ def test_measured_step_time_and_allreduce_share(make_fake, client_for) -> None:
     assert plan.to_dict()["measured"]["step_time"] == 0.45
 
 
-def test_no_job_or_no_records_is_a_note_not_an_error(make_fake, client_for) -> None:
+async def test_no_job_or_no_records_is_a_note_not_an_error(make_fake, client_for) -> None:
     missing = make_fake(
         [
             rule(
@@ -228,10 +228,10 @@ def test_no_job_or_no_records_is_a_note_not_an_error(make_fake, client_for) -> N
             )
         ]
     )
-    plan = measure(plan_for_measure(), client_for(missing), "retinanet-tcp")
+    plan = await measure(plan_for_measure(), client_for(missing), "retinanet-tcp")
     assert plan.measured is None and plan.measure_note == "none (no job named retinanet-tcp)"
     quiet = make_fake([rule("logs", stdout="starting\nno records yet\n")])
-    plan = measure(plan_for_measure(), client_for(quiet), "retinanet-tcp")
+    plan = await measure(plan_for_measure(), client_for(quiet), "retinanet-tcp")
     assert plan.measured is None and "no trainer records with step_time" in plan.measure_note
 
 
@@ -266,7 +266,7 @@ def test_the_hook_halves_the_bytes_and_the_time_at_the_profiles_link() -> None:
     assert make_plan(ProfileStore().load("retinanet-rdma")).link == "ib_200gbps"
 
 
-def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_leaves(
+async def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_leaves(
     make_fake, client_for
 ) -> None:
     records = "\n".join(
@@ -279,7 +279,7 @@ def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_le
         ]
     )
     fake = make_fake([rule("pytorch", "logs", "retinanet-tcp", stdout=records + "\n")])
-    plan = measure(plan_for_measure(), client_for(fake), "retinanet-tcp")
+    plan = await measure(plan_for_measure(), client_for(fake), "retinanet-tcp")
     assert plan.measured is not None and plan.measured.step_time == 0.10
     # 83.2 ms of 100 ms is the all-reduce on 25 Gb/s: bf16 would leave 100 - 41.6 ms.
     assert plan.measured.other_step_time is not None
@@ -302,7 +302,7 @@ def test_measured_step_time_mostly_communication_warns_and_says_what_the_hook_le
     # warning (41.6 ms of 100 ms).
     tcp = apply_overrides(ProfileStore().load("retinanet-tcp"), ["args=[--ddp-comm-hook,bf16]"])
     fake = make_fake([rule("pytorch", "logs", "retinanet-tcp", stdout=records + "\n")])
-    plan = measure(make_plan(tcp), client_for(fake), "retinanet-tcp")
+    plan = await measure(make_plan(tcp), client_for(fake), "retinanet-tcp")
     assert plan.measured is not None and plan.measured.other_step_time is not None
     assert math.isclose(plan.measured.other_step_time, 0.10 + plan.half_seconds["tcp_25gbps"])
     assert plan.warnings == []

@@ -37,3 +37,15 @@ def test_a_preempted_job_says_so_in_its_status_where_the_list_counts_it() -> Non
     assert status_text(job.phase, job.preemptions).plain == "Pending (preempted 2x)"
     plain = parse_job({"name": "b", "phase": "Running"})  # runai's own list: no such field
     assert plain is not None and plain.status_shown == "Running" and plain.preemptions == 0
+
+
+def test_describe_and_report_count_steps_lost_the_same_way() -> None:
+    """Describe's recovery line and the report read one count (knowledge/records/redone.py): a log
+    whose resume record is missing (the step sequence went back) gives both the same figure."""
+    from runai_tui.knowledge.records.redone import redone
+
+    lines = [f'{{"kind": "train", "step": {s}, "time": {s}.0}}' for s in (1, 2, 3, 4, 2, 3, 4, 5)]
+    found = recovery(lines, [], [])
+    assert (found.resumes, found.steps_lost) == (1, 3)
+    report = redone(lines)
+    assert (report.resumes, report.steps) == (found.resumes, found.steps_lost)

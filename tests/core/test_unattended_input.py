@@ -92,9 +92,12 @@ def train(step: int, when: float, loss: float = 1.0) -> str:
 
 def test_steps_lost_are_the_steps_trained_again_after_a_resume() -> None:
     first = [train(s, 100.0 + 10 * s, loss=2.0 - s / 10) for s in range(1, 8)]  # killed after 7
+    # The trainer's resume record counts the steps its metrics.jsonl had past the checkpoint
+    # (a run whose log is gone included); the free-form resume line is not read.
     second = [
         "trainer: resumed from /data/runs/wk/checkpoints/step-000000006.pt: step 6, epoch 0, "
         "batch 6 of the epoch",
+        json.dumps({"kind": "resume", "step": 6, "lost": 1, "resumes": 1, "lost_total": 1}),
         *(train(s, 500.0 + 10 * s, loss=1.5) for s in range(7, 13)),
         json.dumps({"kind": "eval", "step": 12, "map": 0.125}),
         json.dumps({"kind": "eval", "step": 12, "map": 0.25}),
@@ -104,15 +107,18 @@ def test_steps_lost_are_the_steps_trained_again_after_a_resume() -> None:
     assert (figures.steps, figures.seconds, figures.resumes) == (1, 10.0, 1)
     assert (figures.last_step, figures.best_map) == (12, 0.25)
     assert figures.best_loss == pytest.approx(1.3)
-    # Without the resume line (a log cut short), the step sequence going back says it.
+    # Without the resume record (a log cut short), the step sequence going back says it.
     bare = redone(first + [train(s, 500.0 + s, 1.5) for s in range(5, 9)])
-    assert (bare.steps, bare.seconds) == (3, 30.0)
+    assert (bare.steps, bare.seconds, bare.resumes) == (3, 30.0, 1)
     assert redone(first).steps == 0
-    # The trainer's resume record counts the steps its metrics.jsonl had past the checkpoint
-    # (a run whose log is gone included): its count wins, the resume line names the same step.
+    # The record's own count wins over the steps seen (a metrics.jsonl that held more).
     record = json.dumps({"kind": "resume", "step": 6, "lost": 2, "resumes": 1, "lost_total": 2})
-    counted = redone([*first, second[0], record, *second[1:]])
+    counted = redone([*first, record, *second[2:]])
     assert (counted.steps, counted.seconds, counted.resumes) == (2, 10.0, 1)
+    # A resume whose earlier log is gone: the newest record's run totals are the floor.
+    later = json.dumps({"kind": "resume", "step": 9, "lost": 1, "resumes": 3, "lost_total": 5})
+    gone = redone([train(9, 1.0), train(10, 2.0), later])
+    assert (gone.steps, gone.resumes) == (5, 3)
 
 
 def attempt(name: str, number: int, parent: str | None, minute: int) -> Attempt:

@@ -1,5 +1,5 @@
-"""A wheel carries the shipped profiles and the trainer's fast-path rule (both links in the source
-tree), and an install outside the source tree finds them."""
+"""A wheel carries the shipped profiles, the trainer's fast-path rule, record schema and atomic
+writer (links in the source tree), and an install outside the source tree finds them."""
 
 from __future__ import annotations
 
@@ -39,9 +39,13 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
         assert "runai_tui/profiles/fields.py" in names
         text = archive.read("runai_tui/shipped_profiles/retinanet-tcp.yaml").decode()
         rule = archive.read("runai_tui/trainer_flags/fast_path.py").decode()
+        schema = archive.read("runai_tui/trainer_flags/records.py").decode()
+        writer = archive.read("runai_tui/util/atomic.py").decode()
         assert not any(n.startswith("trainer/") for n in names)  # the trainer is not installed
     assert text == (REPO / "profiles" / "retinanet-tcp.yaml").read_text()
     assert rule == (REPO / "trainer" / "fast_path.py").read_text()
+    assert schema == (REPO / "trainer" / "records.py").read_text()
+    assert writer == (REPO / "trainer" / "files.py").read_text()
 
     site = tmp_path / "site"
     install = [*pip, "install", "--no-deps", "--no-index", "--target", str(site)]
@@ -51,6 +55,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
     yaml_dir = Path(yaml.__file__).resolve().parents[1]
     probe = (
         "import json, runai_tui.profiles as p, runai_tui.trainer_flags.fast_path\n"
+        "import runai_tui.trainer_flags.records\n"
         "s = p.ProfileStore()\n"
         "print(json.dumps({'module': p.__file__, 'shipped': str(p.shipped_profiles_dir()),\n"
         "    'names': s.names(), 'image': s.load('retinanet-rdma').image}))\n"

@@ -1,5 +1,6 @@
 """The trainer's atomic writer (checkpoints, run.json, synthetic images on a shared PVC): new
-files honour the umask, replaced files keep their mode, the directory is fsynced."""
+files honour the umask, replaced files keep their mode, the directory is fsynced. It is
+runai-tui's too: runai_tui/util/atomic.py is a link to trainer/files.py."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def mode(path) -> int:
 def test_new_files_honour_the_umask(tmp_path, set_umask, mask, expected):
     set_umask(mask)
     path = str(tmp_path / "runs" / "run.json")
-    files.write_text_atomic(path, "{}")
+    files.atomic_write(path, "{}")
     assert mode(path) == expected
     assert sorted(os.listdir(tmp_path / "runs")) == ["run.json"]
 
@@ -44,17 +45,17 @@ def test_a_replaced_file_keeps_its_mode_and_the_directory_is_fsynced(
     synced = []
     real = files.fsync_directory
     monkeypatch.setattr(files, "fsync_directory", lambda d: (synced.append(d), real(d)))
-    files.write_text_atomic(str(path), "new\n")
+    files.atomic_write(str(path), "new\n")
     assert path.read_text() == "new\n" and mode(path) == 0o640
-    assert synced == [str(tmp_path)]
+    assert synced == [tmp_path]
 
 
 def test_the_synthetic_writer_uses_the_atomic_helper(tmp_path, set_umask, monkeypatch):
     set_umask(0o002)
     index = synthetic.make_synthetic_index(2, 1, seed=0, base_size=48, split="train")
     used = []
-    real = files.atomic_open
-    monkeypatch.setattr(synthetic, "atomic_open", lambda p: (used.append(p), real(p))[1])
+    real = files.atomic_open_binary
+    monkeypatch.setattr(synthetic, "atomic_open_binary", lambda p: (used.append(p), real(p))[1])
     synthetic.write_jpegs(index, str(tmp_path / "images"), seed=0)
     names = sorted(os.listdir(tmp_path / "images"))
     assert names == [index.file_name(0), index.file_name(1)] and len(used) == 2
@@ -62,3 +63,12 @@ def test_the_synthetic_writer_uses_the_atomic_helper(tmp_path, set_umask, monkey
         path = tmp_path / "images" / name
         assert mode(path) == 0o664
         assert Image.open(path).format == "JPEG"
+
+
+def test_runai_tui_writes_with_this_very_file():
+    from pathlib import Path
+
+    from runai_tui.util import atomic
+
+    link = Path(atomic.__file__)
+    assert link.is_symlink() and link.resolve() == Path(files.__file__).resolve()

@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from trainer.distributed import DistContext, barrier
-from trainer.files import atomic_open
+from trainer.files import atomic_open_binary
 
 INDEX_FORMAT = 2
 MAGIC = b"RTINDEX\0"  # 8 bytes, then a little-endian u64 header length, then the JSON header
@@ -98,7 +98,7 @@ class DetectionIndex:
             }
         ).encode()
         start = _aligned(len(MAGIC) + 8 + len(header))
-        with atomic_open(path) as f:
+        with atomic_open_binary(path) as f:
             f.write(MAGIC + struct.pack("<Q", len(header)) + header)
             f.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
             for arr in arrays.values():

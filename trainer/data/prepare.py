@@ -59,7 +59,7 @@ from trainer.data.shards import (
     verify_manifest,
 )
 from trainer.errors import ConfigError, TrainerError
-from trainer.files import atomic_open, write_text_atomic
+from trainer.files import atomic_open_binary, atomic_write
 
 ORIENTATION_TAG = 0x0112
 DEFAULT_SPLIT_DIRS = {
@@ -303,7 +303,7 @@ class ShardWriter:
 
     def _open(self) -> None:
         name = f"{self.prefix}-{len(self.shards):06d}.tar"
-        self._ctx = atomic_open(os.path.join(self.out_dir, name))
+        self._ctx = atomic_open_binary(os.path.join(self.out_dir, name))
         self._writer = HashingWriter(self._ctx.__enter__())
         # Closed in _close. The stub asks every fileobj for read/seek/tell; stream mode "w|" only
         # writes, which is all HashingWriter offers.
@@ -372,7 +372,7 @@ def prepare(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, A
             os.unlink(os.path.join(args.out, name))
 
     manifest = _manifest(args, source, images_dir, target, report, shards)
-    write_text_atomic(os.path.join(args.out, MANIFEST), json.dumps(manifest, indent=1) + "\n")
+    atomic_write(os.path.join(args.out, MANIFEST), json.dumps(manifest, indent=1) + "\n")
     os.chmod(os.path.join(args.out, MANIFEST), 0o644)
     elapsed = time.monotonic() - started
     totals = manifest["totals"]

@@ -14,7 +14,7 @@ from PIL import Image
 
 from trainer.data.dataset import DetectionDataset
 from trainer.data.index import DetectionIndex, build_from_rows
-from trainer.files import atomic_open
+from trainer.files import atomic_open_binary
 
 ASPECTS = (0.75, 1.0, 4 / 3)  # width / height; several, so aspect-ratio grouping has work to do
 
@@ -76,7 +76,7 @@ def write_jpegs(index: DetectionIndex, directory: str, seed: int) -> None:
         path = os.path.join(directory, index.file_name(i))
         if os.path.exists(path):
             continue
-        with atomic_open(path) as handle:
+        with atomic_open_binary(path) as handle:
             Image.fromarray(render(index, i, seed)).save(handle, format="JPEG", quality=90)
 
 

@@ -37,6 +37,7 @@ from runai_tui.knowledge.diagnose.records import (
 )
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.trainer_flags import records
 
 FINDINGS_PER_CODE = 3  # findings kept per code per pod; the rest are only counted
 LOG_HEADER = re.compile(r"[EWIF]\d{4} [\d:.]+ +\d+ \S+:\d+\] ")  # torch's glog-style prefix
@@ -287,7 +288,7 @@ class PodDiagnoser:
         if RECORD_MARK in line and ("NaN" in line or "Infinity" in line):
             record = parse_metric_line(line)
             loss = record.get("loss") if record is not None else None
-            train = record is not None and record.get("kind") == "train"
+            train = record is not None and record.get(records.KIND) == records.TRAIN
             if train and isinstance(loss, float) and not math.isfinite(loss):
                 self._add("nan-loss", number, line)
 

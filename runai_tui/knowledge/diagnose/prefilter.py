@@ -20,10 +20,12 @@ from typing import Any, Protocol
 from runai_tui.knowledge.diagnose.codes import prefilter_needles
 from runai_tui.knowledge.diagnose.nccl_net import TRANSPORT_IB, final_transport
 from runai_tui.knowledge.diagnose.records import B_RECORD, decode
+from runai_tui.trainer_flags import records
 
 NEEDLES = prefilter_needles()
 B_NEEDLES = tuple(n.encode() for n in NEEDLES)
-COMM_RECORD = b'"kind": "comm"'  # the trainer's wire check record (knowledge/records/wire.py)
+# The trainer's wire check record (knowledge/records/wire.py), as trainer/records.py prints it.
+COMM_RECORD = records.kind_mark(records.COMM).encode()
 CASED = (b"NCCL_IB_", COMM_RECORD)  # looked for in their case on every line
 CASED_ON_RECORDS = (b"NaN", b"Infinity")  # ...on trainer record lines (a non-finite loss)
 NEWLINES_SAMPLE = 1 << 14  # `newlines`: shorter spans are counted by `count`; its sample

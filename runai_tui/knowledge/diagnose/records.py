@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.trainer_flags import records
 
-RECORD_MARK = '"kind"'  # every trainer record line holds it (runai_tui.knowledge.records.progress)
+RECORD_MARK = records.KIND_MARK  # every trainer record line holds it (trainer/records.py)
 B_RECORD = RECORD_MARK.encode()
 RECORDS_KEPT = 200  # the newest record lines kept per pod: data-starved and stalled read them
 RECORD_LINE_MAX = 1 << 16  # a longer "record" line is not the trainer's and is not kept
@@ -43,17 +44,17 @@ class TrainerRecords:
             record = parse_metric_line(line)
             if record is None:
                 continue
-            kind = record.get("kind")
+            kind = record.get(records.KIND)
             stamp = number_or_none(record.get("time"))
             if stamp is not None:
-                if out.last_time is not None and kind == "train" and stamp > out.last_time:
+                if out.last_time is not None and kind == records.TRAIN and stamp > out.last_time:
                     out.intervals.append(stamp - out.last_time)
                 out.last_time = stamp
             out.last_record = (number, line)
-            if kind in ("done", "stopped"):
+            if kind in records.FINISHED:
                 out.finished = True
                 continue
-            if kind != "train":
+            if kind != records.TRAIN:
                 continue
             out.finished = False  # a new run (a resume) after an earlier one
             if skip_first:

@@ -17,19 +17,18 @@ module: no Textual, no torch, no `runai` plumbing (the job path takes the client
 
 from __future__ import annotations
 
-import base64
 import io
 import pickle
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from runai_tui.shapes.models import JobDetail, Phase
+from runai_tui.trainer_flags import records
 from runai_tui.util.text import literal
 
-DIR_NAME = "flight-recorder"
+DIR_NAME = records.DUMP_DIR  # <output-dir>/flight-recorder: trainer/records.py
 MAX_DUMP_BYTES = 256 << 20  # a dump larger than this is not read
 CLOCK_SLACK_NS = 120 * 10**9  # clocks of different nodes may differ by this much
 _RANK_FILE = re.compile(r"^(?P<prefix>[\w.-]*?)(?P<rank>\d+)$")
@@ -115,25 +114,23 @@ class Hang:
     missing: list[int] = field(default_factory=list)  # ranks with no dump
 
     def message(self) -> str:
-        who = _ranks(self.stalled)
+        who = ranks_text(self.stalled)
         where = f"collective {self.seq} of process group {self.pg}" + (
             f" ({self.pg_desc})" if self.pg_desc else ""
         )
         what = f"{self.op}, {self.size}" if self.op else "operation not in the buffer"
         if self.late:
-            head = f"{who} entered {where} after the timeout of {_ranks(self.waited)}"
+            head = f"{who} entered {where} after the timeout of {ranks_text(self.waited)}"
         elif set(self.stalled) <= set(self.missing):
-            head = (
-                f"{who} left no dump and never reached {where}, which {_ranks(self.waited)} entered"
-            )
+            head = f"{who} left no dump and never reached {where}, which {ranks_text(self.waited)} entered"
         else:
-            head = f"{who} never entered {where}; {_ranks(self.waited)} entered it and waited"
+            head = f"{who} never entered {where}; {ranks_text(self.waited)} entered it and waited"
         done = ", ".join(f"rank {r}: {s}" for r, s in sorted(self.last_completed.items()))
-        tail = f"; no dump from {_ranks(self.missing)}" if self.missing else ""
+        tail = f"; no dump from {ranks_text(self.missing)}" if self.missing else ""
         return f"{head}: {what}. Last completed collective: {done}{tail}"
 
     def fix(self) -> str:
-        who = _ranks(self.stalled)
+        who = ranks_text(self.stalled)
         return (
             f"look at {who}'s pod and node first: the last lines of its log (runai-tui logs JOB "
             "--pod POD), then `runai-tui preflight JOB --pod POD` on it; a rank that stops "
@@ -170,7 +167,7 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _ranks(ranks: Iterable[int]) -> str:
+def ranks_text(ranks: Iterable[int]) -> str:
     items = sorted(set(ranks))
     if not items:
         return "no rank"
@@ -182,7 +179,7 @@ def _ranks(ranks: Iterable[int]) -> str:
 
 def load_dump(data: bytes, name: str, rank: int) -> RankDump:
     """One rank's file, as plain data. Raises DumpProblem for a truncated or foreign file."""
-    hint = "give the directory torch's Flight Recorder wrote (<output-dir>/flight-recorder)"
+    hint = f"give the directory torch's Flight Recorder wrote (<output-dir>/{DIR_NAME})"
     try:
         raw = _PlainData(io.BytesIO(data)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as exc:
@@ -240,8 +237,8 @@ def rank_files(names: Iterable[str]) -> dict[int, str]:
         match = _RANK_FILE.match(name)
         if match and not name.startswith("."):
             by_prefix.setdefault(match["prefix"], {})[int(match["rank"])] = name
-    if "rank-" in by_prefix:
-        return by_prefix["rank-"]
+    if records.DUMP_FILE_PREFIX in by_prefix:
+        return by_prefix[records.DUMP_FILE_PREFIX]
     if len(by_prefix) == 1:
         return next(iter(by_prefix.values()))
     return {}
@@ -252,7 +249,7 @@ def read_dir(directory: Path) -> list[RankDump]:
     if not directory.is_dir():
         raise DumpProblem(
             f"--flight-recorder {directory}: no such directory",
-            "give the directory of rank-N files (<output-dir>/flight-recorder)",
+            f"give the directory of rank-N files (<output-dir>/{DIR_NAME})",
         )
     files = rank_files(p.name for p in directory.iterdir() if p.is_file())
     if not files:
@@ -400,34 +397,6 @@ class DumpLocator:
             self.pod_of_rank[int(rank[1])] = pod
 
 
-@runtime_checkable
-class PodFiles(Protocol):
-    """What reading dumps needs from RunaiClient: a command's stdout, run in a pod."""
-
-    async def aexec_output(
-        self, name: str, pod: str | None, command: list[str], timeout: float | None = None
-    ) -> str: ...
-
-
-async def read_through_pod(client: PodFiles, job: str, pod: str, directory: str) -> list[RankDump]:
-    """The dumps on the PVC, read through `pod` (ls, then base64 of each file: binary-safe over
-    the exec path); none when no rank has dumped. Raises DumpProblem for a dump that cannot be
-    read; a failed exec raises the client's error."""
-    listing = await client.aexec_output(job, pod, ["ls", "-1", directory])
-    files = rank_files(line.strip() for line in listing.splitlines())
-    dumps: list[RankDump] = []
-    for rank, name in sorted(files.items()):
-        path = f"{directory}/{name}"
-        text = await client.aexec_output(job, pod, ["base64", path])
-        try:
-            data = base64.b64decode("".join(text.split()), validate=True)
-        except ValueError:
-            raise DumpProblem(f"{pod}:{path}: unreadable through the pod", "copy it and use "
-                              "--flight-recorder DIR") from None  # fmt: skip
-        dumps.append(load_dump(data, f"{pod}:{path}", rank))
-    return dumps
-
-
 def summary_lines(judgement: Judgement) -> list[str]:
     """Each rank's position in its process groups, for the text report."""
     out = []
@@ -470,45 +439,6 @@ def unreadable(problem: DumpProblem, pod: str) -> Reported:
     return Reported(
         "flight-recorder-unreadable", pod, problem.message, problem.message, problem.hint
     )
-
-
-async def job_findings(client: object, detail: JobDetail, locator: DumpLocator) -> list[Reported]:
-    """`diagnose JOB`: the dumps of the job's ranks, read through a running pod of the job (they
-    are on the PVC every pod mounts). Only a dump that exists is a finding: every distributed run
-    announces the directory, and a healthy one never writes it, so a directory that is missing,
-    empty or out of reach says nothing unless a rank logged that it dumped."""
-    if locator.directory is None or not isinstance(client, PodFiles):
-        return []
-    dumped = bool(locator.pod_of_rank)
-    running = [p.name for p in detail.pods if p.phase is Phase.RUNNING]
-    first = detail.pods[0].name if detail.pods else detail.job.name
-    if not running:
-        if not dumped:
-            return []
-        return [unreadable(DumpProblem(
-            f"the dumps are in {locator.directory} on the PVC, but no pod of the job is running "
-            "to read them through",
-            f"copy {locator.directory} from the PVC and run "
-            "`runai-tui diagnose --flight-recorder DIR`"), first)]  # fmt: skip
-    try:
-        dumps = await read_through_pod(client, detail.job.name, running[0], locator.directory)
-    except DumpProblem as problem:
-        return [unreadable(problem, running[0])]
-    except Exception as exc:  # noqa: BLE001 - the client's error (exec refused, pod gone)
-        if not dumped:  # the directory was announced and never written: nothing to judge
-            return []
-        message = getattr(exc, "message", str(exc))
-        return [unreadable(DumpProblem(f"{locator.directory}: {message}", "copy the directory "
-                "and run `runai-tui diagnose --flight-recorder DIR`"), running[0])]  # fmt: skip
-    if not dumps:
-        if not dumped:
-            return []
-        return [unreadable(DumpProblem(
-            f"{running[0]}:{locator.directory}: no rank-N dump files, though "
-            f"{_ranks(sorted(locator.pod_of_rank))} logged a dump",
-            "the PVC the pods mount may differ: copy the dumps and run "
-            "`runai-tui diagnose --flight-recorder DIR`"), running[0])]  # fmt: skip
-    return findings(judge(dumps), locator.pod_of_rank)
 
 
 def render_text(judgement: Judgement, reported: list[Reported]) -> str:

@@ -1,17 +1,19 @@
-"""Training progress from the trainer's JSON metric lines (`{"kind": "train", "step": …}`).
+"""Training progress from the trainer's JSON metric lines (`{"kind": "train", "step": …}`,
+trainer/records.py).
 
 Core (no Textual): the TUI's progress widget, diagnosis and the plan all read records through it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
-from runai_tui.shapes.json_types import JSON, JSONObject
+from runai_tui.shapes.json_types import JSONObject
+from runai_tui.trainer_flags import records
 
 # Enough points for a sparkline as wide as any terminal.
 LOSS_HISTORY = 400
@@ -19,8 +21,6 @@ LOSS_HISTORY = 400
 STEP_TIME_HISTORY = 200
 # Train records kept for the curves (loss and every rank's images/s against step).
 CURVE_HISTORY = 2000
-# What a train record's "ranks" object lists, one value per global rank (trainer/engine.py).
-RANK_FIGURES = ("step_time", "data_time", "img_s", "forward_time", "tflops", "mfu")
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,9 @@ def rank_figures(record: Mapping[str, object]) -> list[RankFigures]:
     ranks = record.get("ranks")
     if not isinstance(ranks, dict):
         return []
-    columns = [ranks.get(name) for name in RANK_FIGURES]
+    # What the "ranks" object lists, one value per global rank (trainer/records.py); a
+    # RankFigures field by each name.
+    columns = [ranks.get(name) for name in records.RANK_FIGURES]
     lengths = {len(c) for c in columns if isinstance(c, list)}
     if len(lengths) != 1:
         return []
@@ -150,15 +152,13 @@ def rank_figures(record: Mapping[str, object]) -> list[RankFigures]:
     step, stamp = _int(record.get("step"), None), _float(record.get("time"), None)
     return [
         RankFigures(
-            rank,
-            step,
-            _float(values[0][rank], None),
-            _float(values[1][rank], None),
-            _float(values[2][rank], None),
-            stamp,
-            _float(values[3][rank], None),
-            _float(values[4][rank], None),
-            _float(values[5][rank], None),
+            rank=rank,
+            step=step,
+            time=stamp,
+            **{
+                name: _float(column[rank], None)
+                for name, column in zip(records.RANK_FIGURES, values, strict=True)
+            },
         )
         for rank in range(size)
     ]
@@ -241,8 +241,8 @@ class TrainingProgress:
         if record is None:
             return False
         self.lines_parsed += 1
-        kind = record.get("kind")
-        if kind == "train":
+        kind = record.get(records.KIND)
+        if kind == records.TRAIN:
             self.step = _int(record.get("step"), self.step)
             self.epoch = _int(record.get("epoch"), self.epoch)
             self.lr = _float(record.get("lr"), self.lr)
@@ -263,17 +263,19 @@ class TrainingProgress:
                 self.ranks = figures
             if self.step is not None:
                 self.curve.append(CurvePoint(self.step, loss, tuple(f.img_s for f in figures)))
-        elif kind == "eval":
+        elif kind == records.EVAL:
             self.eval = {
-                k: v for k, v in record.items() if k not in ("kind", "step", "epoch", "eval_time")
+                k: v
+                for k, v in record.items()
+                if k not in (records.KIND, "step", "epoch", "eval_time")
             }
-        elif kind == "target":
+        elif kind == records.TARGET:
             self.target = TimeToTarget.from_record(record) or self.target
-        elif kind == "resume":
-            resumes = _int(record.get("resumes"), None)
-            self.resumed = (resumes or 0, _int(record.get("lost_total"), None) or 0)
-        elif kind in ("done", "stopped"):
-            self.finished = kind
+        elif kind == records.RESUME:
+            resumes = _int(record.get(records.RESUME_COUNT), None)
+            self.resumed = (resumes or 0, _int(record.get(records.RESUME_LOST_TOTAL), None) or 0)
+        elif kind in records.FINISHED:
+            self.finished = str(kind)
             self.step = _int(record.get("step"), self.step)
             self.epoch = _int(record.get("epoch"), self.epoch)
         return True
@@ -303,29 +305,17 @@ class TrainingProgress:
             parts.append(f"eval: {shown}")
         if self.resumed is not None:
             parts.append(f"resumed {self.resumed[0]}x, {self.resumed[1]} steps lost")
-        if self.finished == "done":
+        if self.finished == records.DONE:
             parts.append("finished")
-        elif self.finished == "stopped":
+        elif self.finished == records.STOPPED:
             parts.append("stopped early (checkpoint saved)")
         return " · ".join(parts) if parts else "metrics seen, no values yet"
 
 
 def parse_metric_line(line: str) -> JSONObject | None:
-    """Return the JSON object on a metric line, or None for any other line.
-
-    The trainer prints one JSON object per line with a "kind" key; lines may carry a prefix
-    (a timestamp or a torchrun `[rank0]:` tag), so the object is taken from the first `{`.
-    """
-    start = line.find('{"')
-    if start < 0 or '"kind"' not in line:
-        return None
-    try:
-        record: JSON = json.loads(line[start:].strip())
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
-        return None
-    return record
+    """Return the JSON object on a metric line, or None for any other line: the trainer's
+    schema reads it (trainer/records.py; a prefix such as torchrun's `[rank0]:` is allowed)."""
+    return cast("JSONObject | None", records.parse_record_line(line))
 
 
 def _float(value: object, default: float | None) -> float | None:

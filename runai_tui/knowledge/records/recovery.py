@@ -1,10 +1,11 @@
 """What recovery cost a job: its resumes (a worker group restarted in place, a pod restarted, a
 preemption), the steps trained again after them, its preemptions and its pods' restarts.
 
-The trainer writes a `resume` record each time it resumes, carrying the run's totals so far
-(`resumes`, `lost_total`: the steps trained again), so the newest one in the master's log is
-enough, whichever container wrote it. Preemptions are the job's `Preempted` events (the local
-cluster's, and the Kubernetes scheduler's reason on a pod it preempts). Core: facts in, a line out.
+The resumes and the steps trained again are counted from the master's log by the count the
+report uses too (knowledge/records/redone.py): the trainer's `resume` records, the newest carrying the
+run's totals so far, whichever container wrote it. Preemptions are the job's `Preempted` events
+(the local cluster's, and the Kubernetes scheduler's reason on a pod it preempts). Core: facts
+in, a line out.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.knowledge.records.redone import redone
 from runai_tui.shapes.models import Event
 
 
@@ -47,14 +48,10 @@ def recovery(
     lines: Iterable[str], events: Iterable[Event], pods: Iterable[Mapping[str, object]] = ()
 ) -> Recovery:
     """The figures from the master's log LINES, the job's EVENTS and describe's raw PODS."""
-    latest: Mapping[str, object] = {}
-    for line in lines:
-        record = parse_metric_line(line)
-        if record is not None and record.get("kind") == "resume":
-            latest = record
+    lost = redone(lines)
     return Recovery(
-        resumes=_count(latest.get("resumes")),
-        steps_lost=_count(latest.get("lost_total")),
+        resumes=lost.resumes,
+        steps_lost=lost.steps,
         preemptions=sum(1 for e in events if e.reason == "Preempted"),
         pod_restarts=sum(_count(p.get("restartCount", p.get("restarts"))) for p in pods),
     )

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from runai_tui.knowledge.records.progress import RankFigures, parse_metric_line, rank_figures
+from runai_tui.trainer_flags import records as schema
 
 SLOW_FACTOR = 1.5  # a rank's median step (or forward) time this many times the others' median
 DATA_SHARE = 0.5  # a rank whose median data wait is at least this share of its step time
@@ -97,7 +98,7 @@ def find_stragglers(records: Iterable[tuple[int, Mapping[str, object]]]) -> list
     data wait of at least DATA_SHARE of its own median step time."""
     judged: list[tuple[int, list[RankFigures]]] = []
     for line, record in records:
-        if record.get("kind") != "train":
+        if record.get(schema.KIND) != schema.TRAIN:
             continue
         figures = rank_figures(record)
         if len(figures) < 2 or any(

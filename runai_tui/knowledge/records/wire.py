@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from runai_tui.knowledge.records.progress import parse_metric_line
+from runai_tui.trainer_flags import records
+
+COMM_MARK = records.kind_mark(records.COMM)  # on every wire check record line
 
 WIRE_SHARE = 0.5  # busbw below this share of the link's speed is a slow wire
 PAIR_FACTOR = 3.0  # a pair this many times slower than the others' upper median: a slow link
@@ -92,7 +95,7 @@ def _node(said: str, pod: str, nodes: Mapping[str, str]) -> str:
 
 def read_check(record: Mapping[str, object]) -> WireCheck | None:
     """A `comm` record as a WireCheck (None: not one, or one without sizes)."""
-    if record.get("kind") != "comm":
+    if record.get(records.KIND) != records.COMM:
         return None
     sizes = []
     for r in _dicts(record.get("sizes")):
@@ -147,7 +150,7 @@ def find_check(lines: Iterable[str]) -> WireCheck | None:
     """The newest `comm` record among log lines (None without one)."""
     found = None
     for line in lines:
-        if '"kind": "comm"' not in line:
+        if COMM_MARK not in line:  # a prefilter: the line is parsed below
             continue
         record = parse_metric_line(line)
         check = read_check(record) if record is not None else None

@@ -17,7 +17,7 @@ from runai_tui.shapes.models import Job
 from runai_tui.tui.failure_notice import notify_failure
 from runai_tui.tui.health_render import checklist_renderable
 from runai_tui.util.text import literal
-from runai_tui.workflows.pod_probes import preflight_job
+from runai_tui.workflows.preflight import preflight_job
 
 
 class PreflightScreen(ModalScreen[None]):

@@ -15,11 +15,13 @@ from textual.widgets import Label, Static
 
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.lint.registry import lint
-from runai_tui.knowledge.plan import LogStream, apply_measure, make_plan, read_progress
+from runai_tui.knowledge.plan import MEASURE_TAIL, apply_measure, make_plan
 from runai_tui.knowledge.records.progress import TrainingProgress
 from runai_tui.profiles import Profile
 from runai_tui.shapes.errors import RunaiError, UsageError
 from runai_tui.util.text import literal
+from runai_tui.workflows.job_records import read_progress
+from runai_tui.workflows.sources import StreamsLogs
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 # Seconds of quiet after the last change before a job's log is read.
@@ -66,7 +68,7 @@ class InsightPanel(VerticalScroll):
     }
     """
 
-    def __init__(self, client: LogStream, *, id: str | None = None) -> None:
+    def __init__(self, client: StreamsLogs, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.client = client
         self.findings: list[Finding] = []
@@ -126,6 +128,9 @@ class InsightPanel(VerticalScroll):
         )
 
     async def _measure(self, job: str) -> None:
-        self.measures[job] = await read_progress(self.client, job)
+        try:
+            self.measures[job] = (await read_progress(self.client, job, tail=MEASURE_TAIL), None)
+        except RunaiError as error:
+            self.measures[job] = (None, error)
         if self.is_mounted:
             self.show(self._profile)
