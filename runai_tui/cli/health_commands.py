@@ -10,7 +10,6 @@ from pathlib import Path
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge import diagnose
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
-from runai_tui.workflows.diagnose_job import diagnose_job
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -67,6 +66,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         # with the profiles and YAML
         from runai_tui.knowledge.remedies import attach_for_job
         from runai_tui.runai import runner
+        from runai_tui.workflows.diagnose_job import diagnose_job
 
         client = client_for(args)
         detail = client.describe(args.job)
