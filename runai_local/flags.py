@@ -186,7 +186,9 @@ GLOBAL_FLAGS = [
 
 PROJECT = Flag("project", "string", "p", "Specify the project to which the command applies")
 
-_RESTART = ("Always", "OnFailure", "Never")
+# ExitCode is Kubeflow's (PyTorchJob): exit codes 1-127 are permanent (the job fails), 128-255
+# retryable (the pod starts again).
+_RESTART = ("Always", "OnFailure", "Never", "ExitCode")
 
 SUBMIT_FLAGS = [
     Flag("allow-privilege-escalation", "bool"),

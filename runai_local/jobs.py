@@ -131,6 +131,7 @@ def _mark_lost(status: JobStatus, why: str) -> None:
     for pod in status.get("pods") or []:
         if pod.get("phase") in ("Running", "Pending"):
             gone = pod.get("pid") and not state.process_alive(pod["pid"], pod.get("startTicks"))
+            state.close_run(pod, None, "Lost")
             pod["phase"] = "Failed"
             pod["message"] = "process vanished" if gone else f"stopped: {why}"
     status["phase"] = "Failed"
@@ -234,6 +235,11 @@ def resume(view: JobView) -> None:
         fresh = initial_status(view.spec, "Resumed", "workload resumed")
         fresh["phase"] = "Resuming"
         fresh["events"] = (status.get("events") or []) + fresh["events"]
+        # New pods, but the figures (report's GPU-hours) count the earlier pods' runs too.
+        runs = {p.get("name"): p.get("runs") or [] for p in status.get("pods") or []}
+        for pod in fresh["pods"]:
+            if runs.get(pod["name"]):
+                pod["runs"] = runs[pod["name"]]
         write_json_atomic(paths.status, fresh)
     _start_supervisor(view.jobdir)
 
@@ -278,6 +284,7 @@ def suspend(view: JobView) -> None:
             status["allocatedGPUs"] = 0
             for pod in status.get("pods") or []:
                 if pod.get("phase") in ("Running", "Pending"):
+                    state.close_run(pod, None, "Stopped")
                     pod["phase"] = "Failed"
                     pod["message"] = "stopped: workload suspended"
             state.add_event(status, "Normal", "Suspended", "workload suspended")

@@ -140,6 +140,16 @@ class ProcessRecord(TypedDict):
     startTicks: int | None
 
 
+class ContainerRun(TypedDict, total=False):
+    """One run of a pod's container: from its start to its end (a restart, a preemption, a stop,
+    the job's end start another or none). `finishedAt` is missing while it runs."""
+
+    startedAt: str
+    finishedAt: str
+    exitCode: int | None
+    reason: str  # why it ended: "Completed", "Error", "Restarted", "Preempted", "Stopped", ...
+
+
 class PodStatus(TypedDict, total=False):
     name: str
     role: str
@@ -154,6 +164,7 @@ class PodStatus(TypedDict, total=False):
     startedAt: str
     finishedAt: str
     lastFinishedAt: str
+    runs: list[ContainerRun]  # every run of its container, oldest first (a resume's too)
 
 
 class JobStatus(TypedDict, total=False):
@@ -193,6 +204,23 @@ def job_dir(project: str, name: str) -> Path:
 
 def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_precise() -> str:
+    """RFC 3339 with milliseconds: a container run's start and end (GPU time sums them)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def open_run(pod: PodStatus, when: str) -> None:
+    """Record the start of a new run of POD's container."""
+    pod.setdefault("runs", []).append({"startedAt": when})
+
+
+def close_run(pod: PodStatus, exit_code: int | None, reason: str) -> None:
+    """Record the end of POD's running container run (none running: nothing)."""
+    runs = pod.get("runs") or []
+    if runs and "finishedAt" not in runs[-1]:
+        runs[-1].update({"finishedAt": now_precise(), "exitCode": exit_code, "reason": reason})
 
 
 def add_event(status: JobStatus, kind: str, reason: str, message: str) -> None:

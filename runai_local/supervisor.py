@@ -265,7 +265,7 @@ class Supervisor:
         by, priority = str(request.get("by") or "?"), str(request.get("priority") or "?")
         self.preempted_by, self.preempted_dir = by, str(request.get("dir") or "")
         self.throttle.stop()
-        self._stop_pods(f"preempted by workload {by}")
+        self._stop_pods(f"preempted by workload {by}", "Preempted")
         shares = {p["name"]: p["cpuShare"] for p in self.spec["pods"] if p.get("cpuShare")}
         self.throttle = Throttle(self.jobdir, shares)  # a fresh one for the next start
         for pod in self.spec["pods"]:  # the preempted container is the previous one now
@@ -377,15 +377,19 @@ class Supervisor:
         def started(st: JobStatus, name: str = pod["name"], proc=proc) -> None:
             entry = self._pod(st, name)
             restarts = entry.get("restartCount") or 0
+            state.close_run(entry, None, "Unknown")  # a run left open: its end was not seen
+            when = state.now_precise()
             entry.update(
                 {
                     "phase": "Running",
                     "pid": proc.pid,
                     "startTicks": state.proc_start_ticks(proc.pid),
-                    "startedAt": state.now_rfc3339(),
+                    "startedAt": when[:-5] + "Z",  # this run's start, as Kubernetes shows it
                     "message": "",
                 }
             )
+            state.open_run(entry, when)
+            entry.pop("finishedAt", None)  # a run again: its end is to come
             again = f" (restart {restarts})" if restarts else ""
             add_event(st, "Normal", "Started", f"started pod {name} (pid {proc.pid}){again}")
 
@@ -394,8 +398,13 @@ class Supervisor:
 
     # -- restarts ------------------------------------------------------------------------------
     def _restarts_left(self, pod: PodSpec, exit_code: int) -> bool:
+        """Kubernetes' policies, and Kubeflow's ExitCode: 1-127 permanent, 128-255 retryable."""
         policy = pod.get("restartPolicy") or "Never"
-        wanted = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        wanted = (
+            policy == "Always"
+            or (policy == "OnFailure" and exit_code != 0)
+            or (policy == "ExitCode" and exit_code >= 128)
+        )
         return wanted and self.restarts < int(self.spec.get("backoffLimit", 0))
 
     def _schedule_restart(self, name: str, exit_code: int, text: str) -> None:
@@ -416,6 +425,7 @@ class Supervisor:
 
         def backoff(st: JobStatus) -> None:
             entry = self._pod(st, name)
+            state.close_run(entry, exit_code, "Restarted")
             entry.update(
                 {
                     "phase": "Running",
@@ -490,6 +500,7 @@ class Supervisor:
 
                 def ended(st: JobStatus, name=name, exit_code=exit_code, text=text) -> None:
                     entry = self._pod(st, name)
+                    state.close_run(entry, exit_code, "Completed" if exit_code == 0 else "Error")
                     entry.update(
                         {
                             "phase": "Succeeded" if exit_code == 0 else "Failed",
@@ -514,7 +525,7 @@ class Supervisor:
 
     _finished = False
 
-    def _stop_pods(self, reason: str) -> None:
+    def _stop_pods(self, reason: str, why: str = "Stopped") -> None:
         """TERM every running pod's group, KILL after the grace period, then sweep the job."""
         self.throttle.stop()  # a stopped process would hold its TERM until the KILL
         for proc in self.procs.values():
@@ -537,6 +548,7 @@ class Supervisor:
             for entry in st["pods"]:
                 if entry["name"] in stopped:
                     code, _ = _exit_description(stopped[entry["name"]].returncode)
+                    state.close_run(entry, code, why)
                     entry.update(
                         {
                             "phase": "Failed",

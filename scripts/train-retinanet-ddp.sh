@@ -2,7 +2,10 @@
 # Pod entry point for RetinaNet DDP training (Run:ai / Kubeflow PyTorchJob, and runai-local).
 #
 # Works out torchrun's topology from the pod environment, prints what it decided and why, then
-# execs torchrun (so torchrun is PID 1 and receives the kubelet's SIGTERM) with `-m trainer "$@"`.
+# runs torchrun with `-m trainer "$@"` and exits with its code, or with 2 when the trainer named a
+# permanent fault (below). As PID 1 (a container) it passes the kubelet's TERM/INT/HUP on to
+# torchrun; elsewhere (the local cluster signals the pod's whole process group) torchrun gets them
+# itself, once.
 #   nnodes         PET_NNODES, else 1
 #   node rank      PET_NODE_RANK, else RANK (the pod index under Kubeflow), else 0
 #   nproc-per-node RUNAI_NUM_OF_GPUS (0 -> one CPU process), else the visible GPUs, else 1 (CPU)
@@ -15,6 +18,14 @@
 #                  whole worker group on every pod and starts it again; the trainer resumes from
 #                  the newest complete checkpoint (--resume auto). Past that, the pod fails and
 #                  the job's restart policy and backoff limit decide.
+#   permanent      a fault no restart cures (bad input: the trainer's exit 2; a missing network
+#                  interface; a missing dataset path) is one the trainer writes to
+#                  TRAIN_PERMANENT_FAULT_FILE, and it stops torchrun's agent before the agent restarts
+#                  the group: the script then exits 2 at its first occurrence, no torchrun
+#                  restart. Kubeflow's ExitCode restart policy (the local cluster's too) takes exit
+#                  codes 1-127 as permanent and 128-255 as retryable, so any other failure of
+#                  torchrun (its group failed past --max-restarts, a rendezvous whose store went
+#                  away with the master pod: a new pod may pass) exits RETRYABLE_EXIT (200).
 # WORLD_SIZE is never used: depending on the operator version it counts pods or processes.
 # TRAIN_LAUNCH_DRY_RUN=1 prints the final command and exits without launching.
 set -euo pipefail
@@ -150,5 +161,37 @@ if [[ "${TRAIN_LAUNCH_DRY_RUN:-0}" == "1" ]]; then
     printf '\n'
     exit 0
 fi
+
+# The trainer's word on a fault no restart cures, per container run (a restarted container starts
+# with none).
+fault_file="${TMPDIR:-/tmp}/train-permanent-fault.$$"
+: >"$fault_file"
+forget_fault() { if command -v rm >/dev/null 2>&1; then rm -f "$fault_file"; fi; }
+export TRAIN_PERMANENT_FAULT_FILE="$fault_file"
+RETRYABLE_EXIT=200
 say "exec: ${cmd[*]}"
-exec "${cmd[@]}"
+"${cmd[@]}" &
+child=$!
+pass_on() {  # only PID 1 passes a signal on: elsewhere its sender signalled the group already
+    if [[ $$ -eq 1 ]]; then kill -"$1" "$child" 2>/dev/null || true; fi
+}
+trap 'pass_on TERM' TERM
+trap 'pass_on INT' INT
+trap 'pass_on HUP' HUP
+while kill -0 "$child" 2>/dev/null; do
+    wait "$child" || true  # returns early when a trapped signal arrives
+done
+rc=0
+wait "$child" || rc=$?
+if [[ -s "$fault_file" ]]; then
+    fault="$(<"$fault_file")"
+    say "permanent fault, not restarted (exit 2): ${fault:0:2000}"
+    forget_fault
+    exit 2
+fi
+forget_fault
+if [[ "$rc" -ge 1 && "$rc" -le 127 ]]; then
+    say "torchrun exited with code $rc and no permanent fault was named: exit $RETRYABLE_EXIT (retryable)"
+    exit "$RETRYABLE_EXIT"
+fi
+exit "$rc"

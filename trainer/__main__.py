@@ -11,9 +11,17 @@ import os
 import sys
 import traceback
 
-from trainer import run_lock
-from trainer.config import parse_config, validate
-from trainer.errors import TrainerError
+from trainer import permanent, run_lock
+from trainer.config import TrainConfig, parse_config, validate
+from trainer.errors import ConfigError, TrainerError
+
+
+def check_input(cfg: TrainConfig) -> None:
+    """Everything about the input that no restart changes, before any process group or data
+    work: the flags and paths (validate), the network interfaces the environment names."""
+    validate(cfg)
+    uses_nccl = cfg.device != "cpu" and os.path.exists("/dev/nvidiactl")
+    permanent.check_interfaces(os.environ, uses_nccl)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = None
     lock = None
     try:
-        validate(cfg)
+        check_input(cfg)
         if os.environ.get("RANK", "0") == "0":  # rank 0 holds the run's output dir, before torch
             lock = run_lock.acquire(cfg.output_dir, lambda m: print(f"trainer: {m}", flush=True))
         # Heavy imports only once the command line is known to be good.
@@ -60,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         if cfg.debug:
             traceback.print_exc()
         print(f"trainer: error: {rank}{exc}", file=sys.stderr, flush=True)
+        if isinstance(exc, ConfigError):  # no restart cures it: the job ends here
+            permanent.give_up(f"trainer: error: {rank}{exc}")
         return exc.exit_code
     except Exception:
         if ctx is not None and ctx.distributed:

@@ -97,7 +97,8 @@ class ForwardTime(NamedTuple):
 class Progress:
     """Where the run is. ``step_in_epoch`` counts the batches of ``epoch`` already trained on.
     Checkpoints hold it; the seconds are those of the attempts before this one (a resume
-    restores them), this attempt's own are on its Run's clock."""
+    restores them, and adds the time from the checkpoint to this attempt's start: the work
+    lost after it and the gap until the restart), this attempt's own are on its Run's clock."""
 
     epoch: int = 0
     step_in_epoch: int = 0
@@ -105,6 +106,8 @@ class Progress:
     images: int = 0  # trained on, all ranks
     wall_seconds: float = 0.0
     eval_seconds: float = 0.0
+    saved_at: float = 0.0  # unix time of the save (0: a checkpoint from before it was kept)
+    gap_seconds: float = 0.0  # no attempt ran: from an attempt's last record to the next start
 
 
 class WarmupCosine:

@@ -46,13 +46,15 @@ class MetricsLog:
         self.enabled = enabled
         self.writer = writer  # a SummaryWriter (rank 0 with --tensorboard), else None
 
-    def truncate_after(self, step: int) -> None:
+    def truncate_after(self, step: int) -> float | None:
         """On resume, forget records past the checkpoint: those steps are about to run again.
         A resume (STEP > 0) then writes a `resume` record: the steps trained again (`lost`: the
-        last step recorded before, less STEP), and the run's resumes and steps lost so far."""
+        last step recorded before, less STEP), and the run's resumes and steps lost so far.
+        Returns the time of the newest record before (None: none), where the last attempt
+        stopped."""
         if not self.enabled or not os.path.isfile(self.path):
-            return
-        kept, last = [], step
+            return None
+        kept, last, newest = [], step, None
         resumes, lost_total = 0, 0
         with open(self.path, encoding="utf-8") as f:
             for line in f:
@@ -60,6 +62,9 @@ class MetricsLog:
                     record = json.loads(line)
                 except ValueError:
                     continue  # a line cut short by a kill
+                when = record.get("time")
+                if isinstance(when, (int, float)) and (newest is None or when > newest):
+                    newest = float(when)
                 at = record.get("step", 0)
                 if at > step:
                     last = max(last, at) if record.get(records.KIND) == records.TRAIN else last
@@ -80,6 +85,7 @@ class MetricsLog:
                     records.RESUME_LOST_TOTAL: lost_total + lost,
                 }
             )
+        return newest
 
     def write(self, record: Mapping[str, JSON]) -> None:
         if not self.enabled:

@@ -432,12 +432,29 @@ def resume(run: Run, found: Checkpoint | None) -> None:
     )
 
 
+def count_time_since_checkpoint(run: Run, last_record: float | None) -> None:
+    """A resumed run's time goes on from its first attempt's start: the checkpoint's seconds,
+    plus the time from its save to this attempt's start (the steps trained after it and lost,
+    the restart or the wait for slots), of which the time from the last attempt's last record
+    to this start is the gap no attempt ran (rank 0 reads the records; its figures are the ones
+    written: the records, run.json, the next checkpoint)."""
+    progress = run.progress
+    if progress.saved_at <= 0:
+        return  # a checkpoint written before saves kept their time
+    began = time.time() - (time.perf_counter() - run.started)  # this attempt's start
+    progress.wall_seconds += max(0.0, began - progress.saved_at)
+    if last_record is not None and last_record >= progress.saved_at:
+        progress.gap_seconds += max(0.0, began - last_record)
+
+
 def record_start(run: Run, found: Checkpoint | None) -> None:
     """Drop metrics past the resumed step and write run.json: every rank's host and device,
     versions, environment, data contract, and the path taken (amp, channels_last, compile: each
     asked, chosen and why)."""
     cfg, ctx = run.cfg, run.ctx
-    run.metrics.truncate_after(run.progress.global_step)  # a fresh run starts an empty file
+    last_record = run.metrics.truncate_after(run.progress.global_step)  # fresh: an empty file
+    if found:
+        count_time_since_checkpoint(run, last_record)
     ranks = all_gather_objects(
         ctx, {"rank": ctx.rank, "host": socket.gethostname(), "device": str(ctx.device)}
     )
@@ -532,6 +549,7 @@ def save(run: Run, reason: str) -> None:
         # The seconds so far, earlier attempts' included: a resumed run's time to target goes on.
         "progress": {
             **vars(progress),
+            "saved_at": time.time(),
             "wall_seconds": run.wall_seconds(),
             "eval_seconds": progress.eval_seconds + run.evals.seconds,
         },
@@ -585,10 +603,13 @@ def record_target(run: Run, reached: bool) -> None:
         "value": round(run.evals.best, 6) if run.evals.best >= 0 else None,
         "step": progress.global_step,
         "epoch": progress.epoch,
-        "wall_time": round(wall, 3),
+        "wall_time": round(wall, 3),  # from the first attempt's start: every attempt's, and gaps
+        "gap_seconds": round(progress.gap_seconds, 3),  # of which no attempt ran
         "images": progress.images,
-        # One GPU per rank; a CPU run has none to count.
-        "gpu_hours": round(wall * ctx.world_size / 3600, 6) if ctx.device.type == "cuda" else None,
+        # One GPU per rank, while an attempt runs; a CPU run has none to count.
+        "gpu_hours": round((wall - progress.gap_seconds) * ctx.world_size / 3600, 6)
+        if ctx.device.type == "cuda"
+        else None,
         "eval_seconds": round(eval_seconds, 3),
         "eval_share": round(eval_seconds / wall, 4) if wall > 0 else None,
     }

@@ -121,6 +121,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if price is not None:
         header += [f"COST (@{price:g}/GPU-h)", "COST LOST"]
     print(table(_rows(doc, price is not None), header))
+    for basis in dict.fromkeys(b for row in report.rows for b in row.bases):
+        print(f"GPU-H from {basis}: {chain_report.BASIS_SAID[basis]}")
     return 0
 
 

@@ -8,10 +8,11 @@ profile overrides that fix it (knowledge/remedies.py computes and validates them
 one shape everywhere (`to_dict`); each of them prints its own text (checks.py,
 diagnose/render.py, preflight.py).
 
-One finding per fault: the same code with the same fix on several pods is one finding that
-names them (`pods`), with the first one's evidence (`one_per_fault`; diagnose, preflight, the
-TUI's health panel and its HEALTH column all show what it returns), so a 16-pod job with one
-fault shows one block, and its remedy is computed once.
+One finding per fault: the same code with the same fix, on several pods or several times on one
+(a worker group or a pod restarted into the same error), is one finding that names its pods
+(`pods`), with the first one's evidence and how often it was seen (`one_per_fault`; diagnose,
+preflight, the TUI's health panel and its HEALTH column all show what it returns), so a 16-pod
+job with one fault shows one block, and its remedy is computed once.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class Finding:
     ok: bool = False  # preflight: the check passed (severity info)
     remedy: Remedy | None = None  # the overrides that fix it, once validated against a profile
     pods: tuple[str, ...] = ()  # one_per_fault: every pod with this fault, `pod` first
+    seen: int = 0  # diagnose: the log lines with this fault, over its pods (0: not counted)
+    restarts: int = 0  # diagnose: its pods' restarts (the fault's lines span them)
 
     @property
     def all_pods(self) -> list[str]:
@@ -74,6 +77,8 @@ class Finding:
             "field": self.field,
             "pod": self.pod,
             "pods": self.all_pods,
+            "seen": self.seen,
+            "restarts": self.restarts,
             "line": self.line,
             "evidence": self.evidence,
             "ok": self.ok,
@@ -106,10 +111,10 @@ def pods_named(finding: Finding, shown: int = PODS_NAMED) -> str:
 
 
 def one_per_fault(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings with the same code, severity and fix on several pods as one finding: the first
-    one (its pod, line and evidence) with `pods` naming them all, in the place of the first.
-    A fault seen on one pod only is left as it is (each of its lines a finding), and so is a
-    finding about no pod (the job's)."""
+    """Findings with the same code, severity and fix about pods as one finding: the first one
+    (its pod, line and evidence) in the place of the first, with `pods` naming them all (when
+    more than one) and `seen` counting the findings it stands for (at least those; diagnose
+    counts every line). A finding about no pod (the job's) is left as it is."""
     listed = list(findings)
     faults: dict[tuple[str, str, str], list[Finding]] = {}
     for f in listed:
@@ -118,9 +123,10 @@ def one_per_fault(findings: Iterable[Finding]) -> list[Finding]:
     out: list[Finding] = []
     for f in listed:
         group = faults.get((f.code, f.severity, f.fix), []) if f.pod else []
-        pods = list(dict.fromkeys(p for g in group for p in g.all_pods))
-        if len(pods) < 2:
+        if not group:
             out.append(f)
         elif f is group[0]:
-            out.append(replace(f, pods=tuple(pods)))
+            pods = list(dict.fromkeys(p for g in group for p in g.all_pods))
+            seen = max(sum(max(g.seen, 1) for g in group), f.seen)
+            out.append(replace(f, pods=tuple(pods) if len(pods) > 1 else (), seen=seen))
     return out

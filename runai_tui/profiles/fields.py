@@ -24,7 +24,9 @@ from typing import NamedTuple
 from runai_tui.profiles import validators as v
 from runai_tui.shapes.cli_generations import ALL, V2, V2_LATE_ONLY
 
-RESTART = ("Always", "OnFailure", "Never")
+# ExitCode: Kubeflow's PyTorchJob policy (exit 1-127 permanent, 128-255 retryable); the local
+# cluster takes it; a runai CLI whose --restart-policy lists only the other three refuses it.
+RESTART = ("Always", "OnFailure", "Never", "ExitCode")
 
 Check = Callable[[object], object]  # a value's check: the normalised value, or raises Invalid
 
@@ -230,9 +232,9 @@ FIELDS: tuple[Field, ...] = (
     Field("preemptibility", "preemptible or non-preemptible", "preemptible", "value",
           v.one_of("preemptible", "non-preemptible"),
           emit="value", flag="--preemptibility", cli=V2_LATE_ONLY),
-    Field("restart_policy", "worker pods: Always, OnFailure or Never", "Never", "value",
+    Field("restart_policy", "worker pods: Always, OnFailure, Never or ExitCode", "Never", "value",
           v.one_of(*RESTART), emit="value", flag="--restart-policy", cli=V2_LATE_ONLY),
-    Field("master_restart_policy", "the master pod: Always, OnFailure or Never", "Never", "value",
+    Field("master_restart_policy", "the master pod: Always, OnFailure, Never or ExitCode", "Never", "value",
           v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),

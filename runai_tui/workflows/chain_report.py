@@ -5,8 +5,14 @@ Per chain: its outcome (the latest attempt's phase), attempts, restarts in place
 restart counts), preemptions (describe's count, else its events), steps lost and the GPU-hours
 they took (knowledge/records/redone.py, from the trainer's train and resume records in the master pod's
 log, the container before its last restart or preemption first), wall time (the pods' first
-start to their last end; a running attempt: until now), GPU-hours used (each attempt's GPUs times its wall time),
-best loss and best mAP. Totals at the end, and cost where config.toml names a price per GPU-hour.
+start to their last end; a running attempt: until now), GPU-hours used, best loss and best mAP.
+Totals at the end, and cost where config.toml names a price per GPU-hour.
+
+GPU-hours are the sum over every run of every pod's container of its GPUs times the run's time
+(a restart's and a preemption's earlier runs included, the time waiting for slots excluded),
+where describe lists the runs (the local cluster's `runs`). Where it does not (runai's describe),
+they fall back to the attempt's GPUs times its pods' first start to last end, or without pod
+times its creation to its last event (queue time counted); each attempt says which (`basis`).
 
 It reads the cluster (list, describe, logs) and never writes to it.
 """
@@ -76,10 +82,57 @@ def gpus(detail: JobDetail) -> float:
     return float(detail.job.gpus or 0.0)
 
 
-def wall(detail: JobDetail, now: float) -> tuple[float | None, float | None]:
-    """(start, end) of the attempt: its pods' first start and last end (a running one: now);
-    without pod times, its creation and its last event."""
+BASIS_RUNS = "container runs"
+BASIS_PODS = "pod start and end"
+BASIS_JOB = "job creation to last event"
+BASIS_SAID = {
+    BASIS_RUNS: "every run of every pod's container, its GPUs times its time (queue time excluded)",
+    BASIS_PODS: "describe lists no container runs: the attempt's GPUs times its pods' first start "
+    "to last end (a restart's earlier runs are not told apart)",
+    BASIS_JOB: "describe has no pod times: the attempt's GPUs times its creation to its last "
+    "event (queue time counted as GPU time)",
+}
+
+
+def runs(pod: dict[str, object], now: float) -> list[tuple[float, float]]:
+    """The (start, end) of each run of POD's container that describe lists (an open one: now)."""
+    listed = pod.get("runs")
+    out = []
+    for run in listed if isinstance(listed, list) else []:
+        start = _time(run.get("startedAt")) if isinstance(run, dict) else None
+        if start is None:
+            continue
+        end = _time(run.get("finishedAt"))
+        out.append((start, now if end is None else max(end, start)))
+    return out
+
+
+def gpu_seconds(detail: JobDetail, now: float) -> tuple[float | None, str]:
+    """The attempt's GPU-seconds summed over its pods' container runs, and the basis; None when
+    describe lists no runs (the caller falls back to the wall time)."""
     pods = raw_pods(detail)
+    if not any(runs(p, now) for p in pods):
+        return None, BASIS_PODS if any(_time(p.get("startedAt")) for p in pods) else BASIS_JOB
+    total = 0.0
+    for pod in pods:
+        share = pod.get("gpus")
+        each = (
+            float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) else 0.0
+        )
+        total += each * sum(end - start for start, end in runs(pod, now))
+    return total, BASIS_RUNS
+
+
+def wall(detail: JobDetail, now: float) -> tuple[float | None, float | None]:
+    """(start, end) of the attempt: its pods' first start and last end (a running one: now),
+    from their container runs where describe lists them; without pod times, its creation and
+    its last event."""
+    pods = raw_pods(detail)
+    every = [r for p in pods for r in runs(p, now)]
+    if every:
+        return min(s for s, _ in every), now if detail.job.phase.is_active else max(
+            e for _, e in every
+        )
     starts = [t for p in pods if (t := _time(p.get("startedAt"))) is not None]
     ends = [t for p in pods if (t := _time(p.get("finishedAt"))) is not None]
     created = detail.job.created.timestamp() if detail.job.created else None
@@ -98,9 +151,12 @@ class AttemptRow:
     seconds: float
     restarts: int
     preemptions: int
+    gpu_seconds: float = 0.0
+    basis: str = BASIS_RUNS  # what gpu_seconds was computed from (BASIS_SAID)
 
     def to_dict(self) -> dict[str, object]:
         return {**self.attempt.to_dict(), "gpus": self.gpus, "wall_seconds": round(self.seconds, 1),
+                "gpu_hours": round(self.gpu_seconds / 3600, 4), "basis": self.basis,
                 "restarts": self.restarts, "preemptions": self.preemptions}  # fmt: skip
 
 
@@ -120,7 +176,12 @@ class ChainRow:
 
     @property
     def gpu_hours(self) -> float:
-        return sum(a.gpus * a.seconds for a in self.attempts) / 3600
+        return sum(a.gpu_seconds for a in self.attempts) / 3600
+
+    @property
+    def bases(self) -> list[str]:
+        """What the attempts' GPU-hours were computed from, each once."""
+        return list(dict.fromkeys(a.basis for a in self.attempts))
 
     @property
     def seconds(self) -> float:
@@ -148,6 +209,7 @@ class ChainRow:
             "target": None if self.redone.target is None else self.redone.target.to_dict(),
             "last_step": self.redone.last_step,
             **cost(self.gpu_hours, self.gpu_hours_lost, price),
+            "gpu_hours_basis": self.bases,
             "chain": [a.to_dict() for a in self.attempts],
         }
 
@@ -164,7 +226,8 @@ def totals(rows: Sequence[ChainRow], price: float | None) -> dict[str, object]:
         for key, value in row.figures().items():
             summed[key] = summed.get(key, 0) + value
     used, lost = summed.get("gpu_hours", 0.0), summed.get("gpu_hours_lost", 0.0)
-    return {"jobs": len(rows), **summed, **cost(used, lost, price)}
+    bases = list(dict.fromkeys(b for row in rows for b in row.bases))
+    return {"jobs": len(rows), **summed, **cost(used, lost, price), "gpu_hours_basis": bases}
 
 
 async def _log_lines(client: RunaiClient, detail: JobDetail) -> list[str]:
@@ -190,8 +253,10 @@ async def chain_row(client: RunaiClient, chain: Chain, now: float) -> ChainRow:
         detail = await client.adescribe(attempt.name)
         start, end = wall(detail, now)
         seconds = max(0.0, end - start) if start is not None and end is not None else 0.0
+        used, basis = gpu_seconds(detail, now)
         row = AttemptRow(attempt_of(detail), gpus(detail), seconds, restarts(detail),
-                         preemptions(detail))  # fmt: skip
+                         preemptions(detail), 0.0, basis)  # fmt: skip
+        row.gpu_seconds = row.gpus * seconds if used is None else used
         before = redone.seconds
         redone.feed_all(await _log_lines(client, detail))
         lost += (redone.seconds - before) * row.gpus / 3600

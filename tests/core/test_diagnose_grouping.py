@@ -7,7 +7,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runai_tui.knowledge.diagnose import diagnose_lines, make_finding, render_text
+from runai_tui.knowledge.diagnose import (
+    PodDiagnoser,
+    combine,
+    diagnose_lines,
+    make_finding,
+    render_text,
+)
 from runai_tui.knowledge.findings import Finding, one_per_fault, pods_named
 from runai_tui.knowledge.probes.preflight import Preflight, checklist
 from runai_tui.knowledge.probes.preflight import render_text as preflight_text
@@ -54,12 +60,12 @@ def test_different_fixes_stay_separate_and_one_pod_keeps_each_line() -> None:
     job = Finding("y", "warning", "the job's", "f")  # about no pod: as it is
     grouped = one_per_fault([a, b, a2, c, job])
     assert [(f.code, f.fix, f.pod, f.pods, f.evidence) for f in grouped] == [
-        ("x", "fix one", "a", ("a", "c"), "e1"),
+        ("x", "fix one", "a", ("a", "c"), "e1"),  # a2: counted in it
         ("x", "fix two", "b", (), "e2"),
         ("y", "f", "", (), ""),
     ]
-    alone = one_per_fault([a, a2])
-    assert alone == [a, a2] and alone[0] is a  # one pod: unchanged, every line kept
+    alone = one_per_fault([a, a2])  # one pod, twice: one finding that counts both
+    assert [(f.pod, f.pods, f.line, f.seen) for f in alone] == [("a", (), 3, 2)]
     assert [f.all_pods for f in (a, job)] == [["a"], []]
 
 
@@ -101,3 +107,22 @@ def test_preflight_gives_a_fault_on_every_pod_once_with_its_fix_and_remedy() -> 
             "socket-ifname": ["env.NCCL_SOCKET_IFNAME=eth0"],
         }
         assert all(i["remedy"] is None for i in pod["items"] if i["status"] != "fail")
+
+
+def test_a_fault_met_again_after_each_restart_is_one_finding_naming_its_pods_and_restarts() -> None:
+    """A worker group restarted three times into the same bad interface on the worker, once on
+    the master: one finding, both pods, every line counted, the pods' restarts said."""
+    bad = next(x for x in SOCKET_IFNAME if "bad0" in x)
+    worker = ["starting", bad, "restarting", bad, "restarting", bad, "restarting", bad]
+    detail = JobDetail(Job("j"), [Pod("j-master-0"), Pod("j-worker-0")], raw={"pods": [
+        {"name": "j-master-0", "restartCount": 0}, {"name": "j-worker-0", "restartCount": 3}]})  # fmt: skip
+    diagnosers = [PodDiagnoser("j-master-0").feed_all([bad]), PodDiagnoser("j-worker-0").feed_all(worker)]  # fmt: skip
+    report = combine(diagnosers, detail=detail)
+    [fault] = [f for f in report.findings if f.code == "socket-ifname"]
+    assert (fault.pod, fault.pods, fault.seen, fault.restarts) == (
+        "j-master-0", ("j-master-0", "j-worker-0"), 5, 3)  # fmt: skip
+    text = render_text(report)
+    assert text.count("ERROR socket-ifname") == 1
+    assert "  seen:     5 lines, on 2 pods, over 3 pod restarts\n" in text
+    [as_json] = [f for f in report.to_dict()["findings"] if f["code"] == "socket-ifname"]
+    assert (as_json["seen"], as_json["restarts"]) == (5, 3)

@@ -12,8 +12,8 @@ from tests.fakes import fake_runai, rule
 
 LINE = re.compile(r"^[\w.-]+: (error|warning|info): [a-z-]+: [\w./-]+: .+ \(fix: .+\)$")
 # The one shape of a finding (Finding.to_dict), with the profile it is about.
-FINDING_KEYS = {"profile", "code", "severity", "message", "fix", "field", "pod", "pods", "line",
-                "evidence", "ok", "remedy"}  # fmt: skip
+FINDING_KEYS = {"profile", "code", "severity", "message", "fix", "field", "pod", "pods", "seen",
+                "restarts", "line", "evidence", "ok", "remedy"}  # fmt: skip
 PLAN_KEYS = {
     "pods",
     "processes_per_pod",

@@ -65,7 +65,7 @@ def test_negative_value_is_taken_as_the_flags_argument() -> None:
         (["--workers", "two"], 'invalid argument "two" for "--workers" flag'),
         (["--image"], "flag needs an argument: --image"),
         (["--preemptibility", "maybe"], "must be one of: preemptible, non-preemptible"),
-        (["--restart-policy", "Sometimes"], "must be one of: Always, OnFailure, Never"),
+        (["--restart-policy", "Sometimes"], "must be one of: Always, OnFailure, Never, ExitCode"),
         (["-g", "-1"], "must be a non-negative integer"),
         (["--termination-grace-period", "5 s"], 'time: invalid duration "5 s"'),
     ],

@@ -171,3 +171,24 @@ def test_pvc_layout_finds_the_trainer_next_door(bin_dir, tmp_path):
     result = launch(bin_dir, {"PYTHONPATH": "/keep/me"}, script=script, dry_run=False)
     assert result.returncode == 0, result.stderr
     assert f"PYTHONPATH={os.path.realpath(root / 'train')}:/keep/me" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "said"),
+    [
+        # The trainer named a fault no restart cures: exit 2 (permanent under ExitCode).
+        ('echo "trainer: error: --data-root /x: no such directory" >>"$TRAIN_PERMANENT_FAULT_FILE"'
+         "; exit 1", 2, "permanent fault, not restarted (exit 2): trainer: error: --data-root"),
+        # torchrun gave up with no such fault named: a new pod may pass (retryable, 128-255).
+        ("exit 1", 200, "torchrun exited with code 1 and no permanent fault was named: exit 200"),
+        ("exit 137", 137, ""),  # killed: as it is, retryable already
+        ("exit 0", 0, ""),
+    ],
+)  # fmt: skip
+def test_the_exit_code_says_whether_a_restart_can_cure_it(bin_dir, tmp_path, body, code, said):
+    fake_tool(bin_dir, "torchrun", body)
+    result = launch(bin_dir, {"TMPDIR": str(tmp_path)}, dry_run=False)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert said in result.stdout
+    (fault_file,) = tmp_path.glob("train-permanent-fault.*")  # no rm on this PATH: left
+    assert bool(fault_file.read_text()) == (code == 2)  # the trainer's word, only when it spoke

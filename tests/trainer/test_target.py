@@ -110,3 +110,34 @@ def test_a_target_needs_evaluations_and_a_fraction(tmp_path) -> None:
     assert entry.main([*base, "--target-map", "35"]) == 2
     assert entry.main([*base, "--target-map", "0.3", "--eval-every", "0"]) == 2
     assert entry.main([*base, "--eval-every-steps", "5", "--eval-every", "0"]) == 2
+
+
+@pytest.mark.slow
+def test_the_time_to_target_after_a_resume_counts_the_lost_steps_and_the_gap(
+    tmp_path, monkeypatch
+) -> None:
+    """A run checkpoints at step 2, trains on to 4 and stops without a checkpoint there (its
+    last one deleted: a crash); after a gap longer than its whole start-up, a second attempt
+    resumes from step 2. Its time to target runs from the first attempt's start: the steps
+    lost after the checkpoint and the gap included, the gap said apart."""
+    import time
+
+    from trainer import checkpoint
+
+    words = ("--eval-every", "1", "--target-map", "1", "--checkpoint-every", "2")
+    began = time.time()
+    first = tiny_run(tmp_path, monkeypatch, "--max-steps", "4", *words)
+    (newest, path), *_ = checkpoint.list_checkpoints(str(tmp_path))
+    assert newest == 4
+    Path(path).unlink()  # the crash: step 2's checkpoint is the newest now
+    first_record = first[0]["time"]
+    slept = (first_record - began) + 0.5  # longer than the first attempt's start-up
+    time.sleep(slept)
+    second = tiny_run(tmp_path, monkeypatch, "--max-steps", "6", *words)
+    resumed = next(r for r in second if r["kind"] == "resume")
+    assert (resumed["step"], resumed["lost"]) == (2, 2)
+    target = [r for r in second if r["kind"] == "target"][-1]
+    # From the first attempt's start (before its first record) to the target record.
+    assert target["wall_time"] >= target["time"] - first_record
+    assert target["gap_seconds"] >= slept
+    assert target["wall_time"] > target["gap_seconds"]

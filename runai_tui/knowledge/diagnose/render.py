@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from runai_tui.knowledge.diagnose.pod import FINDINGS_PER_CODE
 from runai_tui.knowledge.diagnose.report import Diagnosis
-from runai_tui.knowledge.findings import ERROR, pods_named
+from runai_tui.knowledge.findings import ERROR, Finding, pods_named
 from runai_tui.util.text import literal
+
+
+def seen_line(f: Finding) -> str:
+    """`4 lines, on 2 pods, over 3 pod restarts`: how often one fault showed."""
+    pods = len(f.all_pods)
+    said = f"{f.seen} line{'' if f.seen == 1 else 's'}, on {pods} pod{'' if pods == 1 else 's'}"
+    if f.restarts:
+        said += f", over {f.restarts} pod restart{'' if f.restarts == 1 else 's'}"
+    return said
 
 
 def render_text(report: Diagnosis, job: str | None = None) -> str:
@@ -26,14 +34,13 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
         lines = sum(p.lines for p in report.pods)
         out.append(f"no problems found ({lines} log lines, {len(report.pods)} pod(s))")
         return "\n".join(out)
-    shown: dict[tuple[str, str], int] = {}
     for f in report.findings:
-        key = (f.pod, f.code)
-        shown[key] = shown.get(key, 0) + 1
         where = f"{literal(f.pod)}:{f.line}" if f.line else literal(f.pod)
         out.append(f"{f.severity.upper()} {f.code}  {where}")
         if f.pods:  # the same fault on several pods: named once, the first one's evidence
             out.append(f"  pods:     {literal(pods_named(f))}")
+        if f.seen > 1 or f.restarts:
+            out.append(f"  seen:     {seen_line(f)}")
         out.append(f"  evidence: {literal(f.evidence)}")
         out.append(f"  what:     {literal(f.message)}")
         out.append(f"  fix:      {f.fix}")
@@ -42,9 +49,6 @@ def render_text(report: Diagnosis, job: str | None = None) -> str:
             from runai_tui.knowledge.remedies import remedy_line
 
             out.append(f"  {remedy_line(f.remedy).replace('remedy: ', 'remedy:   ', 1)}")
-        total = report.counts.get(key, 0)
-        if shown[key] == FINDINGS_PER_CODE and total > FINDINGS_PER_CODE:
-            out.append(f"  (and {total - FINDINGS_PER_CODE} more lines like these in this pod)")
     errors = sum(1 for f in report.findings if f.severity == ERROR)
     out.append("")
     out.append(f"{errors} error(s), {len(report.findings) - errors} other finding(s)")

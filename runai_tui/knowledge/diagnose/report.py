@@ -84,8 +84,35 @@ def combine(
         findings = [f for f in findings if f.code != "process-failed"]
     order = {p.pod: i for i, p in enumerate(report.pods)}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.pod, 0), f.line))
-    report.findings = one_per_fault(findings)
+    report.findings = [_counted(f, report.counts, detail) for f in one_per_fault(findings)]
     return report
+
+
+def pod_restarts(detail: JobDetail | None) -> dict[str, int]:
+    """Each pod's restarts, from describe's own pod entries (none known: empty)."""
+    pods = detail.raw.get("pods") if detail is not None and detail.raw else None
+    out: dict[str, int] = {}
+    for p in pods if isinstance(pods, list) else []:
+        count = p.get("restartCount", p.get("restarts")) if isinstance(p, dict) else None
+        if (
+            isinstance(count, int)
+            and not isinstance(count, bool)
+            and isinstance(p.get("name"), str)
+        ):
+            out[p["name"]] = count
+    return out
+
+
+def _counted(f: Finding, counts: dict[tuple[str, str], int], detail: JobDetail | None) -> Finding:
+    """A fault's finding with every line of it counted (`seen`, over its pods) and its pods'
+    restarts (the runs it may have been seen in)."""
+    if not f.pod:
+        return f
+    lines = sum(counts.get((pod, f.code), 0) for pod in f.all_pods)
+    restarts = pod_restarts(detail)
+    f.seen = max(f.seen, lines)
+    f.restarts = sum(restarts.get(pod, 0) for pod in f.all_pods)
+    return f
 
 
 def diagnose_lines(
