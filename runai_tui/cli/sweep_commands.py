@@ -210,9 +210,16 @@ def _submit_all(
     """Submit in order; the first failure stops the rest and says which were submitted and the
     one command that deletes them (None then)."""
     done: list[str] = []
+    said: set[str] = set()  # each warning once: every job of the sweep would say the same
+
+    def warn_once(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            _warn(message)
+
     for p in prepared:
         try:
-            result = submission.submit(client, p, warn=_warn)
+            result = submission.submit(client, p, warn=warn_once)
         except Failure as exc:
             print_error(f"{p.name}: {exc.message}", exc.hint)
             rest = len(prepared) - len(done) - 1

@@ -17,6 +17,7 @@ from runai_tui.knowledge.diagnose.codes import CODES
 from runai_tui.knowledge.findings import Finding
 from runai_tui.knowledge.lint.checks import Rule
 from runai_tui.knowledge.lint.registry import RULES, lint
+from runai_tui.knowledge.probes import xid
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.profiles.store import shipped_profiles_dir
 from runai_tui.util.docblocks import Block, code_span, rewrite, table
@@ -25,6 +26,7 @@ MODULE = "runai_tui.knowledge.docs"
 LINT_RULES = Block("lint-rules", MODULE, "docs/profiles.md")
 LINT_EXAMPLES = Block("lint-examples", MODULE, "docs/profiles.md")
 DIAGNOSE_CODES = Block("diagnose-codes", MODULE, "docs/health.md")
+XID_CODES = Block("xid-codes", MODULE, "docs/health.md")
 
 EXAMPLE_NAME = "lint-example"
 # The shipped retinanet-tcp with its findings fixed: lint finds nothing in it, so each
@@ -91,10 +93,19 @@ def diagnose_codes_table() -> str:
     )
 
 
+def xid_codes_table() -> str:
+    rows = sorted(xid.TABLE.values(), key=lambda r: r.code)
+    return table(
+        ["XID", "What it means", "Whose fault", "Preflight", "NVIDIA's immediate action"],
+        ([str(r.code), r.meaning, r.cause, xid.verdict(r), f"`{r.action}`"] for r in rows),
+    )
+
+
 BLOCKS = [
     (LINT_RULES, lint_rules_table),
     (LINT_EXAMPLES, lint_examples_text),
     (DIAGNOSE_CODES, diagnose_codes_table),
+    (XID_CODES, xid_codes_table),
 ]
 
 

@@ -43,6 +43,7 @@ from runai_tui.profiles.store import (
     ProfileStore,
     check_job_name,
     default_dirs,
+    is_shipped,
     shipped_profiles_dir,
     user_profiles_dir,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "default_dirs",
     "did_you_mean",
     "field_paths",
+    "is_shipped",
     "merge",
     "parse_document",
     "read_text",

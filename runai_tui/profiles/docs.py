@@ -44,7 +44,14 @@ def flag_text(row: Field) -> str:
 
 
 def cli_text(row: Field) -> str:
-    """Which runai CLI generations know the field's flag."""
+    """Which runai CLI generations know the field's flag (and, for a protection an older CLI
+    goes without, that it degrades there: docs/profiles.md "Older CLIs")."""
+    if row.degrades_on_older_cli:
+        return f"{_generations(row)}; older: left out (shipped profiles)"
+    return _generations(row)
+
+
+def _generations(row: Field) -> str:
     if not row.flags and row.emit not in ("positional", "args"):
         return "—"
     if row.cli == ALL:

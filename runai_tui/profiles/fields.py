@@ -60,6 +60,10 @@ class Field(NamedTuple):
     flag: str = ""
     item: str = "{}"  # repeat: one item as a flag value ({key}/{value} for mappings)
     cli: frozenset[str] = ALL  # CLI generations whose `submit` knows the flag
+    # A protection a shipped profile adds, which a CLI outside `cli` goes without: the submit
+    # drops the field, with one warning, when a shipped profile set it and the user did not
+    # (runai_tui/runai/submission.py `degrade`); a field the user sets is still refused.
+    degrades_on_older_cli: bool = False
     text: bool = False  # `--set` takes the value exactly as written (no YAML parsing)
     empty: object = None  # the Profile attribute's value when the field is not set
 
@@ -232,10 +236,14 @@ FIELDS: tuple[Field, ...] = (
     Field("preemptibility", "preemptible or non-preemptible", "preemptible", "value",
           v.one_of("preemptible", "non-preemptible"),
           emit="value", flag="--preemptibility", cli=V2_LATE_ONLY),
+    # Recovery in place (the shipped profiles' OnFailure): 2.18-2.20 have no such flags, and a
+    # job still has torchrun's restarts in its pods and `watch --recover` without them.
     Field("restart_policy", "worker pods: Always, OnFailure, Never or ExitCode", "Never", "value",
-          v.one_of(*RESTART), emit="value", flag="--restart-policy", cli=V2_LATE_ONLY),
+          v.one_of(*RESTART), emit="value", flag="--restart-policy", cli=V2_LATE_ONLY,
+          degrades_on_older_cli=True),
     Field("master_restart_policy", "the master pod: Always, OnFailure, Never or ExitCode", "Never", "value",
-          v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY),
+          v.one_of(*RESTART), emit="value", flag="--master-restart-policy", cli=V2_LATE_ONLY,
+          degrades_on_older_cli=True),
     Field("backoff_limit", "retries before Failed", "0", "value", v.int_range(0, 1000),
           emit="value", flag="--backoff-limit"),
     # The 2.18-2.20 submit page (run-ai/docs @029bc11) has no --clean-pod-policy; 2.25 has it.

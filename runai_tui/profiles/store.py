@@ -55,6 +55,15 @@ def shipped_profiles_dir() -> Path:
     return PROJECT_ROOT / "profiles"  # a checkout without symlinks
 
 
+def is_shipped(path: str | Path) -> bool:
+    """Whether `path` (a profile's origin: the file that set a field) is a shipped profile."""
+    origin = Path(path)  # a `--set X` label is no absolute path
+    try:
+        return origin.is_absolute() and origin.resolve().parent == shipped_profiles_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def user_profiles_dir() -> Path:
     return paths.user_profiles_dir()
 

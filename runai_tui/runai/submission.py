@@ -15,14 +15,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runai_tui.profiles import (
+    BY_NAME,
     FIELDS,
     Problem,
     ProfileError,
     apply_overrides,
     check_job_name,
+    is_shipped,
     submission_record,
 )
 from runai_tui.profiles.overrides import effective_sets
@@ -50,6 +53,7 @@ class Submission:
     project: str | None = None
     project_explicit: bool = False
     record: submission_record.Record | None = None
+    warnings: tuple[str, ...] = ()  # what the submit goes without (`degrade`)
 
 
 def final_argv(
@@ -93,10 +97,14 @@ def missing_submit_flags(profile: Profile, caps: Capabilities) -> list[tuple[str
 
 
 def check_profile(profile: Profile, caps: Capabilities) -> None:
-    """Raise ProfileError (exit 2) naming every field whose flag the installed CLI lacks."""
+    """Raise ProfileError (exit 2) naming every field whose flag the installed CLI lacks, but
+    those the submit may go without (`degradable`)."""
 
+    spared = {name for name, _flag in degradable(profile, caps)}
     problems = []
     for name, flag, note in missing_submit_flags(profile, caps):
+        if name in spared:
+            continue
         file, line = profile.origins.get(name, (str(profile.source or profile.name), None))
         said = f"{flag}{note} is not in {caps.label}: {caps.why('submit')}"
         problems.append(Problem(file, line, name, said))
@@ -105,6 +113,52 @@ def check_profile(profile: Profile, caps: Capabilities) -> None:
         raise ProfileError(
             problems, f"drop the field for this CLI ({fields}) or update the runai CLI"
         )
+
+
+# What still protects a job whose restart policies an older CLI goes without (docs/profiles.md
+# "Older CLIs").
+STILL_PROTECTED = (
+    "torchrun's restarts inside each pod (the entry script's --max-restarts) and "
+    "`runai-tui watch JOB --recover`, which submits a failed job again"
+)
+
+
+def degradable(profile: Profile, caps: Capabilities) -> list[tuple[str, str]]:
+    """(field, flag) of each flag the installed CLI lacks whose field is a protection the
+    submit may go without (the field table's `degrades_on_older_cli`) and that a shipped
+    profile set, unchanged: not a `--set`, not the user's own profile (those are refused)."""
+    out = []
+    for name, flag, note in missing_submit_flags(profile, caps):
+        origin = profile.origins.get(name, ("", None))[0]
+        if not note and BY_NAME[name].degrades_on_older_cli and is_shipped(origin):
+            out.append((name, flag))
+    return out
+
+
+def degrade(prepared: Submission, caps: Capabilities, backend: Backend) -> tuple[Submission, str]:
+    """`prepared` without the fields `degradable` names (its argv and record rebuilt, so the
+    record says what was sent), and the one warning naming what is lost and what still
+    protects the job ("" when nothing is dropped)."""
+    lost = degradable(prepared.profile, caps)
+    if not lost:
+        return prepared, ""
+    names = [name for name, _flag in lost]
+    shipped = dict.fromkeys(Path(prepared.profile.origins[n][0]).stem for n in names)
+    profile = apply_overrides(prepared.profile, [f"{name}=" for name in names])
+    record = prepared.record or submission_record.make(prepared.profile, prepared.sets)
+    record = dataclasses.replace(
+        record, data={k: v for k, v in record.data.items() if k not in names}
+    )
+    argv = final_argv(
+        backend, profile, record, prepared.name, prepared.project, prepared.project_explicit
+    )
+    said = (
+        f"{caps.label} has no {', '.join(flag for _name, flag in lost)}: submitting without "
+        f"{', '.join(names)} (set by the shipped profile {', '.join(shipped)}), so Run:ai "
+        f"restarts no failed pod; still protecting the job: {STILL_PROTECTED}"
+    )
+    degraded = dataclasses.replace(prepared, profile=profile, argv=argv, record=record)
+    return degraded, said
 
 
 def prepare(
@@ -140,7 +194,11 @@ def prepare(
     every = effective_sets((*prior_sets, *sets))
     record = submission_record.make(profile, every, name, sweep, values, parent, attempt)
     argv = final_argv(backend, profile, record, name, project, project_explicit)
-    return Submission(profile, argv, every, name, project, project_explicit, record)
+    prepared = Submission(profile, argv, every, name, project, project_explicit, record)
+    if cli is not None:  # the protections this runai lacks, dropped before the preview
+        prepared, said = degrade(prepared, cli, backend)
+        prepared = dataclasses.replace(prepared, warnings=(said,) if said else ())
+    return prepared
 
 
 def _no_warning(_: str) -> None:
@@ -173,4 +231,8 @@ async def asubmit(
     if missing_submit_flags(submission.profile, caps):
         await caps.aversion(client.probe)  # the refusal names the CLI's version
     check_profile(submission.profile, caps)
+    submission, said = degrade(submission, caps, client.backend)
+    for warning in (*submission.warnings, said):
+        if warning:
+            warn(warning)
     return await client.asubmit(submission.argv)

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from runai_tui.knowledge.diagnose import TRANSPORT_GLOO, TRANSPORT_IB, TRANSPORT_SOCKET, Diagnosis
 from runai_tui.knowledge.findings import pods_named
-from runai_tui.knowledge.probes.preflight import FAIL, PASS, Preflight, status
+from runai_tui.knowledge.probes.preflight import FAIL, PASS, WARN, Preflight, status
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.tui.health_view import REMEDY_MARK, SEVERITY_MARK, SEVERITY_STYLE
 from runai_tui.util.text import literal
@@ -20,7 +20,7 @@ TRANSPORT_STYLE = {
     TRANSPORT_SOCKET: "bold black on yellow",
     TRANSPORT_GLOO: "bold black on cyan",  # CPU DDP: TCP is what it has, not a fallback
 }
-STATUS_STYLE = {PASS: "green", FAIL: "bold red"}
+STATUS_STYLE = {PASS: "green", FAIL: "bold red", WARN: "yellow"}
 
 
 def transport_badge(transport: str, device: str) -> Text:

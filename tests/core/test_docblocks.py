@@ -31,7 +31,7 @@ def test_stale_blocks_in_both_files_are_rewritten(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
         "updated lint-rules, lint-examples in docs/profiles.md",
-        "updated diagnose-codes in docs/health.md",
+        "updated diagnose-codes, xid-codes in docs/health.md",
     ]
     for block in (LINT_RULES, DIAGNOSE_CODES):
         assert (tmp_path / block.doc).read_text(encoding="utf-8") == (REPO / block.doc).read_text(

@@ -118,15 +118,13 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     lists = "`runai training pytorch submit --help` does not list it"
-    # retinanet-tcp, which it extends, sets the master's restart policy (recovery in place)
-    tcp = Path(__file__).resolve().parents[2] / "profiles" / "retinanet-tcp.yaml"
-    line = tcp.read_text().splitlines().index("master_restart_policy: OnFailure") + 1
-    flag = "--master-restart-policy"
+    # The master's restart policy comes unchanged from retinanet-tcp, which it extends: a
+    # shipped protection the submit could go without; the profile's own fields are refused.
     assert errors == [
         f"error: {path}:4: restart_policy: --restart-policy is not in runai 2.25.0: {lists}",
-        f"error: {tcp}:{line}: master_restart_policy: {flag} is not in runai 2.25.0: {lists}",
         f"error: {path}:3: clean_pod_policy: --clean-pod-policy is not in runai 2.25.0: {lists}",
     ]
+    assert "warning: runai" not in out.stderr  # refused: nothing said about what it would drop
     assert "hint: drop the field for this CLI (--set " in out.stderr
     assert "Traceback" not in out.stderr
     assert not submits(fake)
@@ -157,6 +155,84 @@ def test_a_field_the_cli_lacks_exits_2_before_submitting(tmp_path: Path) -> None
     last = submits(fake)[-1]
     assert last[last.index("--restart-policy") + 1] == "Never"
     assert len(fake.help_calls()) == 4
+
+
+TCP = Path(__file__).resolve().parents[2] / "profiles" / "retinanet-tcp.yaml"
+LOST = (
+    "warning: runai 2.25.0 has no --restart-policy, --master-restart-policy: submitting without "
+    "restart_policy, master_restart_policy (set by the shipped profile retinanet-tcp), so Run:ai "
+    "restarts no failed pod; still protecting the job: torchrun's restarts inside each pod (the "
+    "entry script's --max-restarts) and `runai-tui watch JOB --recover`, which submits a failed "
+    "job again"
+)
+
+
+def test_the_seed_submits_on_2_18_without_its_restart_policies_and_says_so(
+    tmp_path: Path,
+) -> None:
+    fake = fake_runai(tmp_path, [SUBMITTED], cli="2.18")
+    out = run("submit", "--profile", "retinanet-tcp", env=fake.env())
+    assert out.returncode == 0, out.stderr
+    # One warning about the CLI (lint's own warnings about the profile come first).
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning: runai")] == [LOST]
+    [sent] = submits(fake)  # the 2.18 fake (cobra) refuses a flag its help does not list
+    assert "--restart-policy" not in sent and "--master-restart-policy" not in sent
+    assert sent[sent.index("--backoff-limit") + 1] == "3"  # what 2.18 has is kept
+    record = _record(sent)
+    assert "restart_policy" not in record["data"] and "master_restart_policy" not in record["data"]
+    assert record["data"]["backoff_limit"] == 3 and record["sets"] == []
+
+    # A profile extending it, the policies left alone, and the RDMA seed: the same.
+    user_profile("mine", "extends: retinanet-tcp\njob_name: mine\nworkers: 1\n")
+    for profile in ("mine", "retinanet-rdma"):
+        out = run("submit", "--profile", profile, env=fake.env())
+        assert out.returncode == 0, out.stderr
+        assert LOST in out.stderr  # the policies come from retinanet-tcp in both
+    assert len(submits(fake)) == 3
+
+
+def test_a_sweep_of_the_seed_on_2_18_submits_every_job_and_warns_once(tmp_path: Path) -> None:
+    fake = fake_runai(tmp_path, [SUBMITTED], cli="2.18", jobs=[])
+    out = run("sweep", "--profile", "retinanet-tcp", "--grid", "workers=1,2", "--name", "sw", "-y",
+              env=fake.env())  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning: runai")] == [LOST]
+    sent = submits(fake)
+    assert [argv[3] for argv in sent] == ["sw-1", "sw-2"]
+    assert not any("--restart-policy" in argv for argv in sent)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        ("--set", "restart_policy=OnFailure"),  # the shipped value, but asked for
+        ("--set", "master_restart_policy=Always"),
+    ],
+)
+def test_a_restart_policy_the_user_sets_is_still_refused_on_2_18(
+    tmp_path: Path, how: tuple[str, str]
+) -> None:
+    fake = fake_runai(tmp_path, [SUBMITTED], cli="2.18")
+    out = run("submit", "--profile", "retinanet-tcp", *how, env=fake.env())
+    assert out.returncode == 2, out.stderr
+    field = how[1].partition("=")[0]
+    flag = "--" + field.replace("_", "-")
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: --set {how[1]}: {field}: {flag} is not in runai 2.25.0: `runai training pytorch "
+        "submit --help` does not list it"
+    ]
+    assert "warning: runai" not in out.stderr and "Traceback" not in out.stderr
+    assert not submits(fake)
+
+
+def _record(argv: list[str]) -> dict:
+    """The submission record among the `--annotation KEY=VALUE` pairs of a submit argv."""
+    for i, word in enumerate(argv[:-1]):
+        key, _, value = argv[i + 1].partition("=")
+        if word == "--annotation" and key == "runai-tui.io/submission":
+            return json.loads(value)
+    raise AssertionError(f"no submission record in {argv}")
 
 
 @pytest.mark.parametrize("cli", ["2.25", "3.0"])

@@ -157,10 +157,12 @@ def test_new_settings_are_checked_and_the_master_copies_too() -> None:
             prepare(base, [bad])
     # 2.18-2.20 spell the master's environment --master-environment: refused before submit.
     early = Capabilities(["/x/runai"], parse_override("2.19"), "env RUNAI_TUI_RUNAI_CLI")
-    # The shipped profile recovers in place through --restart-policy, which 2.18-2.20 lack:
-    # refused in one line that names the field; `--set FIELD=` drops the fields there.
+    # The shipped profile recovers in place through --restart-policy, which 2.18-2.20 lack: the
+    # submit goes without it (test_with_the_cli_known_...); asked for, it is refused in one line
+    # that names the field; `--set FIELD=` drops the fields there.
+    assert prepare(base, [], cli=early).warnings
     with pytest.raises(ProfileError) as caught:
-        prepare(base, [], cli=early)
+        prepare(base, ["restart_policy=OnFailure"], cli=early)
     assert "restart_policy: --restart-policy is not in the installed runai" in str(caught.value)
     seed_recovery = ["restart_policy=", "master_restart_policy=", "backoff_limit="]
     with pytest.raises(ProfileError) as caught:
@@ -272,3 +274,27 @@ def test_the_masters_secret_is_left_out_too_and_put_back_by_path() -> None:
     assert again.env["NCCL_DEBUG"] == "WARN"  # only a redacted value is taken from elsewhere
     lacking, unknown = submission_record.profile_of(record, "t")
     assert unknown == ("master_env.DB_PASSWORD",) and "DB_PASSWORD" not in lacking.master_env
+
+
+def test_with_the_cli_known_the_preview_goes_without_the_shipped_restart_policies() -> None:
+    """What the TUI's form previews and submits (prepare with the CLI's capabilities): 2.19 goes
+    without the shipped profile's restart policies and says so once; 2.25 keeps them."""
+    seed = ProfileStore().load("retinanet-tcp")
+    early = Capabilities(["runai"], parse_override("2.19"), "test")
+    prepared = prepare(seed, cli=early)
+    assert "--restart-policy" not in prepared.argv
+    assert "--master-restart-policy" not in prepared.argv
+    assert prepared.profile.restart_policy is None and seed.restart_policy == "OnFailure"
+    assert prepared.record is not None and "restart_policy" not in prepared.record.data
+    [said] = prepared.warnings
+    assert said.startswith(
+        "the installed runai has no --restart-policy, --master-restart-policy: submitting without "
+        "restart_policy, master_restart_policy (set by the shipped profile retinanet-tcp)"
+    )
+    assert submission.degradable(prepared.profile, early) == []  # nothing left to drop
+    late = prepare(seed, cli=Capabilities(["runai"], parse_override("2.25"), "test"))
+    assert late.warnings == () and "--master-restart-policy" in late.argv
+    # Asked for (even the shipped value): refused, naming that field alone.
+    with pytest.raises(ProfileError) as refused:
+        prepare(seed, ["master_restart_policy=OnFailure"], cli=early)
+    assert [p.field for p in refused.value.problems] == ["master_restart_policy"]

@@ -84,6 +84,10 @@ PROBE = "\n".join(
         "@@pf smi |    Clocks Event Reasons",
         "@@pf smi |        HW Slowdown                       : Active",
         "@@pf kernel_log ok",
+        "@@pf uptime 4300.12",
+        "@@pf xid [ 4213.122141] NVRM: Xid (PCI:0000:07:00): 31, pid=2417, name=python3, Ch "
+        "00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+        "0x7f29_5b8c9000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
         "@@pf end ok",
     ]
 )

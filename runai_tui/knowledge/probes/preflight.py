@@ -17,6 +17,7 @@ from runai_tui.knowledge.findings import (
     FIX_MEMLOCK,
     FIX_SHM,
     INFO,
+    WARNING,
     Finding,
     Remedy,
     one_per_fault,
@@ -27,7 +28,7 @@ from runai_tui.knowledge.probes.probe_facts import last_fact, parse_facts
 from runai_tui.knowledge.remedies import remedy_line
 from runai_tui.util.text import literal
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+PASS, FAIL, SKIP, WARN = "pass", "fail", "skip", "warn"
 MARK = "@@pf"
 SHM_MIN_KB = 1024 * 1024  # /dev/shm below 1 GiB starves DataLoader workers
 EXEC_TIMEOUT = 30.0  # seconds for the probe in one pod
@@ -98,7 +99,17 @@ else
 fi
 if k="$(dmesg 2>&1)"; then
   p kernel_log ok
-  printf '%s\n' "$k" | grep 'NVRM: Xid' | tail -n 20 | while IFS= read -r l; do p xid "$l"; done
+  p uptime "$(cut -d' ' -f1 /proc/uptime 2>/dev/null)"
+  p clock "$(date +%s) $(date +%z)"
+  printf '%s\n' "$k" | grep 'NVRM: Xid' | awk '
+    { l[NR] = $0 }
+    END {
+      for (i = NR; i > 0; i--) {
+        k = l[i]; sub(/.*NVRM: Xid /, "", k); sub(/,.*/, "", k)
+        if (++n[k] <= 5) keep[i] = 1
+      }
+      for (i = 1; i <= NR; i++) if (i in keep) print l[i]
+    }' | while IFS= read -r l; do p xid "$l"; done
 else
   p kernel_log "$(printf '%s' "$k" | head -n 1)"
 fi
@@ -124,10 +135,11 @@ def check_skipped(check: str, reason: str) -> Finding:
 
 
 def status(item: Finding) -> str:
-    """A checklist item's status: pass, fail or skip."""
+    """A checklist item's status: pass, fail, warn (found, but not this pod's fault: an
+    application's XID) or skip."""
     if item.ok:
         return PASS
-    return FAIL if item.severity == ERROR else SKIP
+    return {ERROR: FAIL, WARNING: WARN}.get(item.severity, SKIP)
 
 
 def item_dict(item: Finding, remedy: Remedy | None = None) -> dict[str, object]:
@@ -381,11 +393,14 @@ def _versions(facts: dict[str, list[str]]) -> list[Finding]:
 
 
 def gpu_health_items(facts: dict[str, list[str]], node: str) -> list[Finding]:
-    """GPU health (knowledge/probes/gpu_health.py): `nvidia-smi -q` and the kernel log's XIDs, each
-    fault a failed item naming the node; what the pod cannot read is skipped, never failed."""
+    """GPU health (knowledge/probes/gpu_health.py): `nvidia-smi -q` and the kernel log's recent XIDs,
+    each fault of the node a failed item naming it (an XID that is not the node's fault: a
+    warning); what the pod cannot read is skipped, never failed."""
     items: list[Finding] = []
+    pending: set[tuple[int, int, int] | None] | None = None  # GPUs with a remap pending
     if "smi" in facts:
         gpus = gpu_health.parse_smi("\n".join(line[1:] for line in facts["smi"]))
+        pending = {gpu_health.bus_key(g.bus_id) for g in gpus if g.pending}
         faults = gpu_health.smi_faults(gpus, node)
         items += [check_failed(f.check, f.reason, gpu_health.FIX) for f in faults]
         if not gpus:
@@ -403,10 +418,16 @@ def gpu_health_items(facts: dict[str, list[str]], node: str) -> list[Finding]:
         items.append(check_skipped("gpu-xid", f"the kernel log is not readable here ({why}): "
                                    "XIDs not checked"))  # fmt: skip
         return items
-    xids = gpu_health.xid_faults(gpu_health.parse_xids(facts.get("xid", [])), node)
-    items += [check_failed(f.check, f.reason, gpu_health.FIX) for f in xids]
-    if not xids:
-        items.append(check_passed("gpu-xid", "no NVIDIA XID error in the kernel log"))
+    clock = gpu_health.KernelClock.from_facts(last_fact(facts, "uptime"), last_fact(facts, "clock"))
+    xids = gpu_health.parse_xids(facts.get("xid", []), clock)
+    judged = gpu_health.judge_xids(xids, node, pending)
+    for fault in judged.faults:
+        if fault.severity == ERROR:
+            items.append(check_failed(fault.check, fault.reason, fault.fix))
+        else:
+            items.append(Finding(fault.check, WARNING, fault.reason, fault.fix))
+    if not judged.faults:
+        items.append(check_passed("gpu-xid", judged.passed()))
     return items
 
 
@@ -414,7 +435,7 @@ def render_text(report: Preflight) -> str:
     """The CLI's checklist, then each fault once with the pods it is on, its fix and remedy;
     values from the pod go through `literal` (inert on a terminal)."""
     out: list[str] = []
-    marks = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
+    marks = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip", WARN: "WARN"}
     for pod in report.pods:
         out.append(literal(pod.pod))
         for item in pod.items:
@@ -429,5 +450,7 @@ def render_text(report: Preflight) -> str:
     if report.faults():
         out.append("")
     failed = sum(1 for p in report.pods for i in p.items if status(i) == FAIL)
-    out.append(f"{failed} failed check(s) in {len(report.pods)} pod(s)")
+    warned = sum(1 for p in report.pods for i in p.items if status(i) == WARN)
+    also = f", {warned} warning(s)" if warned else ""
+    out.append(f"{failed} failed check(s){also} in {len(report.pods)} pod(s)")
     return "\n".join(out)

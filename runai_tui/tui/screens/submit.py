@@ -366,11 +366,14 @@ class SubmitScreen(AppScreen[str]):
             self.refresh_bindings()
             self.submit_job(self.prepared)
 
+    def _warn(self, message: str) -> None:
+        self.notify(message, severity="warning", title="submit", timeout=15)
+
     @work(exclusive=True, group="submit", exit_on_error=False)
     async def submit_job(self, prepared: Submission) -> None:
         try:
-            if self.resubmit is None:
-                result = await submission.asubmit(self.tui.client, prepared)
+            if self.resubmit is None:  # what this runai goes without (2.18-2.20): said
+                result = await submission.asubmit(self.tui.client, prepared, warn=self._warn)
             else:  # the original suspended first when it runs in the same output dir
                 result = await resubmit_flow.asubmit(self.tui.client, self.resubmit, prepared)
         except ProfileError:
