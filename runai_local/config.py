@@ -31,6 +31,7 @@ import yaml
 
 from runai_local.errors import LocalError
 from runai_tui.util import paths
+from runai_tui.util.duration import DurationError, read_seconds
 
 
 class ConfigError(LocalError):
@@ -104,6 +105,16 @@ def _number(source: str, name: str, value: object, kind: type) -> Any:
     return number
 
 
+def _seconds(source: str, name: str, value: object) -> float:
+    """A duration in seconds (`5`, `30s`, `1m30s`): never nan, inf or negative."""
+    try:
+        return read_seconds(value)
+    except DurationError as exc:
+        raise ConfigError(
+            f"{source}: {name}={value!r} is not a duration ({exc}); set seconds >= 0, e.g. 30"
+        ) from None
+
+
 def load_config() -> LocalConfig:
     raw: dict[str, object] = {}
     path = config_path()
@@ -122,14 +133,14 @@ def load_config() -> LocalConfig:
         raw = loaded
     src = str(path)
     gpus = _number(src, "gpus", raw.get("gpus", 0), int)
-    grace = _number(src, "grace_seconds", raw.get("grace_seconds", 5.0), float)
+    grace = _seconds(src, "grace_seconds", raw.get("grace_seconds", 5.0))
     max_pods = _number(src, "max_pods", raw.get("max_pods", 0), int)
     env = os.environ
     if env.get("RUNAI_LOCAL_GPUS"):
         gpus = _number("environment", "RUNAI_LOCAL_GPUS", env["RUNAI_LOCAL_GPUS"], int)
     if env.get("RUNAI_LOCAL_GRACE_SECONDS"):
-        grace = _number(
-            "environment", "RUNAI_LOCAL_GRACE_SECONDS", env["RUNAI_LOCAL_GRACE_SECONDS"], float
+        grace = _seconds(
+            "environment", "RUNAI_LOCAL_GRACE_SECONDS", env["RUNAI_LOCAL_GRACE_SECONDS"]
         )
     if env.get("RUNAI_LOCAL_MAX_PODS"):
         max_pods = _number("environment", "RUNAI_LOCAL_MAX_PODS", env["RUNAI_LOCAL_MAX_PODS"], int)

@@ -6,11 +6,11 @@ builder; a test keeps the two in agreement). Errors read like cobra's, so a wron
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from runai_local.errors import LocalError
+from runai_tui.util.duration import DurationError, go_seconds
 
 
 class FlagError(LocalError):
@@ -37,9 +37,6 @@ class Parsed:
         return self.values[name]
 
 
-_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")
-
-
 def _convert(flag: Flag, text: str) -> Any:
     bad = f'invalid argument "{text}" for "{_label(flag)}" flag: '
     if flag.kind in ("int", "uint"):
@@ -58,9 +55,11 @@ def _convert(flag: Flag, text: str) -> Any:
         if number < 0:
             raise FlagError(bad + "must be a non-negative number")
         return number
-    if flag.kind == "duration":
-        if not _DURATION.match(text):
-            raise FlagError(bad + f'time: invalid duration "{text}"')
+    if flag.kind == "duration":  # Go's time.ParseDuration forms; kept as typed
+        try:
+            go_seconds(text)
+        except DurationError as exc:
+            raise FlagError(bad + str(exc)) from None
         return text
     if flag.kind == "ints":
         try:
@@ -382,9 +381,8 @@ PROJECT_LIST_FLAGS = [
 
 
 def duration_seconds(text: str) -> float:
-    """A Go duration (`1h30m`, `300s`, `2m`) in seconds."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    total = 0.0
-    for number, unit in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", text):
-        total += float(number) * units[unit]
-    return total
+    """A Go duration (`1h30m`, `300s`, `2m`) in seconds; FlagError when it is none."""
+    try:
+        return go_seconds(text)
+    except DurationError as exc:
+        raise FlagError(str(exc)) from None

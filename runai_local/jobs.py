@@ -29,6 +29,7 @@ from runai_local.state import (
     read_status,
     write_json_atomic,
 )
+from runai_tui.util.duration import DurationError, read_seconds
 
 # How long a freshly submitted job may have no supervisor recorded before it counts as lost.
 _START_SLACK_SECONDS = 15.0
@@ -298,10 +299,8 @@ def delete(jobdir: Path) -> None:
     paths = JobPaths(jobdir)
     paths.deleting.touch()  # a supervisor mid-start checks this before each pod
     grace = 5.0
-    with contextlib.suppress(StateError):
-        seconds = read_json(paths.spec).get("graceSeconds", 5.0)
-        if isinstance(seconds, int | float | str):
-            grace = float(seconds)
+    with contextlib.suppress(StateError, DurationError):  # a spec's junk: the default grace
+        grace = read_seconds(read_json(paths.spec).get("graceSeconds", 5.0))
     status: JobStatus = {}
     with contextlib.suppress(StateError), locked(paths.lock):
         current = state.check_status(read_json(paths.status), paths.status)

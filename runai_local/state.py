@@ -14,7 +14,6 @@ Layout (all under ``$XDG_STATE_HOME/runai-tui/local/``)::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -26,8 +25,9 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from runai_local.errors import LocalError
-from runai_tui.util import paths
+from runai_tui.util import lock_holder, paths
 from runai_tui.util.atomic import atomic_open
+from runai_tui.util.duration import DurationError, read_seconds
 
 # Every process of a job carries this variable (pods, exec'd commands, the supervisor), so a
 # delete can find and stop the whole job even when its records are lost or a process escaped
@@ -261,12 +261,8 @@ def read_json(path: Path) -> dict[str, object]:
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive flock on PATH (created if needed); released if the holder dies."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with lock_holder.flocked(str(path)):
         yield
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -330,27 +326,11 @@ def iter_job_dirs(project: str | None = None) -> Iterator[Path]:
 # ---- processes -------------------------------------------------------------------------------
 
 
-def proc_start_ticks(pid: int) -> int | None:
-    """Start time of PID in clock ticks since boot (None if gone or a zombie)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rfind(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def process_alive(pid: int | None, start_ticks: int | None = None) -> bool:
-    """True when PID runs (not a zombie) and, if given, started at START_TICKS (no pid reuse)."""
-    if not pid:
-        return False
-    ticks = proc_start_ticks(pid)
-    if ticks is None:
-        return False
-    return start_ticks is None or ticks == start_ticks
+# The one reader of a process's start in /proc, and the pid check on it, are the lock helper's
+# (runai_tui/util/lock_holder.py, the trainer's run lock's too): supervisor and pod records hold
+# {"pid", "startTicks"}, and a reused pid does not count.
+proc_start_ticks = lock_holder.start_ticks
+process_alive = lock_holder.process_alive
 
 
 def processes_of_job(jobdir: Path, pod: str | None = None) -> list[int]:
@@ -420,6 +400,17 @@ def _expect_list(value: object, path: Path, field: str, expected: str, nonempty:
     return cast("list[Any]", value)
 
 
+def _is_seconds(value: object) -> bool:
+    """A number of seconds as a spec holds it: finite, 0 or more (never a string)."""
+    if isinstance(value, str):
+        return False
+    try:
+        read_seconds(value)
+    except DurationError:
+        return False
+    return True
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -429,7 +420,7 @@ def check_spec(spec: Mapping[str, object], path: Path) -> JobSpec:
     for key in ("name", "project", "id", "createdAt", "workingDir"):
         _expect(isinstance(spec.get(key), str), path, key, "a string")
     _expect(_is_int(spec.get("worldSize")), path, "worldSize", "an integer")
-    _expect(isinstance(spec.get("graceSeconds"), (int, float)), path, "graceSeconds", "a number")
+    _expect(_is_seconds(spec.get("graceSeconds")), path, "graceSeconds", "seconds, 0 or more")
     _expect(isinstance(spec.get("baseEnv"), dict), path, "baseEnv", "a mapping")
     resources = spec.get("resources")
     gpu = resources.get("gpu") if isinstance(resources, dict) else None

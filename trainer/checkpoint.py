@@ -8,6 +8,7 @@ file, fsynced and renamed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 import re
@@ -17,6 +18,7 @@ from typing import Any, TypedDict
 import numpy as np
 import torch
 
+from trainer import run_lock
 from trainer.errors import ConfigError, TrainerError
 from trainer.files import atomic_open_binary
 
@@ -56,17 +58,23 @@ def list_checkpoints(output_dir: str) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
-def atomic_torch_save(obj: object, path: str) -> None:
-    with atomic_open_binary(path) as f:
+def atomic_torch_save(
+    obj: object, path: str, before_replace: Callable[[], None] | None = None
+) -> None:
+    with atomic_open_binary(path, before_replace) as f:
         torch.save(obj, f)
 
 
 def save_checkpoint(output_dir: str, step: int, state: Mapping[str, object], keep: int) -> str:
     """Write step-N.pt, then delete the complete checkpoints of earlier steps beyond the newest
     ``keep``. Never a temporary file (another writer's `.step-….pt.*.tmp`, about to be renamed)
-    and never a later step than this one: the clean-up touches only what this run has passed."""
+    and never a later step than this one: the clean-up touches only what this run has passed.
+    A run whose output-dir lock was taken over writes nothing: run_lock.LockLost, checked
+    before the write and again before its rename (the write takes seconds)."""
+    run_lock.check_held(output_dir)
     path = os.path.join(checkpoint_dir(output_dir), f"step-{step:09d}.pt")
-    atomic_torch_save({"format": FORMAT_VERSION, **state}, path)
+    fence = functools.partial(run_lock.check_held, output_dir)
+    atomic_torch_save({"format": FORMAT_VERSION, **state}, path, fence)
     for _, old in older_checkpoints(output_dir, step, keep):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO, TextIO, cast
 
@@ -61,9 +61,16 @@ def fsync_directory(directory: PathLike) -> None:
 
 
 @contextlib.contextmanager
-def _replacing(path: PathLike, binary: bool, errors: str, newline: str | None) -> Iterator[IO[Any]]:
+def _replacing(
+    path: PathLike,
+    binary: bool,
+    errors: str,
+    newline: str | None,
+    before_replace: Callable[[], None] | None = None,
+) -> Iterator[IO[Any]]:
     """A handle on a temp file beside `path`; on success it is fsynced and renamed over `path`
-    and the directory fsynced; on any error it is removed and `path` left untouched."""
+    and the directory fsynced; on any error it is removed and `path` left untouched.
+    `before_replace` runs just before the rename: what it raises leaves `path` as it was."""
     target = Path(os.path.abspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(target)
@@ -77,6 +84,8 @@ def _replacing(path: PathLike, binary: bool, errors: str, newline: str | None) -
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -95,9 +104,12 @@ def atomic_open(
 
 
 @contextlib.contextmanager
-def atomic_open_binary(path: PathLike) -> Iterator[BinaryIO]:
-    """Write bytes to `path` atomically: the handle's file replaces `path` on success."""
-    with _replacing(path, True, "strict", None) as handle:
+def atomic_open_binary(
+    path: PathLike, before_replace: Callable[[], None] | None = None
+) -> Iterator[BinaryIO]:
+    """Write bytes to `path` atomically: the handle's file replaces `path` on success (after
+    `before_replace`, when given, has run without raising)."""
+    with _replacing(path, True, "strict", None, before_replace) as handle:
         yield cast("BinaryIO", handle)
 
 

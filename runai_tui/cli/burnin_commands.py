@@ -11,7 +11,8 @@ from runai_tui.cli.common import add_set_argument, backend_for, client_for, prin
 from runai_tui.knowledge.records.wire import table
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai import submission
-from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.shapes.errors import RuntimeFailure
+from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
 from runai_tui.workflows import burnin
 
@@ -22,18 +23,21 @@ def add_burnin_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="the job's name (default: JOB-burnin)")
     p.add_argument(
         "--wait-timeout",
-        type=float,
+        type=seconds_arg(positive=True),
         default=900.0,
         metavar="SECONDS",
         help="give up waiting after this long (the job is deleted all the same)",
     )
-    p.add_argument("--interval", type=float, default=2.0, help="seconds between status checks")
+    p.add_argument(
+        "--interval",
+        type=seconds_arg(positive=True),
+        default=2.0,
+        help="seconds between status checks",
+    )
     p.add_argument("--json", action="store_true", help="the comm record as read, in JSON")
 
 
 def cmd_burnin(args: argparse.Namespace) -> int:
-    if args.wait_timeout <= 0 or args.interval <= 0:
-        raise UsageError("--wait-timeout and --interval must be more than 0", "e.g. --interval 2")
     settings = settings_for(args)
     profile = burnin.burnin_profile(ProfileStore().load(args.profile), args.sets)
     name = args.name or burnin.job_name(profile)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from runai_tui import __version__
 from runai_tui.cli.common import Parser, print_error, print_failure, runai_cli_for, settings_for
 from runai_tui.shapes.errors import Failure, UsageError
+from runai_tui.util.duration import seconds_arg
 
 
 class Subcommand(NamedTuple):
@@ -130,12 +131,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Run:ai project (-p) for every call (or $RUNAI_TUI_PROJECT, or config.toml)",
     )
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per runai call")
+    parser.add_argument(
+        "--timeout", type=seconds_arg(positive=True), default=60.0, help="seconds per runai call"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--readonly", action="store_true", help="TUI: hide submit, delete, exec")
     parser.add_argument(
         "--refresh",
-        type=float,
+        type=str,
         default=None,
         metavar="SECONDS",
         help="TUI: job list refresh (default 2; or $RUNAI_TUI_REFRESH, or config.toml)",

@@ -21,6 +21,7 @@ from runai_tui.knowledge.remedies import attach, remedy_line
 from runai_tui.profiles import Profile, ProfileStore, apply_overrides
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import ErrorKind, Failure, RunaiError, UsageError
+from runai_tui.util.duration import seconds_arg
 from runai_tui.workflows.gather import measure, read_job_check
 
 _SET_FIRST = "override a field first, as submit does (repeatable)"
@@ -33,7 +34,7 @@ def add_lint_arguments(li: argparse.ArgumentParser) -> None:
     li.add_argument("--json", action="store_true", help='{"findings": [...]}')
     li.add_argument(
         "--step-time",
-        type=float,
+        type=seconds_arg(positive=True),
         metavar="SECONDS",
         help="seconds a step, as a job measured it (`runai-tui plan` says it), for the "
         "checkpoint-interval and no-way-back rules (default: 1 s assumed)",
@@ -82,8 +83,6 @@ def _lint_targets(
 def cmd_lint(args: argparse.Namespace) -> int:
     loaded, problems = _lint_targets(ProfileStore(), args.targets, args.sets)
     found = []
-    if args.step_time is not None and not args.step_time > 0:
-        raise UsageError(f"--step-time {args.step_time:g}: give the seconds a step takes, above 0")
     for label, profile in loaded:
         findings = lint(profile, step_time=args.step_time)
         attach(findings, profile, from_fix=True)  # a fix that is an override is the remedy

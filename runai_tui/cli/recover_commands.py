@@ -14,6 +14,7 @@ from runai_tui.cli.common import client_for, settings_for
 from runai_tui.runai import runner
 from runai_tui.shapes.errors import UsageError
 from runai_tui.util.aio import gather_all
+from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
 from runai_tui.workflows import watch_lock
 from runai_tui.workflows.sweep import asweep_jobs
@@ -57,13 +58,17 @@ def add_watch_arguments(wt: argparse.ArgumentParser) -> None:
     )
     wt.add_argument(
         "--backoff",
-        type=float,
+        type=seconds_arg(),
         default=BACKOFF,
         metavar="S",
         help=f"seconds before attempt 2, doubled for each later one (default {BACKOFF:g})",
     )
     wt.add_argument(
-        "--interval", type=float, default=INTERVAL, metavar="S", help="seconds between looks"
+        "--interval",
+        type=seconds_arg(positive=True),
+        default=INTERVAL,
+        metavar="S",
+        help="seconds between looks",
     )
     wt.add_argument("--json", action="store_true", help="one JSON object per event, per line")
 
@@ -75,10 +80,6 @@ def _policy(args: argparse.Namespace) -> Policy:
             "counts as one)",
             "e.g. --max-attempts 3",
         )
-    if args.backoff < 0:
-        raise UsageError(f"--backoff {args.backoff:g}: must be 0 or more", "e.g. --backoff 60")
-    if args.interval <= 0:
-        raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 10")
     if bool(args.jobs) == (args.sweep is not None):
         raise UsageError(
             "watch: give jobs or --sweep ID, one of them", "e.g. runai-tui watch JOB --recover"

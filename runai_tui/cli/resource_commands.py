@@ -11,7 +11,7 @@ from collections.abc import Callable
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge.probes import resources
 from runai_tui.runai import runner
-from runai_tui.shapes.errors import UsageError
+from runai_tui.util.duration import seconds_arg
 from runai_tui.workflows.pod_probes import top_job
 
 
@@ -24,7 +24,7 @@ def add_arguments(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("--watch", action="store_true", help="read again and again until Ctrl-C")
     tp.add_argument(
         "--every",
-        type=float,
+        type=seconds_arg(positive=True),
         default=2.0,
         metavar="SECONDS",
         help="with --watch: pause between readings (default 2; each reading takes ~1 s)",
@@ -32,8 +32,6 @@ def add_arguments(tp: argparse.ArgumentParser) -> None:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
-    if args.every <= 0:
-        raise UsageError(f"--every {args.every:g}: must be > 0", "e.g. --every 2")
     client = client_for(args)
     while True:
         report = runner.run_sync(top_job(client, args.job, pod=args.pod))

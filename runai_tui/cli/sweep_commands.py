@@ -24,6 +24,7 @@ from runai_tui.profiles import ProfileError, ProfileStore, apply_overrides
 from runai_tui.runai import runner, submission
 from runai_tui.runai.argv import display_argv
 from runai_tui.shapes.errors import Failure, UsageError
+from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
 from runai_tui.workflows import sweep
 from runai_tui.workflows.gather import measure
@@ -77,7 +78,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--step-time",
-        type=float,
+        type=seconds_arg(positive=True),
         metavar="S",
         help="with --plan: seconds per step, your estimate, where no job's is measured",
     )
@@ -170,8 +171,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.dataset_size is not None or args.job is not None or args.step_time is not None
     ):
         raise UsageError("--dataset-size, --job and --step-time go with --plan", "add --plan")
-    if args.step_time is not None and not args.step_time > 0:
-        raise UsageError(f"--step-time {args.step_time:g}: must be more than 0", "e.g. 0.35")
     sweep_id, prepared = _prepare_all(args)
     if args.plan:
         return _plan(args, sweep_id, prepared)

@@ -26,6 +26,7 @@ from runai_tui.runai import runner
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
 from runai_tui.trainer_flags import records
 from runai_tui.util.aio import gather_all
+from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
 from runai_tui.workflows.job_end import TARGETS, WaitResult, wait_for
 from runai_tui.workflows.job_records import (
@@ -74,13 +75,17 @@ def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
     wt.add_argument(
         "--timeout",
         dest="wait_timeout",
-        type=float,
+        type=seconds_arg(),
         default=None,
         metavar="S",
         help="give up after S seconds (exit 2); default: wait as long as it takes",
     )
     wt.add_argument(
-        "--interval", type=float, default=WAIT_INTERVAL, metavar="S", help="seconds between looks"
+        "--interval",
+        type=seconds_arg(positive=True),
+        default=WAIT_INTERVAL,
+        metavar="S",
+        help="seconds between looks",
     )
     wt.add_argument("--json", action="store_true", help='{"job", "for", "phase", "outcome", ...}')
 
@@ -181,12 +186,6 @@ def cmd_wait(args: argparse.Namespace) -> int:
             f"--for {args.target!r}: not one of {', '.join(TARGETS)}",
             "e.g. runai-tui wait JOB --for completed",
         )
-    if args.wait_timeout is not None and args.wait_timeout < 0:
-        raise UsageError(
-            f"--timeout {args.wait_timeout:g}: must be 0 or more", "e.g. --timeout 600"
-        )
-    if args.interval <= 0:
-        raise UsageError(f"--interval {args.interval:g}: must be more than 0", "e.g. --interval 2")
     if (args.job is None) == (args.sweep is None):
         raise UsageError("wait: give a job or --sweep ID, one of them", "e.g. runai-tui wait JOB")
     if args.sweep is not None:

@@ -17,12 +17,14 @@ and §7 (field → flag per generation).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import NamedTuple
 
 from runai_tui.profiles import validators as v
 from runai_tui.shapes.cli_generations import ALL, V2, V2_LATE_ONLY
+from runai_tui.util.duration import DurationError, go_seconds
 
 # ExitCode: Kubeflow's PyTorchJob policy (exit 1-127 permanent, 128-255 retryable); the local
 # cluster takes it; a runai CLI whose --restart-policy lists only the other three refuses it.
@@ -101,13 +103,14 @@ def _capabilities(value: object) -> list[str]:
 _UID = v.int_range(0, 2**31 - 1)
 _CORES = v.cores(1024)
 PRIORITIES = ("very-low", "low", "medium-low", "medium", "medium-high", "high", "very-high")
-_GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
 
 
 def _duration(value: object) -> str:
-    """A Go duration as the CLI takes it: 30s, 5m, 1h30m, 24h."""
-    if isinstance(value, str) and _GO_DURATION.match(value.strip()):
-        return value.strip()
+    """A Go duration as the CLI takes it: 30s, 5m, 1h30m, 24h (never negative)."""
+    if isinstance(value, str):
+        with contextlib.suppress(DurationError):
+            go_seconds(value.strip())
+            return value.strip()
     raise v.Invalid("expected a duration such as 30s, 5m or 24h")
 
 

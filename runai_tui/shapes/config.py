@@ -30,6 +30,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from runai_tui.shapes.cli_generations import parse_override
 from runai_tui.shapes.errors import UsageError
 from runai_tui.util import paths
+from runai_tui.util.duration import DurationError, read_seconds
 
 # The backend's choices and variable live here, with the other settings, and backend.py imports
 # them: the settings are read on every headless start, the backend module only when it runs.
@@ -93,15 +94,12 @@ def _project(value: Any) -> str | None:
 
 
 def _refresh(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("expected 0 (off) or a positive number of seconds")
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError("expected 0 (off) or a positive number of seconds") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError("expected 0 (off) or a positive number of seconds")
-    return number
+        return read_seconds(value)
+    except DurationError as exc:
+        raise ValueError(
+            f"expected 0 (off) or a positive number of seconds such as 2 or 2s ({exc})"
+        ) from None
 
 
 def _notify(value: Any) -> bool:

@@ -6,21 +6,20 @@ holder is gone is free, and the next watcher takes it over and says whose it was
 
 Nothing else lives here: what a watcher knows of a job (its attempts, their parents and numbers)
 is in the jobs' submission records on the cluster; a watcher started again reads them.
+
+The holder record and the flock are runai_tui/util/lock_holder.py's, the trainer's run lock's too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from runai_tui.shapes.errors import RuntimeFailure
-from runai_tui.util import paths
+from runai_tui.util import lock_holder, paths
 
 
 def lock_path(project: str | None, job: str) -> Path:
@@ -50,11 +49,7 @@ def _holder(text: str) -> str:
         doc = json.loads(text)
     except ValueError:
         return ""
-    if not isinstance(doc, dict):
-        return ""
-    started = doc.get("started")
-    when = time.strftime("%H:%M:%S", time.localtime(started)) if isinstance(started, float) else ""
-    return f"pid {doc.get('pid')} on {doc.get('host')}" + (f" since {when}" if when else "")
+    return lock_holder.describe(doc) if isinstance(doc, dict) else ""
 
 
 def take(project: str | None, job: str) -> WatchLock:
@@ -66,15 +61,16 @@ def take(project: str | None, job: str) -> WatchLock:
     with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as seen:
         before = seen.read()
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+        held = lock_holder.flock(fd, blocking=False)
+    except OSError:  # cannot lock it: refused as if held, never watched twice
+        held = False
+    if not held:
         os.close(fd)
         holder = _holder(before) or "another watcher"
         raise RuntimeFailure(
             f"job {job} is already watched by {holder} ({path}): not watching it twice",
             "stop that watcher first, or watch another job",
-        ) from None
-    mine = {"pid": os.getpid(), "host": socket.gethostname(), "job": job, "started": time.time()}
+        )
     os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(mine).encode(), 0)
+    os.pwrite(fd, json.dumps(lock_holder.new_holder(job=job)).encode(), 0)
     return WatchLock(path, fd, _holder(before))

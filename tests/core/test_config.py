@@ -56,6 +56,9 @@ def test_precedence_flag_env_config_default(monkeypatch) -> None:
         ("\n\nrefresh = -3\n", ":3: refresh: -3: expected 0 (off) or a positive number",
          "e.g. refresh = 5"),
         ("refresh = true\n", ":1: refresh: True: expected 0 (off)", "refresh = 5"),
+        ("refresh = nan\n", ":1: refresh: nan: expected 0 (off)", "refresh = 5"),
+        ("refresh = inf\n", ":1: refresh: inf: expected 0 (off)", "refresh = 5"),
+        ("refresh = 'soon'\n", ":1: refresh: 'soon': expected 0 (off)", "refresh = 5"),
         ('project = "Team A"\n', ":1: project: 'Team A': expected a project name", "team-a"),
         ("refesh = 5\n", ":1: refesh: unknown setting (did you mean 'refresh'?)",
          "known settings: backend, project, refresh"),
@@ -81,7 +84,8 @@ def test_a_bad_environment_value_names_the_variable(monkeypatch) -> None:
         load_settings({})
     assert (
         str(info.value)
-        == "RUNAI_TUI_REFRESH=soon: expected 0 (off) or a positive number of seconds"
+        == "RUNAI_TUI_REFRESH=soon: expected 0 (off) or a positive number of seconds such as 2"
+        " or 2s (expected digits and a unit)"
     )
     assert info.value.hint == "fix or unset RUNAI_TUI_REFRESH"
 

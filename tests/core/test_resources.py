@@ -204,7 +204,9 @@ def test_top_cli_on_the_cluster_path(tmp_path: Path, make_fake) -> None:
     res = top("nope")
     assert res.returncode == 1 and res.stderr.startswith("error: ") and res.stdout == ""
     res = top("job-a", "--watch", "--every", "0")
-    assert res.returncode == 2 and res.stderr.startswith("error: --every 0: must be > 0")
+    assert res.returncode == 2 and res.stderr.startswith(
+        "error: argument --every: '0': must be more than 0"
+    )
 
 
 def test_the_probe_runs_nvidia_smi_and_reads_its_csv(tmp_path: Path) -> None:

@@ -38,7 +38,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]
         (["watch", "nope", "--max-attempts", "0"],
          "error: --max-attempts 0: must be 1 or more (the first submission counts as one)"),
         (["watch", "--recover"], "error: watch: give jobs or --sweep ID, one of them"),
-        (["report", "--since", "yesterday"], "error: --since 'yesterday' is not a duration"),
+        (["report", "--since", "yesterday"],
+             "error: --since 'yesterday' is not a duration (expected digits and a unit)"),
         (["report", "--sweep", "lr.3fa9c1"], "error: sweep lr.3fa9c1 has no jobs"),
         (["bundle", "nope", "-o", "/nonexistent/dir/x.tar.gz"],
          "error: -o /nonexistent/dir/x.tar.gz: cannot write the bundle there: its folder "

@@ -1,5 +1,6 @@
-"""A wheel carries the shipped profiles, the trainer's fast-path rule, record schema and atomic
-writer (links in the source tree), and an install outside the source tree finds them."""
+"""A wheel carries the shipped profiles, the trainer's fast-path rule, record schema, atomic
+writer and lock helper (links in the source tree), and an install outside the source tree finds
+them."""
 
 from __future__ import annotations
 
@@ -41,11 +42,13 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
         rule = archive.read("runai_tui/trainer_flags/fast_path.py").decode()
         schema = archive.read("runai_tui/trainer_flags/records.py").decode()
         writer = archive.read("runai_tui/util/atomic.py").decode()
+        locks = archive.read("runai_tui/util/lock_holder.py").decode()
         assert not any(n.startswith("trainer/") for n in names)  # the trainer is not installed
     assert text == (REPO / "profiles" / "retinanet-tcp.yaml").read_text()
     assert rule == (REPO / "trainer" / "fast_path.py").read_text()
     assert schema == (REPO / "trainer" / "records.py").read_text()
     assert writer == (REPO / "trainer" / "files.py").read_text()
+    assert locks == (REPO / "trainer" / "lock_holder.py").read_text()
 
     site = tmp_path / "site"
     install = [*pip, "install", "--no-deps", "--no-index", "--target", str(site)]
@@ -56,6 +59,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
     probe = (
         "import json, runai_tui.profiles as p, runai_tui.trainer_flags.fast_path\n"
         "import runai_tui.trainer_flags.records\n"
+        "import runai_tui.workflows.watch_lock, runai_local.state\n"
         "s = p.ProfileStore()\n"
         "print(json.dumps({'module': p.__file__, 'shipped': str(p.shipped_profiles_dir()),\n"
         "    'names': s.names(), 'image': s.load('retinanet-rdma').image}))\n"

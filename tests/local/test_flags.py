@@ -67,7 +67,11 @@ def test_negative_value_is_taken_as_the_flags_argument() -> None:
         (["--preemptibility", "maybe"], "must be one of: preemptible, non-preemptible"),
         (["--restart-policy", "Sometimes"], "must be one of: Always, OnFailure, Never, ExitCode"),
         (["-g", "-1"], "must be a non-negative integer"),
-        (["--termination-grace-period", "5 s"], 'time: invalid duration "5 s"'),
+        (["--termination-grace-period", "5 s"], 'time: unknown unit " s" in duration "5 s"'),
+        (["--termination-grace-period", "banana"], 'time: invalid duration "banana"'),
+        (["--termination-grace-period", "5"], 'time: missing unit in duration "5"'),
+        (["--termination-grace-period", "-5s"], 'time: invalid duration "-5s"'),
+        (["--termination-grace-period", "nan"], 'time: invalid duration "nan"'),
     ],
 )
 def test_bad_flags_raise_cobra_style_errors(args: list[str], message: str) -> None:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from trainer import checkpoint
+from trainer import checkpoint, run_lock
 from trainer.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def state(step: int) -> dict:
@@ -78,3 +86,65 @@ def test_rotation_leaves_another_writers_temp_file_and_later_steps(tmp_path):
     checkpoint.save_checkpoint(str(tmp_path), 15, state(15), keep=1)
     names = sorted(p.name for p in ckpts.iterdir())
     assert names == [other_tmp.name, "step-000000015.pt", "step-000000040.pt"]
+
+
+TAKER = """
+import sys
+from trainer import run_lock
+lock = run_lock.acquire(sys.argv[1], lambda m: print(m, flush=True))
+print(lock.me["token"], flush=True)
+"""
+
+
+def test_a_run_whose_lock_was_taken_over_writes_no_checkpoint(tmp_path, monkeypatch):
+    """The pod of this job started again elsewhere and took the output dir's lock (the same
+    RUNAI_JOB_UUID) while this run lingers: its next checkpoint write stops it in one line, and
+    its heartbeat never writes over the new holder's lock."""
+    monkeypatch.setenv("RUNAI_JOB_UUID", "job-u")
+    monkeypatch.setattr(run_lock, "HEARTBEAT_SECONDS", 0.05)
+    out = str(tmp_path)
+    lock = run_lock.acquire(out, lambda m: None)
+    checkpoint.save_checkpoint(out, 5, state(5), keep=3)  # held: written
+    taker = subprocess.run(
+        [sys.executable, "-c", TAKER, out],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    said, token = taker.stdout.strip().splitlines()
+    assert said.endswith(": this job's previous start"), taker.stderr
+    with pytest.raises(run_lock.LockLost) as info:
+        checkpoint.save_checkpoint(out, 10, state(10), keep=3)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"--output-dir {out} is no longer this run's")
+    assert (
+        "was taken over by job" in message
+        and "stopping before the next checkpoint write" in message
+    )
+    assert [s for s, _ in checkpoint.list_checkpoints(out)] == [5]
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.endswith(".tmp")]
+    deadline = time.monotonic() + 60
+    while lock._beat.is_alive() and time.monotonic() < deadline:  # it sees the loss and stops
+        time.sleep(0.05)
+    assert not lock._beat.is_alive() and lock.lost
+    assert json.loads((tmp_path / run_lock.LOCK_FILE).read_text())["token"] == token
+    lock.release()  # not its lock any more: left to the new holder
+    assert json.loads((tmp_path / run_lock.LOCK_FILE).read_text())["token"] == token
+
+
+def test_a_takeover_during_the_write_leaves_no_checkpoint(tmp_path, monkeypatch):
+    """Checked again just before the rename: a lock taken over while the file was written (a
+    save takes seconds) leaves the step's file unwritten."""
+    monkeypatch.setenv("RUNAI_JOB_UUID", "job-v")
+    out = str(tmp_path)
+    lock = run_lock.acquire(out, lambda m: None)
+
+    class TakenOverWhileSaved:
+        def __reduce__(self):
+            other = {**lock.me, "token": "another-run", "pid": 1}
+            (tmp_path / run_lock.LOCK_FILE).write_text(json.dumps(other))
+            return (dict, ())
+
+    with pytest.raises(run_lock.LockLost):
+        checkpoint.save_checkpoint(out, 3, {**state(3), "x": TakenOverWhileSaved()}, keep=3)
+    assert checkpoint.list_checkpoints(out) == []
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.endswith(".tmp")]
+    lock.release()

@@ -1,0 +1,1 @@
+../../trainer/lock_holder.py
