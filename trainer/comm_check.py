@@ -7,9 +7,10 @@ bandwidths of NVIDIA's nccl-tests (doc/PERFORMANCE.md): algbw = size / time and,
 all-reduce, busbw = algbw x 2(n-1)/n, the figure to hold against the link's speed. Then a
 point-to-point pass: each pair of neighbouring ranks (r, r+1 mod n), alone on the wire, sends
 a buffer back and forth; the pair's one-way GB/s names a slow link by its ranks, pods and
-nodes. Every rank also reads its link's speed where the pod can (/sys/class/net/IF/speed for
-TCP, /sys/class/infiniband/*/ports/*/rate for RDMA), so `runai-tui diagnose` can hold the
-figures against what the wire should give.
+nodes. Every rank also reads the link speeds the pod has (/sys/class/net/*/speed for TCP,
+/sys/class/infiniband/*/ports/*/rate for RDMA) and records them with the NCCL_* variables that
+choose among them, as written: `runai-tui diagnose` reads those as NCCL does and holds the
+figures against what the wire NCCL uses should give.
 
 Rank 0 writes the result as one `comm` record. Everything is torch.distributed's public API.
 """
@@ -169,8 +170,7 @@ def all_reduce_row(ctx: DistContext, size: int) -> Record:
     worst = torch.tensor([mean], dtype=torch.float64, device=ctx.device)
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)
     seconds = float(worst.item())
-    algbw = size / seconds / 1e9
-    busbw = algbw * 2 * (ctx.world_size - 1) / ctx.world_size
+    algbw, busbw = bandwidths(size, seconds, ctx.world_size)
     return {
         "bytes": size,
         "time_ms": round(seconds * 1e3, 3),
@@ -178,6 +178,13 @@ def all_reduce_row(ctx: DistContext, size: int) -> Record:
         "busbw_gbs": round(busbw, 3),
         "iters": iters,
     }
+
+
+def bandwidths(size: int, seconds: float, world: int) -> tuple[float, float]:
+    """nccl-tests' (algbw, busbw) in GB/s of an all-reduce of `size` bytes over `world` ranks
+    (doc/PERFORMANCE.md): algbw = size / time, busbw = algbw x 2(n-1)/n."""
+    algbw = size / seconds / 1e9
+    return algbw, algbw * 2 * (world - 1) / world
 
 
 def _timed(ctx: DistContext, op: Callable[[], object], iters: int) -> float:
@@ -255,54 +262,48 @@ def algorithm(backend: str | None) -> str:
 
 def where_am_i(ctx: DistContext) -> Record:
     """This rank's pod (POD_NAME, else the host name), node (NODE_NAME when the pod is told it,
-    else "?"), the transport asked for and the link's speed as the pod reads it."""
-    transport, link = link_of(ctx.backend, dict(os.environ))
+    else "?") and what its link is made of, as the pod reads it (`link_facts`)."""
     return {
         "rank": ctx.rank,
         "pod": os.environ.get("POD_NAME") or socket.gethostname(),
         "node": os.environ.get("NODE_NAME") or "?",
-        "transport": transport,
-        "link": link,
+        **link_facts(ctx.backend, dict(os.environ)),
     }
 
 
-def link_of(
-    backend: str | None, env: Mapping[str, str], sys_root: str = "/sys"
-) -> tuple[str, Record]:
-    """(the transport asked for, the link: {"kind": "tcp"|"rdma", "gbps": speed or None,
-    "source": what was read, "note": why no speed})."""
-    if backend == "nccl" and env.get("NCCL_IB_DISABLE", "0") not in ("1", "true", "True"):
-        hcas = env.get("NCCL_IB_HCA", "")
-        rates = rdma_rates(sys_root, hcas)
-        if rates:
-            gbps = min(rate for _, rate in rates)
-            names = ",".join(name for name, _ in rates)
-            return f"nccl NET/IB asked ({names})", {"kind": "rdma", "gbps": gbps, "source": names}
-        if hcas:
-            return "nccl NET/IB asked", {"kind": "rdma", "gbps": None,
-                                         "note": f"no port rate readable for NCCL_IB_HCA={hcas}"}  # fmt: skip
+# The variables that choose NCCL's network. The trainer records them as written and reads no
+# meaning into them: runai-tui's knowledge/nccl_env.py reads them as NCCL does (strtoll for
+# NCCL_IB_DISABLE, prefix lists for NCCL_IB_HCA and NCCL_SOCKET_IFNAME) and picks the link.
+NET_VARIABLES = ("NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
+
+
+def link_facts(backend: str | None, env: Mapping[str, str], sys_root: str = "/sys") -> Record:
+    """{"transport": in words, "env": the NET_VARIABLES set, "rdma": [[device:port, Gb/s]]
+    of every RDMA port, "net": [[interface, Gb/s or None]] of every interface} for NCCL; for
+    gloo, whose interface the trainer finds itself (distributed.gloo_network), the transport
+    and its "link": {"kind": "tcp", "iface", "gbps", "note": why no speed}."""
     if backend == "nccl":
-        iface = first_interface(env.get("NCCL_SOCKET_IFNAME", ""))
-        transport = f"nccl NET/Socket on {iface or 'the interface NCCL picks'}"
-    else:
-        said = gloo_network(dict(env))
-        found = re.search(r"gloo/TCP on (\S+)", said)
-        iface = found.group(1) if found else ""
-        transport = f"gloo/TCP on {iface}"
+        return {
+            "transport": "nccl (the network NCCL picks; NCCL_DEBUG=INFO names it)",
+            "env": {k: env[k] for k in NET_VARIABLES if k in env},
+            "rdma": [[port, gbps] for port, gbps in rdma_rates(sys_root)],
+            "net": [[iface, interface_speed(sys_root, iface)[0]] for iface in interfaces(sys_root)],
+        }
+    said = gloo_network(dict(env))
+    found = re.search(r"gloo/TCP on (\S+)", said)
+    iface = found.group(1) if found else ""
     speed, note = interface_speed(sys_root, iface)
     link: Record = {"kind": "tcp", "iface": iface, "gbps": speed}
     if note:
         link["note"] = note
-    return transport, link
+    return {"transport": f"gloo/TCP on {iface}", "link": link}
 
 
-def first_interface(spec: str) -> str:
-    """NCCL_SOCKET_IFNAME's first exact name ('=net1' or 'net1,net2' -> 'net1'; '^lo' names
-    none)."""
-    spec = spec.strip()
-    if not spec or spec.startswith("^"):
-        return ""
-    return spec.lstrip("=").split(",")[0].strip()
+def interfaces(sys_root: str) -> list[str]:
+    try:
+        return sorted(os.listdir(os.path.join(sys_root, "class", "net")))
+    except OSError:
+        return []
 
 
 def interface_speed(sys_root: str, iface: str) -> tuple[float | None, str]:
@@ -324,19 +325,15 @@ def interface_speed(sys_root: str, iface: str) -> tuple[float | None, str]:
 RATE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
 
 
-def rdma_rates(sys_root: str, hcas: str = "") -> list[tuple[str, float]]:
-    """[(device:port, Gb/s)] from /sys/class/infiniband/*/ports/*/rate ("100 Gb/sec (4X EDR)"),
-    only the devices NCCL_IB_HCA names when it names some."""
-    wanted_devices = {h.split(":")[0].lstrip("=^") for h in hcas.split(",") if h.strip()}
-    exclude = hcas.strip().startswith("^")
+def rdma_rates(sys_root: str) -> list[tuple[str, float]]:
+    """[(device:port, Gb/s)] of every port in /sys/class/infiniband/*/ports/*/rate
+    ("100 Gb/sec (4X EDR)"); which of them NCCL uses is NCCL_IB_HCA's to say."""
     found = []
     for path in sorted(
         glob.glob(os.path.join(sys_root, "class", "infiniband", "*", "ports", "*", "rate"))
     ):
         parts = path.split(os.sep)
         device, port = parts[-4], parts[-2]
-        if wanted_devices and ((device in wanted_devices) == exclude):
-            continue
         try:
             with open(path, encoding="ascii") as f:
                 match = RATE.match(f.read())

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from runai_tui.knowledge.lint.checks import nccl_ib_disabled
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.records.progress import TrainingProgress
 from runai_tui.knowledge.trainer_facts import (
     DATASET_CLASSES,
@@ -139,9 +139,10 @@ def hook_wire_share(hook: str) -> float | None:
 
 def profile_link(profile: Profile) -> str:
     """The link the profile's all-reduce uses: InfiniBand when NCCL may use it (GPUs, and
-    NCCL_IB_DISABLE unset or 0), else TCP sockets (NCCL_IB_DISABLE=1, or gloo on CPUs)."""
+    NCCL_IB_DISABLE 0 as NCCL reads it: unset, 0, `true`), else TCP sockets (NCCL_IB_DISABLE
+    non-zero: 1, 2, 0x1; or gloo on CPUs). The reading is nccl_env's."""
     gpus = profile.most_gpus_per_pod
-    return "ib_200gbps" if gpus and not nccl_ib_disabled(profile.env) else "tcp_25gbps"
+    return "ib_200gbps" if gpus and not nccl_env.ib_disabled(profile.env) else "tcp_25gbps"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.findings import Finding, Remedy
 from runai_tui.knowledge.submitted import Submitted, submitted
 from runai_tui.knowledge.trainer_facts import TrainerArgs, read_trainer_args
@@ -155,7 +156,7 @@ def _back_on_ib(finding: Finding, profile: Profile, context: Context) -> Remedy 
     sets = []
     for key, value in IB_ENV.items():
         now = profile.env.get(key)
-        if now is None or (key == "NCCL_IB_DISABLE" and now.strip() not in ("", "0")):
+        if now is None or (key == "NCCL_IB_DISABLE" and nccl_env.ib_disabled({key: now})):
             sets.append(f"env.{key}={value}")
     if IPC_LOCK not in profile.capabilities:
         sets.append(f"capabilities={flow_list([*profile.capabilities, IPC_LOCK])}")
@@ -194,8 +195,8 @@ def _socket_ifname(finding: Finding, profile: Profile, context: Context) -> Reme
         variable = "NCCL_SOCKET_IFNAME"
     seen = _interfaces_seen(finding) or context.interfaces
     iface = pick_interface(seen, context.loopback_master)
-    if iface is None or profile.env.get(variable) == iface:
-        return None
+    if iface is None or nccl_env.names_only(variable, profile.env.get(variable), iface, seen):
+        return None  # the variable already picks that interface alone
     where = "seen in the pod" if _interfaces_seen(finding) else "of the pods' node"
     return Remedy(
         (f"env.{variable}={iface}",),

@@ -38,24 +38,46 @@ def test_sizes_run_from_one_mib_to_the_bucket_or_the_gradient() -> None:
     assert comm_check.neighbour_pairs(3) == [(0, 1), (1, 2), (2, 0)]
 
 
-def test_the_link_speed_is_read_as_the_pod_sees_it(tmp_path: Path) -> None:
-    net = tmp_path / "class" / "net" / "net1"
-    net.mkdir(parents=True)
-    (net / "speed").write_text("25000\n")
-    env = {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=net1"}
-    transport, link = comm_check.link_of("nccl", env, str(tmp_path))
-    assert transport == "nccl NET/Socket on net1"
-    assert link == {"kind": "tcp", "iface": "net1", "gbps": 25.0}
+def test_the_link_facts_are_read_as_the_pod_sees_them(tmp_path: Path) -> None:
+    # The trainer records what the pod has and the NCCL_* it ran with, reading no meaning into
+    # them: runai-tui's nccl_env reads them as NCCL does (tests/core/test_wire.py).
+    for iface, speed in (("net1", "25000"), ("lo", "-1")):
+        net = tmp_path / "class" / "net" / iface
+        net.mkdir(parents=True)
+        (net / "speed").write_text(speed + "\n")
     for device, rate in (("mlx5_0", "100 Gb/sec (4X EDR)"), ("mlx5_1", "200 Gb/sec (4X HDR)")):
         port = tmp_path / "class" / "infiniband" / device / "ports" / "1"
         port.mkdir(parents=True)
         (port / "rate").write_text(rate + "\n")
-    _, link = comm_check.link_of("nccl", {"NCCL_IB_HCA": "mlx5_1"}, str(tmp_path))
-    assert link == {"kind": "rdma", "gbps": 200.0, "source": "mlx5_1:1"}
-    _, link = comm_check.link_of("nccl", {}, str(tmp_path))
-    assert link["gbps"] == 100.0  # the slower port bounds it
-    _, link = comm_check.link_of("gloo", {"GLOO_SOCKET_IFNAME": "eth9"}, str(tmp_path))
-    assert link["gbps"] is None and "class/net/eth9/speed" in str(link["note"])
+    env = {"NCCL_IB_DISABLE": "true", "NCCL_IB_HCA": "mlx5", "PATH": "/bin"}
+    facts = comm_check.link_facts("nccl", env, str(tmp_path))
+    assert facts["env"] == {"NCCL_IB_DISABLE": "true", "NCCL_IB_HCA": "mlx5"}
+    assert facts["rdma"] == [["mlx5_0:1", 100.0], ["mlx5_1:1", 200.0]]
+    assert facts["net"] == [["lo", None], ["net1", 25.0]]
+    facts = comm_check.link_facts("gloo", {"GLOO_SOCKET_IFNAME": "eth9"}, str(tmp_path))
+    assert facts["transport"] == "gloo/TCP on eth9"
+    link = facts["link"]
+    assert isinstance(link, dict) and link["gbps"] is None
+    assert "class/net/eth9/speed" in str(link["note"])
+
+
+REAL = REPO / "tests" / "core" / "nccl_real"
+
+
+@pytest.mark.parametrize(("name", "world"), [("all-reduce-perf-16-ranks.txt", 16),
+                                             ("nccl-tests-ib-2.19.3.log", 2)])  # fmt: skip
+def test_bandwidths_are_nccl_tests_own(name: str, world: int) -> None:
+    # Real all_reduce_perf rows: size (B), count, type, redop, root, then out-of-place and
+    # in-place time (us), algbw, busbw (GB/s), #wrong; printed to 2 decimals.
+    rows = [line.split() for line in (REAL / name).read_text().splitlines()]
+    rows = [r for r in rows if len(r) == 13 and r[0].isdigit()]
+    assert rows
+    for r in rows:
+        size = int(r[0])
+        for time_us, algbw, busbw in ((r[5], r[6], r[7]), (r[9], r[10], r[11])):
+            mine = comm_check.bandwidths(size, float(time_us) / 1e6, world)
+            assert mine == (pytest.approx(float(algbw), abs=0.006),
+                            pytest.approx(float(busbw), abs=0.011))  # fmt: skip
 
 
 def test_one_rank_is_one_line_and_a_usage_error() -> None:

@@ -121,7 +121,12 @@ CODES: dict[str, Code] = {
             "details), NCCL version 2.21.5",
             _re(
                 r"NCCL error in: |\bnccl(?:System|Internal|Remote|InvalidUsage)Error\b|"
-                r"unhandled (?:system|cuda) error|NET/IB : Got completion from peer .* status="
+                r"unhandled (?:system|cuda) error|"
+                # every format of NCCL's IB completion error (src/transport/net_ib.cc; from
+                # 2.29 net_ib/p2p.cc and gin.cc): `NET/IB : ... with error 12, opcode` (to
+                # 2.19), `NET/IB : ... with status=12 opcode=` (2.20-2.27), `NET/IB: ... with
+                # status=IBV_WC_RETRY_EXC_ERR(12)` (2.28 on), `NET/IB/GIN: ...`
+                r"NET/IB\w*(?:/GIN)? ?: ?Got completion from peer .* with (?:error \d|status=)"
             ),
             ("error", "completion"),
         ),
@@ -308,12 +313,13 @@ CODES: dict[str, Code] = {
             WARNING,
             REMEDY,
             "one pair of neighbouring ranks moved data at least 3x slower than the other pairs "
-            "(their upper median) in the wire check: a slow link, NIC or node",
+            "of its kind (their upper median; pairs between pods and pairs inside a pod are "
+            "compared apart) in the wire check: a slow link, NIC or node",
             "check the named node's NIC and cable (link speed, errors: `runai-tui preflight JOB`) "
             "and its switch port; resubmit off that node (exclude_node) until it is fixed",
             "pair ranks 1-2 (pods j-worker-0 / j-worker-1, nodes node-b / node-c): 0.05 GB/s, "
-            "16.0x slower than the upper median 0.8 GB/s of the other pairs; rank 2 (node "
-            "node-c) has the slower pairs: 0.07 GB/s on average",
+            "16.0x slower than the upper median 0.8 GB/s of the other pairs between pods; rank "
+            "2 (node node-c) has the slower pairs: 0.07 GB/s on average",
         ),
         Code(
             "pod-lost",

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.diagnose.codes import line_codes, make_finding
 from runai_tui.knowledge.diagnose.nccl_net import (
     IB_SETTING,
@@ -295,8 +296,8 @@ class PodDiagnoser:
     def _settings(self, line: str) -> None:
         """The NCCL_IB_* settings a line gives: do they ask for InfiniBand/RoCE?"""
         for key, value in IB_SETTING.findall(line):
-            if key == "DISABLE":
-                self.ib_wanted = value.strip("'\"") in ("0", "false", "False")
+            if key == "DISABLE":  # NCCL's echo is the integer it read; `K=V` is as written
+                self.ib_wanted = not nccl_env.ib_disabled({"NCCL_IB_DISABLE": value.strip("'\"")})
             elif value and self.ib_wanted is None:
                 self.ib_wanted = True
 

@@ -1,6 +1,7 @@
 """The detectors of the trainer's wire check (its `comm` record, knowledge/records/wire.py): wire-slow
 (the all-reduce's busbw under a share of the link the pods read) and wire-slow-pair (one pair of
-neighbouring ranks far slower than the others, naming the node)."""
+neighbouring ranks far slower than the others of its kind, between pods or inside one, naming
+the node)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ def wire_slow_pair(job: JobLogs) -> Iterator[Finding]:
     if slow is None:
         return
     pair, node, evidence = slow
+    if not node:  # one link, either end: the job's finding, no node to keep off
+        finding = make_finding("wire-slow-pair", "", 0, evidence)
+        finding.message += f" (the link {' / '.join(pair.nodes)})"
+        yield finding
+        return
     suspect = next((p for p, n in zip(pair.pods, pair.nodes, strict=True) if n == node), pod)
     finding = make_finding("wire-slow-pair", suspect, line if suspect == pod else 0, evidence)
     finding.message += f" (node {node})"

@@ -3,7 +3,8 @@
 Each rule is one small function registered with its code, severity and field; it looks at a
 resolved profile (overrides applied) and returns what it finds, each with a concrete fix. The
 CLI (`lint`, the warnings of `submit`) and the TUI's submit screen all call `lint()`
-(lint/registry.py, which lists the rule modules: this one and recovery_rules.py).
+(lint/registry.py, which lists the rule modules: this one,
+recovery_rules.py and nccl_rules.py).
 docs/profiles.md ("Profile checks") lists every code, generated from the registry with an example
 of each (python -m runai_tui.knowledge.docs docs/profiles.md). Core module: no Textual, no torch.
 """
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.findings import FIX_MEMLOCK, Severity
 from runai_tui.knowledge.trainer_facts import (
     TrainerArgs,
@@ -41,12 +43,9 @@ class RuleFinding:
 
 
 def nccl_ib_disabled(env: dict[str, str]) -> bool:
-    """NCCL_IB_DISABLE set to a non-zero number (NCCL reads it as an integer)."""
-    value = env.get("NCCL_IB_DISABLE", "").strip()
-    try:
-        return int(value) != 0
-    except ValueError:
-        return False
+    """NCCL_IB_DISABLE non-zero as NCCL reads it (nccl_env: strtoll, so `0x1` and `2` are off,
+    `true` is 0 and keeps IB on)."""
+    return nccl_env.ib_disabled(env)
 
 
 @dataclass(frozen=True)
@@ -280,11 +279,10 @@ def _socket_ifname(f: Facts) -> Iterable[RuleFinding]:
     value = f.env.get("NCCL_SOCKET_IFNAME")
     if value is None or MULTUS_ANNOTATION in f.profile.annotations:
         return
-    text = value.strip()
-    if not text or text.startswith("^"):  # an exclusion list picks among the pod's interfaces
+    wanted = nccl_env.parse_list(value)
+    if wanted.exclude or not wanted.items:  # an exclusion list picks among the pod's interfaces
         return
-    names = [n.strip() for n in text.lstrip("=").split(",") if n.strip()]
-    if all(n.startswith(POD_INTERFACES) for n in names):
+    if all(n.strip().startswith(POD_INTERFACES) for n in wanted.names()):
         return
     yield RuleFinding(
         f"NCCL_SOCKET_IFNAME={_show(value)} names an interface a secondary network creates, but "
@@ -346,7 +344,7 @@ def _ib_without_rdma(f: Facts) -> Iterable[RuleFinding]:
 
 def _ib_why(f: Facts) -> str:
     if "NCCL_IB_DISABLE" in f.env:
-        return f"NCCL_IB_DISABLE={f.env['NCCL_IB_DISABLE']}"
+        return nccl_env.int_text("NCCL_IB_DISABLE", f.env["NCCL_IB_DISABLE"])
     if "NCCL_IB_HCA" in f.env:
         return f"NCCL_IB_HCA={f.env['NCCL_IB_HCA']}"
     return "NCCL_IB_DISABLE unset"
@@ -369,8 +367,7 @@ def _rdma_unused(f: Facts) -> Iterable[RuleFinding]:
         return
     for name in f.rdma_resources:
         yield RuleFinding(
-            f"{name} is requested but NCCL_IB_DISABLE={f.env['NCCL_IB_DISABLE']}: the RDMA "
-            "device is held and never used",
+            f"{name} is requested but {_ib_why(f)}: the RDMA device is held and never used",
             f"drop it (extended_resources: {{{name}: null}} in a profile that extends this one),"
             " or set NCCL_IB_DISABLE=0 to use it",
             field=f"extended_resources.{name}",
@@ -466,7 +463,7 @@ def _tcp_uncompressed_gradients(f: Facts) -> Iterable[RuleFinding]:
     example=("env.NCCL_DEBUG=INFO",),
 )
 def _nccl_debug(f: Facts) -> Iterable[RuleFinding]:
-    if f.env.get("NCCL_DEBUG", "").upper() != "INFO":
+    if nccl_env.debug_level(f.env.get("NCCL_DEBUG")) != "INFO":
         return
     yield RuleFinding(
         "NCCL_DEBUG=INFO: right for a first run (it shows NET/IB or NET/Socket), noisy in "
@@ -608,7 +605,7 @@ def _master_differs(f: Facts) -> Iterable[RuleFinding]:
             )
     for key, value in p.master_env.items():
         worker = p.env.get(key)
-        if key.startswith("NCCL_") and worker != value:
+        if key.startswith("NCCL_") and not nccl_env.same_reading(key, worker, value):
             shown = "unset" if worker is None else f"{key}={worker}"
             yield RuleFinding(
                 f"the master runs with {key}={value}, the workers with {shown}: rank 0 may take "

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runai_tui.knowledge.findings import Finding, worst_first
-from runai_tui.knowledge.lint import checks, recovery_rules
+from runai_tui.knowledge.lint import checks, nccl_rules, recovery_rules
 from runai_tui.knowledge.lint.checks import Rule, RuleBook, facts
 from runai_tui.profiles import Profile
 
 # In the order lint reports a rule module's findings of one severity.
-RULE_MODULES = (checks, recovery_rules)
+RULE_MODULES = (checks, nccl_rules, recovery_rules)
 
 
 def _join(books: Iterable[RuleBook]) -> dict[str, Rule]:

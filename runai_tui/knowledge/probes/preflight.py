@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.findings import (
     ERROR,
     FIX_MEMLOCK,
@@ -210,11 +211,12 @@ def checklist(pod: str, output: str, node: str = "") -> PodChecklist:
     env = dict(kv.partition("=")[::2] for kv in facts.get("env", []))
     rdma = last_fact(facts, "rdma").split()
     netifs = last_fact(facts, "netifs").split()
-    ib_disabled = env.get("NCCL_IB_DISABLE", "").strip() in ("1", "true", "True")
+    ib_disabled = nccl_env.ib_disabled(env)  # as NCCL reads it: `true` is 0, `2` and `0x1` not
     hca = env.get("NCCL_IB_HCA", "")
     ib_on = not ib_disabled and bool(hca or rdma)
     if ib_disabled:
-        ib_why = "IB is off (NCCL_IB_DISABLE=1): NCCL uses sockets"
+        shown = nccl_env.int_text("NCCL_IB_DISABLE", env["NCCL_IB_DISABLE"])
+        ib_why = f"IB is off ({shown}): NCCL uses sockets"
     else:
         ib_why = "IB is not in use: no NCCL_IB_HCA and no RDMA device in /sys/class/infiniband"
     items = [
@@ -312,10 +314,10 @@ def _rdma(devices: list[str], ib_on: bool, hca: str, ib_why: str) -> Finding:
             "request the RDMA resource (extended_resources openshift.io/mlxrdma: 1) and the "
             "SR-IOV network annotation, or set NCCL_IB_DISABLE=1 to use TCP on purpose",
         )
-    wanted = [h.strip().lstrip("^=") for h in hca.split(",") if h.strip()]
-    if hca.startswith("^") or not wanted:
+    wanted = nccl_env.hca_list(hca)
+    if not wanted.items:
         return check_passed("rdma", f"RDMA devices: {' '.join(devices)}")
-    if any(d.startswith(w.split(":")[0]) for d in devices for w in wanted):
+    if any(wanted.selects(d) for d in devices):
         return check_passed("rdma", f"RDMA devices: {' '.join(devices)} (NCCL_IB_HCA={hca})")
     return check_failed(
         "rdma",
@@ -330,11 +332,8 @@ def _socket_ifname(value: str | None, netifs: list[str]) -> Finding:
     if value.startswith("^"):
         return check_skipped("socket-ifname", f"NCCL_SOCKET_IFNAME={value} only excludes names")
     shown = " ".join(netifs) or "none"
-    for entry in (e.strip() for e in value.split(",") if e.strip()):
-        exact = entry.startswith("=")
-        name = entry.lstrip("=")
-        if any(n == name or (not exact and n.startswith(name)) for n in netifs):
-            return check_passed("socket-ifname", f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
+    if nccl_env.selected(value, netifs):
+        return check_passed("socket-ifname", f"NCCL_SOCKET_IFNAME={value}; interfaces: {shown}")
     failed = check_failed(
         "socket-ifname",
         f"NCCL_SOCKET_IFNAME={value} names no interface of the pod (interfaces: {shown})",

@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from runai_tui.knowledge import nccl_env
 from runai_tui.knowledge.records.progress import parse_metric_line
 from runai_tui.trainer_flags import records
 
@@ -38,6 +39,11 @@ class Pair:
     pods: tuple[str, str]
     nodes: tuple[str, str]
     gbs: float  # one-way GB/s of the pair's exchange
+
+    @property
+    def between_pods(self) -> bool:
+        """The pair crosses the network (two pods); inside one pod it is NVLink/PCIe/shm."""
+        return self.pods[0] != self.pods[1]
 
     def text(self) -> str:
         a, b = self.ranks
@@ -113,19 +119,72 @@ def read_check(record: Mapping[str, object]) -> WireCheck | None:
             pair_ranks = (int(ranks[0]) if ranks[0].isdigit() else -1,
                           int(ranks[1]) if ranks[1].isdigit() else -1)  # fmt: skip
             pairs.append(Pair(pair_ranks, pods, nodes, gbs))
-    links = []
-    for rank in _dicts(record.get("ranks")):
-        link = rank.get("link")
-        said = link if isinstance(link, dict) else {}
-        links.append(
-            (str(said.get("kind", "?")), _number(said.get("gbps")), str(said.get("note", "")))
-        )
+    backend = str(record.get("backend", "?"))
+    read = [rank_link(rank, backend) for rank in _dicts(record.get("ranks"))]
+    links = [link for _, link in read]
+    transport = read[0][0] if read and read[0][0] else str(record.get("transport", "?"))
     world = _number(record.get("world_size"))
     return WireCheck(
-        str(record.get("backend", "?")), str(record.get("algorithm", "?")),
-        str(record.get("transport", "?")), int(world) if world else len(links),
+        backend, str(record.get("algorithm", "?")), transport,
+        int(world) if world else len(links),
         tuple(sizes), tuple(pairs), tuple(links), _number(record.get("seconds")) or 0.0,
     )  # fmt: skip
+
+
+def rank_link(
+    rank: Mapping[str, object], backend: str
+) -> tuple[str, tuple[str, float | None, str]]:
+    """(the transport in words, (kind, Gb/s or None, why none)) of one rank. An NCCL rank that
+    recorded its facts (the NCCL_* it ran with, every RDMA port's and interface's speed) is
+    read here as NCCL reads them (nccl_env): NCCL_IB_DISABLE through strtoll, NCCL_IB_HCA and
+    NCCL_SOCKET_IFNAME as prefix lists (`mlx5` is every mlx5_N). Otherwise the rank's own
+    "link" (gloo's, or a record from before the facts: transport "" then)."""
+    env = rank.get("env")
+    if backend == "nccl" and isinstance(env, dict) and ("rdma" in rank or "net" in rank):
+        said = {str(k): str(v) for k, v in env.items()}
+        return _nccl_link(said, _speeds(rank.get("rdma")), _speeds(rank.get("net")))
+    link = rank.get("link")
+    got = link if isinstance(link, dict) else {}
+    kind, note = str(got.get("kind", "?")), str(got.get("note", ""))
+    return "", (kind, _number(got.get("gbps")), note)
+
+
+def _speeds(value: object) -> dict[str, float | None]:
+    """[[name, Gb/s or null], ...] as name -> Gb/s (None: unknown)."""
+    out: dict[str, float | None] = {}
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
+            gbps = _number(item[1])
+            out[item[0]] = gbps if gbps and gbps > 0 else None
+    return out
+
+
+def _nccl_link(
+    env: dict[str, str], rdma: dict[str, float | None], net: dict[str, float | None]
+) -> tuple[str, tuple[str, float | None, str]]:
+    hca = env.get("NCCL_IB_HCA")
+    if not nccl_env.ib_disabled(env):
+        ports = nccl_env.selected_ports(hca, rdma)
+        rates = [rate for p in ports if (rate := rdma[p])]
+        if rates:
+            return f"nccl NET/IB asked ({','.join(ports)})", ("rdma", min(rates), "")
+        if hca is not None:
+            seen = ", ".join(rdma) or "none"
+            why = f"no port rate readable for NCCL_IB_HCA={hca} (RDMA ports: {seen})"
+            return "nccl NET/IB asked", ("rdma", None, why)
+    ifname = env.get("NCCL_SOCKET_IFNAME")
+    if ifname is None:
+        return "nccl NET/Socket on the interface NCCL picks", ("tcp", None, "no interface named")
+    chosen = nccl_env.selected(ifname, net)
+    where = ",".join(chosen) or "no interface"
+    speeds = [speed for i in chosen if (speed := net[i])]
+    if speeds:
+        return f"nccl NET/Socket on {where}", ("tcp", min(speeds), "")
+    if chosen:
+        why = f"NCCL_SOCKET_IFNAME={ifname} selects {where}, none with a readable speed"
+    else:
+        why = f"NCCL_SOCKET_IFNAME={ifname} selects none of {', '.join(net) or 'no interfaces'}"
+    return f"nccl NET/Socket on {where}", ("tcp", None, why)
 
 
 def _dicts(value: object) -> list[dict[str, object]]:
@@ -218,26 +277,49 @@ def below_link(check: WireCheck) -> str | None:
 
 def slow_pair(check: WireCheck) -> tuple[Pair, str, str] | None:
     """(the slowest pair, the node to suspect, evidence) when one pair is PAIR_FACTOR times
-    slower than the upper median of the others (three pairs or more: a slow node is in two of
-    three pairs, and the upper median of the other two is then the fast one), else None. The
-    node: that of the pair's rank whose pairs are slower on average (a rank is in two pairs)."""
-    if len(check.pairs) < 3:
+    slower than the upper median of the other pairs of its kind, else None. Pairs are compared
+    like with like: pairs between pods (the network) among themselves, pairs inside a pod
+    (NVLink, PCIe, shared memory) among themselves; a healthy 2 x 8 job's 2 network pairs are
+    not slow next to its 14 NVLink pairs. A kind needs three pairs or more (a slow node is in
+    two of three pairs, and the upper median of the other two is then the fast one). The
+    node: inside a pod, the pod's; between pods, that of the pair's pod whose pairs of the kind
+    are slower on average; "" when the two are alike (one slow link: either end)."""
+    found = [hit for kind in (True, False) if (hit := _slow_of_kind(check, kind)) is not None]
+    return min(found, key=lambda hit: hit[0].gbs) if found else None
+
+
+def _slow_of_kind(check: WireCheck, between: bool) -> tuple[Pair, str, str] | None:
+    pairs = [p for p in check.pairs if p.between_pods == between]
+    if len(pairs) < 3:
         return None
-    ordered = sorted(check.pairs, key=lambda p: p.gbs)
+    ordered = sorted(pairs, key=lambda p: p.gbs)
     slowest = ordered[0]
     others = statistics.median_high(p.gbs for p in ordered[1:])
     if slowest.gbs * PAIR_FACTOR > others:
         return None
-
-    def mean_of(rank: int) -> float:
-        return statistics.fmean(p.gbs for p in check.pairs if rank in p.ranks)
-
-    a, b = slowest.ranks
-    rank = a if mean_of(a) < mean_of(b) else b
-    node = slowest.nodes[0] if rank == a else slowest.nodes[1]
-    evidence = (
+    kind = "between pods" if between else "inside a pod"
+    head = (
         f"pair {slowest.text()}, {others / max(slowest.gbs, 1e-9):.1f}x slower than the "
-        f"upper median {others:g} GB/s of the other pairs; rank {rank} (node {node}) has the "
-        f"slower pairs: {mean_of(rank):.3g} GB/s on average"
+        f"upper median {others:g} GB/s of the other pairs {kind}"
     )
-    return slowest, node, evidence
+    if not between:
+        node = slowest.nodes[0]
+        return slowest, node, f"{head}; both ranks are on node {node}"
+
+    def mean_of(pod: str) -> float:
+        return statistics.fmean(p.gbs for p in pairs if pod in p.pods)
+
+    means = [mean_of(pod) for pod in slowest.pods]
+    if means[0] == means[1]:
+        ends = " / ".join(slowest.nodes)
+        return slowest, "", f"{head}; the other pairs of both pods are alike: the link {ends}"
+    side = 0 if means[0] < means[1] else 1
+    rank, node = slowest.ranks[side], slowest.nodes[side]
+    return (
+        slowest,
+        node,
+        (
+            f"{head}; rank {rank} (node {node}) has the slower pairs: {means[side]:.3g} GB/s on "
+            "average"
+        ),
+    )
