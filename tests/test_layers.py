@@ -412,3 +412,14 @@ def test_knowledge_reads_facts_and_calls_no_client() -> None:
             (str(p.relative_to(REPO)), m) for m in imported_modules(p) if m.startswith(up)
         ]
     assert offenders == []
+
+
+def test_the_redaction_is_a_leaf() -> None:
+    # profiles/ (lint's secret-in-env), the submission record, knowledge/, the bundle and both
+    # faces import the one redaction: it imports nothing of theirs, and its scanner only
+    # detect-secrets.
+    redaction = imported_modules(REPO / "runai_tui" / "util" / "redaction.py")
+    scanner = imported_modules(REPO / "runai_tui" / "util" / "secret_scan.py")
+    assert "runai_tui.util" in redaction  # the scanner, loaded on demand
+    assert {m for m in redaction | scanner if m.startswith("runai_tui")} == {"runai_tui.util"}
+    assert any(m.startswith("detect_secrets") for m in scanner)

@@ -49,7 +49,8 @@ HEAVY = [
     # The other commands' modules: entry.py imports only the module of the command that runs.
     "runai_tui.cli.job_commands",
     "runai_tui.cli.bulk_commands",
-    "runai_tui.cli.health_commands",
+    "runai_tui.cli.diagnose_commands",
+    "runai_tui.cli.preflight_commands",
     "runai_tui.cli.watch_commands",
     "runai_tui.cli.resource_commands",
     "runai_tui.cli.resubmit_commands",
@@ -59,6 +60,10 @@ HEAVY = [
     # The dry run checks no CLI's flags and reads no CLI cache. (It does build the submission
     # record, with json: it prints the argv the submit sends.)
     "runai_tui.runai.installed",
+    # The dry run redacts nothing: the secret scanner (detect-secrets, with requests) is for
+    # the bundle and the displays of a submission.
+    "detect_secrets",
+    "runai_tui.util.secret_scan",
 ]
 
 # Screens the TUI opens on demand: none is loaded before the first paint of the jobs screen.
@@ -99,6 +104,9 @@ OFF_FIRST_PAINT = [
     # The subcommands' modules: no subcommand opens the TUI.
     "runai_tui.cli.profile_commands",
     "runai_tui.cli.job_commands",
+    # The secret scanner: describe's raw view loads it when it opens.
+    "detect_secrets",
+    "runai_tui.util.secret_scan",
 ]
 
 

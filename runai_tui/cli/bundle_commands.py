@@ -65,7 +65,7 @@ def _summary(gathered: bundle.Bundle) -> list[str]:
     logs = sum(1 for name in gathered.members if name.startswith("logs/"))
     dumps = sum(1 for name in gathered.members if f"/{records.DUMP_DIR}/" in name)
     return [f"{logs} log(s)", f"{dumps} Flight Recorder dump(s)",
-            f"{len(gathered.secrets)} secret value(s) redacted"]  # fmt: skip
+            f"{gathered.secrets} secret(s) redacted"]  # fmt: skip
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"bundle": cmd_bundle}

@@ -37,7 +37,6 @@ class Subcommand(NamedTuple):
 _PROFILES = "runai_tui.cli.profile_commands"
 _JOBS = "runai_tui.cli.job_commands"
 _BULK = "runai_tui.cli.bulk_commands"
-_HEALTH = "runai_tui.cli.health_commands"
 _WATCH = "runai_tui.cli.watch_commands"
 _RUN = "runai_tui.cli.run_commands"
 
@@ -73,8 +72,16 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         Subcommand(verb, f"{verb} jobs: by name, or every job a selector matches", _BULK)
         for verb in ("delete", "suspend", "resume")
     ),
-    Subcommand("diagnose", "read every pod's log: NCCL transport, failures, fixes", _HEALTH),
-    Subcommand("preflight", "check a running job's pods: memlock, shm, GPUs, network", _HEALTH),
+    Subcommand(
+        "diagnose",
+        "read every pod's log: NCCL transport, failures, fixes",
+        "runai_tui.cli.diagnose_commands",
+    ),
+    Subcommand(
+        "preflight",
+        "check a running job's pods: memlock, shm, GPUs, network",
+        "runai_tui.cli.preflight_commands",
+    ),
     Subcommand(
         "burnin",
         "measure the wire: the profile's pods run the comm check alone, its table, then deleted",

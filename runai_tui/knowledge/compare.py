@@ -31,6 +31,7 @@ from runai_tui.knowledge.submitted import (
 from runai_tui.profiles.submission_record import ANNOTATION as RECORD_ANNOTATION
 from runai_tui.shapes.json_types import JSONObject
 from runai_tui.trainer_flags import records as schema
+from runai_tui.util.redaction import redact_argv, redact_document
 
 MISSING = "-"
 
@@ -106,11 +107,17 @@ def submission_fields(argv: list[str]) -> list[tuple[str, str]]:
 
 def argv_diff(before: list[str], after: list[str]) -> list[Row]:
     """The fields that differ between two submit argvs, in first-seen order: what `resubmit`
-    shows before it submits."""
+    shows before it submits, a secret's value redacted (a changed one said so)."""
     old, new = dict(submission_fields(before)), dict(submission_fields(after))
-    keys = dict.fromkeys([*old, *new])
-    rows = [Row(k, old.get(k, MISSING), new.get(k, MISSING)) for k in keys]
-    return [r for r in rows if not r.same]
+    shown_old = dict(submission_fields(redact_argv(before)))
+    shown_new = dict(submission_fields(redact_argv(after)))
+    rows = []
+    for k in dict.fromkeys([*old, *new]):
+        if old.get(k, MISSING) == new.get(k, MISSING):
+            continue
+        a, b = shown_old.get(k, MISSING), shown_new.get(k, MISSING)
+        rows.append(Row(k, a, f"{b} (changed)" if a == b else b))
+    return rows
 
 
 def render_rows(rows: list[Row], a: str = "A", b: str = "B") -> list[str]:
@@ -153,11 +160,13 @@ def _text(value: object) -> str:
 
 def run_json_fields(info: Mapping[str, object]) -> list[tuple[str, str]]:
     """run.json flattened to dotted keys (`config.lr`, `data.corpus.manifest_version`,
-    `data.topology.world_size`, `data.seed`…), the identifying parts only (no start time)."""
+    `data.topology.world_size`, `data.seed`…), the identifying parts only (no start time), a
+    secret's value (its `env`) redacted."""
+    shown = redact_document(dict(info))
     out: list[tuple[str, str]] = []
     for key in _RUN_KEYS:
-        if key in info:
-            out += _flat(info[key], key)
+        if isinstance(shown, dict) and key in shown:
+            out += _flat(shown[key], key)
     return out
 
 
@@ -457,7 +466,9 @@ def run_table(sides: list[RunSide], sweep: str | None = None) -> RunTable:
     ]
     grid_cells = {row.cells for row in rows if not row.same}
     submissions = [
-        [p for p in submission_fields(side.argv) if p[0] != "name"] if side.argv else []
+        [p for p in submission_fields(redact_argv(side.argv)) if p[0] != "name"]
+        if side.argv
+        else []
         for side in sides
     ]
     rows += _fields("settings", submissions, grid_cells)

@@ -14,10 +14,10 @@ submit argv where it has one.
 What it holds (version 2): the profile's name, the `--name` and every `--set` given, and the
 resolved profile's fields (without `extends` and `description`, which the command does not
 carry), which is what `resubmit` rebuilds from; `compare` reads the submit argv and leaves the
-record out. An `env` (or `master_env`) value lint's `secret-in-env` matcher flags is never
-copied: its name stays, in place, with REDACTED as its value, and `redacted` lists it
-(`env.NAME`); a rebuild takes the value from the profile of that name as it is now, else says it
-is missing. A job of a sweep (runai_tui/workflows/sweep.py) also carries the sweep's ID (`sweep`) and its
+record out. An `env` (or `master_env`) value lint's `secret-in-env` matcher flags
+(runai_tui/util/redaction.py's `literal_secret`) is never copied: its name stays, in place, with
+REDACTED as its value, and `redacted` lists it (`env.NAME`); a rebuild takes the value from
+the profile of that name as it is now, else says it is missing. A job of a sweep (runai_tui/workflows/sweep.py) also carries the sweep's ID (`sweep`) and its
 own combination of the grid's values (`values`, FIELD -> VALUE as given); both are optional keys
 of version 2, which a reader that predates them ignores. A job submitted again from another
 (`resubmit`, or the watcher's next attempt) also names that job (`parent`) and its number in
@@ -33,15 +33,14 @@ Shared by the plumbing (which writes it) and the knowledge (which reads it back 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from runai_tui.profiles import ProfileError, validate_data
 from runai_tui.profiles.schema import make_profile
-from runai_tui.profiles.validators import literal_secret
 from runai_tui.shapes.errors import UsageError
+from runai_tui.util.redaction import REDACTED, literal_secret
 
 if TYPE_CHECKING:
     from runai_tui.profiles import Profile
@@ -56,7 +55,6 @@ READABLE = (1, 2)  # version 1: the same without `name` and `redacted` (secrets 
 # sixteenth of the limit, and some 15 times the record of a shipped profile (about 1 KB).
 K8S_ANNOTATIONS_LIMIT = 256 * 1024
 BUDGET = 16 * 1024
-REDACTED = "<redacted>"
 _DROPPED = ("extends", "description")  # not in the command: nothing to rebuild from them
 ENV_FIELDS = ("env", "master_env")  # where a secret's value is never recorded
 
@@ -246,39 +244,3 @@ def profile_of(
     if problems:
         raise ProfileError(problems)
     return make_profile(record.profile, None, validated, None, {}), tuple(missing)
-
-
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)=(.+)$", re.DOTALL)
-
-
-def secret_values(document: object) -> set[str]:
-    """Every secret's value in `document` (describe's JSON, a pod's env), by the rule the record
-    redacts with (`literal_secret`): a mapping's NAME: VALUE, a `NAME=VALUE` word (`-e` in a
-    submit argv), a `{"name": NAME, "value": VALUE}` entry (a Kubernetes env list)."""
-    found: set[str] = set()
-    if isinstance(document, dict):
-        name, value = document.get("name"), document.get("value")
-        if isinstance(name, str) and isinstance(value, str) and literal_secret(name, value):
-            found.add(value)
-        for key, item in document.items():
-            if isinstance(item, str) and literal_secret(str(key), item):
-                found.add(item)
-            else:
-                found |= secret_values(item)
-    elif isinstance(document, list):
-        for item in document:
-            found |= secret_values(item)
-    elif isinstance(document, str):
-        match = _ASSIGNMENT.match(document)
-        if match and literal_secret(match.group(1), match.group(2)):
-            found.add(match.group(2))
-    return found
-
-
-def redact(text: str, secrets: set[str] | frozenset[str]) -> str:
-    """`text` with every secret value in `secrets` replaced by REDACTED (longest first, so a
-    secret that holds another is replaced whole)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text

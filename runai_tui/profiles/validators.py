@@ -199,22 +199,6 @@ def resource_amount(value: object) -> str:
     return str(value)
 
 
-# Env names that say the value is a secret (HF_TOKEN, DB_PASSWORD, API_KEY)...
-SECRET_WORDS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY")
-# ...unless the name says the value is where the secret lives (HF_TOKEN_PATH, SSH_KEY_FILE).
-FILE_WORDS = ("PATH", "FILE", "DIR")
-
-
-def literal_secret(name: str, value: str) -> bool:
-    """An env variable whose name says secret and whose value is the secret itself, not a
-    reference to it (`$(…)`, `${…}`, `SECRET:…`): what lint's `secret-in-env` flags and what the
-    submission record never copies."""
-    parts = [p for p in re.split(r"[_.\-]+", name.upper()) if p]
-    if not any(p.endswith(SECRET_WORDS) for p in parts) or (parts and parts[-1] in FILE_WORDS):
-        return False
-    return bool(value.strip()) and not value.startswith(("$(", "${", "SECRET:"))
-
-
 def env_value(value: object) -> str:
     # YAML turns `1` into an int and `true` into a bool; env values are text, written as given.
     if isinstance(value, bool):

@@ -12,9 +12,15 @@ ticket about a job, in one archive.
   reach (the PVC): the manifest says so;
 - `manifest.json`: the job, when, every member, what is missing and why, how many secrets.
 
-Secrets never enter it: every value the submission record would redact (`secret_values`: an env
-variable whose name says secret holding the secret itself), wherever describe shows one, is
-replaced by `<redacted>` in every member, logs included.
+Secrets never enter it (runai_tui/util/redaction.py, the one redaction): the secrets are learned
+from describe's document (the submit argv, its env flags, the submission record) and from every
+JSON member (run.json's env); then each JSON member is parsed, redacted value by value and
+written again (a JSON Lines member line by line), so it stays JSON, and each log is redacted as
+free text: known values as whole tokens (6 characters or more; a shorter one is replaced only
+where it lives, as `<redacted:short>`), plus what detect-secrets finds (private key blocks whole,
+cloud and Git tokens, JWTs, URLs with a password). A Flight Recorder dump is binary (a pickle)
+and cannot be edited: one that holds a secret is left out, and the manifest says so. The
+manifest counts the replacements by kind (`redactions.by_kind`) and names the short ones.
 """
 
 from __future__ import annotations
@@ -33,10 +39,10 @@ from typing import TYPE_CHECKING
 from runai_tui.knowledge.records.flight_recorder import rank_files
 from runai_tui.knowledge.remedies import attach_for_job
 from runai_tui.knowledge.submitted import read_submission
-from runai_tui.profiles import submission_record
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import JobDetail, Phase
 from runai_tui.trainer_flags import records
+from runai_tui.util.redaction import Redactor
 from runai_tui.workflows.diagnose_job import diagnose_job
 from runai_tui.workflows.run_sources import METRICS_FILE, RUN_FILE, output_dir
 
@@ -48,13 +54,13 @@ FR_DIR = records.DUMP_DIR
 
 @dataclass
 class Bundle:
-    """The members (archive name -> bytes), what could not be gathered and why, and the secret
-    values to redact."""
+    """The members (archive name -> bytes), what could not be gathered and why, and the
+    redaction that learns the job's secrets and replaces them."""
 
     job: str
     members: dict[str, bytes] = field(default_factory=dict)
     missing: list[dict[str, str]] = field(default_factory=list)
-    secrets: set[str] = field(default_factory=set)
+    redactor: Redactor = field(default_factory=Redactor)
 
     def add_text(self, name: str, text: str) -> None:
         self.members[name] = text.encode("utf-8", errors="replace")
@@ -65,23 +71,76 @@ class Bundle:
     def lack(self, what: str, why: str) -> None:
         self.missing.append({"what": what, "why": why})
 
+    @property
+    def secrets(self) -> int:
+        """How many distinct secrets the job holds (values, and names of short ones)."""
+        return len(self.redactor.known) + len(self.redactor.short)
+
     def redacted(self) -> dict[str, bytes]:
-        """Every member with the secrets replaced, and the manifest."""
-        secrets = sorted((s.encode() for s in self.secrets if s), key=len, reverse=True)
+        """Every member with the secrets replaced (a JSON member parsed and written again), and
+        the manifest."""
+        for name, data in self.members.items():
+            for doc in _documents(name, data):
+                self.redactor.learn(doc)
         out: dict[str, bytes] = {}
         for name, data in self.members.items():
-            for secret in secrets:
-                data = data.replace(secret, submission_record.REDACTED.encode())
-            out[name] = data
+            shown = self._redact(name, data)
+            if shown is not None:
+                out[name] = shown
         manifest = {
             "job": self.job,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "members": sorted(out),
             "missing": self.missing,
-            "secrets_redacted": len(self.secrets),
+            "secrets_redacted": self.secrets,
+            "redactions": self.redactor.summary(),
         }
         out["manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
         return out
+
+    def _redact(self, name: str, data: bytes) -> bytes | None:
+        """One member redacted as what it is; None for a binary one that holds a secret (left
+        out, and said in `missing`)."""
+        if f"/{FR_DIR}/" in f"/{name}":
+            return self._binary(name, data)
+        text = data.decode("utf-8", errors="replace")
+        if name.endswith(".json"):
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                return self.redactor.text(text).encode()  # not JSON when gathered: text
+            return (json.dumps(self.redactor.document(doc), indent=2) + "\n").encode()
+        if name.endswith(".jsonl"):
+            return "".join(self._json_line(line) for line in text.splitlines(True)).encode()
+        return self.redactor.text(text).encode()
+
+    def _json_line(self, line: str) -> str:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            return self.redactor.text(line)
+        return json.dumps(self.redactor.document(doc)) + "\n"
+
+    def _binary(self, name: str, data: bytes) -> bytes | None:
+        text, counted = data.decode("latin-1"), self.redactor.counts.copy()
+        clean = self.redactor.text(text) == text
+        self.redactor.counts = counted  # a dump is kept whole or left out: nothing replaced
+        if clean:
+            return data
+        self.lack(name, "it holds a secret and is binary (a pickle cannot be edited): left out")
+        return None
+
+
+def _documents(name: str, data: bytes) -> list[object]:
+    """The JSON documents of a member, to learn secrets from (none for a log or a dump)."""
+    if f"/{FR_DIR}/" in f"/{name}" or not name.endswith((".json", ".jsonl")):
+        return []
+    text = data.decode("utf-8", errors="replace")
+    docs: list[object] = []
+    for line in text.splitlines() if name.endswith(".jsonl") else [text]:
+        with contextlib.suppress(ValueError):
+            docs.append(json.loads(line))
+    return docs
 
 
 async def _logs(client: RunaiClient, bundle: Bundle, detail: JobDetail) -> None:
@@ -144,7 +203,8 @@ async def _remote_run(client: RunaiClient, bundle: Bundle, detail: JobDetail, wh
 async def gather(client: RunaiClient, job: str) -> Bundle:
     """Everything the bundle holds (RunaiError for an unknown job)."""
     detail = await client.adescribe(job)
-    bundle = Bundle(job, secrets=submission_record.secret_values(dict(detail.raw)))
+    bundle = Bundle(job)
+    bundle.redactor.learn(dict(detail.raw))
     bundle.add_json("describe.json", dict(detail.raw))
     bundle.add_json("events.json", [e.__dict__ for e in detail.events])
     await _logs(client, bundle, detail)

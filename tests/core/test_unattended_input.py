@@ -15,10 +15,10 @@ import pytest
 
 from runai_tui.cli import main
 from runai_tui.knowledge.records.redone import redone
-from runai_tui.profiles import submission_record
 from runai_tui.shapes.errors import RuntimeFailure
 from runai_tui.shapes.models import Phase
 from runai_tui.util import paths
+from runai_tui.util.redaction import Redactor
 from runai_tui.workflows import watch_lock
 from runai_tui.workflows.chain_report import chains_of
 from runai_tui.workflows.watcher import Attempt, Policy
@@ -147,14 +147,20 @@ def test_the_bundle_redacts_every_value_the_record_redacts() -> None:
         "spec": {
             "submitArgv": ["runai", "-e", "HF_TOKEN=hf_abcdef123", "-e", "NCCL_DEBUG=INFO",
                            "-e", "TOKEN_FILE=/run/secret"],
-            "env": {"WANDB_API_KEY": "wandb-key-42", "DB_PASSWORD": "${DB_PASSWORD}"},
+            "env": {"WANDB_API_KEY": "wandb-key-42", "DB_PASSWORD": "${DB_PASSWORD}",
+                    "API_KEY": "1"},
             "pods": [{"env": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "aws-xyz"}]}],
         }
     }  # fmt: skip
-    secrets = submission_record.secret_values(described)
-    assert secrets == {"hf_abcdef123", "wandb-key-42", "aws-xyz"}
-    text = "login with hf_abcdef123 then wandb-key-42"
-    assert submission_record.redact(text, secrets) == "login with <redacted> then <redacted>"
+    redactor = Redactor(scan=False)
+    redactor.learn(described)
+    assert redactor.known == {"hf_abcdef123", "wandb-key-42", "aws-xyz"}
+    assert redactor.short == {"API_KEY"}  # under 6 characters: replaced only where it lives
+    text = "login with hf_abcdef123 then wandb-key-42 aws-xyz, at step 1"
+    assert redactor.text(text) == "login with <redacted> then <redacted> <redacted>, at step 1"
+    shown = json.dumps(redactor.document(described))
+    assert "hf_abcdef123" not in shown and "aws-xyz" not in shown and "${DB_PASSWORD}" in shown
+    assert '"API_KEY": "<redacted:short>"' in shown
 
 
 def test_watch_report_and_bundle_import_neither_textual_nor_torch(tmp_path: Path) -> None:

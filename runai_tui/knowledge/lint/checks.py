@@ -23,9 +23,9 @@ from runai_tui.knowledge.trainer_facts import (
     trainer_args_problem,
 )
 from runai_tui.profiles import Profile
-from runai_tui.profiles.validators import literal_secret
 from runai_tui.shapes.errors import UsageError
 from runai_tui.util.quantity import plain, quantity_or_none
+from runai_tui.util.redaction import literal_secret
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Interfaces every pod has: naming only these needs no secondary network.
@@ -533,8 +533,9 @@ def _clean_pod_policy(f: Facts) -> Iterable[RuleFinding]:
     "a literal secret in the env",
     fields="`env.NAME`",
     means=(
-        "a variable whose name says token/password/passwd/secret/key carries a literal value "
-        "(never shown): it lands in the file, the command line and the job spec"
+        "a variable whose name says token/password/passphrase/secret/key/PAT/credentials "
+        "carries a literal value (never shown): it lands in the file, the command line and the "
+        "job spec"
     ),
     fix=(
         "put it in a Kubernetes Secret and pass it with runai's `--env-secret "

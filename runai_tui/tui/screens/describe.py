@@ -29,6 +29,7 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
+from runai_tui.util.redaction import redact_document
 from runai_tui.util.text import literal
 from runai_tui.workflows.diagnose_job import diagnose_job
 from runai_tui.workflows.pod_probes import top_job
@@ -96,8 +97,9 @@ def attempts_text(chain: Chain, shown: str) -> str:
 
 
 def raw_lines(detail: JobDetail) -> list[str]:
-    if detail.raw:
-        return json.dumps(detail.raw, indent=2, sort_keys=True, default=str).splitlines()
+    if detail.raw:  # as every display of a submission: its secrets redacted
+        shown = redact_document(dict(detail.raw), scan=True)
+        return json.dumps(shown, indent=2, sort_keys=True, default=str).splitlines()
     return json.dumps(detail.to_dict(), indent=2, default=str).splitlines()
 
 

@@ -24,6 +24,7 @@ from runai_tui.runai.argv import display_argv
 from runai_tui.shapes.errors import RunaiError, RuntimeFailure, UsageError
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.insight import InsightPanel
+from runai_tui.util.redaction import redact_argv
 from runai_tui.util.text import literal
 from runai_tui.workflows import resubmit as resubmit_flow
 
@@ -308,8 +309,9 @@ class SubmitScreen(AppScreen[str]):
         else:
             self.prepared = prepared
             self.show_plan(prepared)
-            # Folded for the screen, with a marker; ctrl+y copies the whole command.
-            shown = display_argv(prepared.argv, fold=PREVIEW_FOLD)
+            # Folded for the screen, with a marker, a secret's value redacted; ctrl+y copies the
+            # whole command as it runs.
+            shown = display_argv(redact_argv(prepared.argv), fold=PREVIEW_FOLD)
             command.update(literal(shown, max_chars=100_000))
             insight.show(prepared.profile)
         self.refresh_bindings()

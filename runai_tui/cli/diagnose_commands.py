@@ -1,4 +1,5 @@
-"""Health commands: `diagnose` and `preflight` (the knowledge: runai_tui/knowledge/)."""
+"""`diagnose`: a job's pods' logs, saved logs or Flight Recorder dumps read into findings (the
+knowledge: runai_tui/knowledge/diagnose/)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge import diagnose
-from runai_tui.shapes.errors import RuntimeFailure, UsageError
+from runai_tui.shapes.errors import UsageError
 
 
 def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
@@ -30,13 +31,6 @@ def add_diagnose_arguments(dg: argparse.ArgumentParser) -> None:
         help="read a local copy of the job's Flight Recorder dumps (rank-N files): the rank that hung",
     )
     dg.add_argument("--json", action="store_true", help='{"pods": [...], "findings": [...]}')
-
-
-def add_preflight_arguments(pf: argparse.ArgumentParser) -> None:
-    """`preflight` (logic: runai_tui/knowledge/probes/preflight.py)."""
-    pf.add_argument("job")
-    pf.add_argument("--pod", help="only this pod")
-    pf.add_argument("--json", action="store_true", help='{"pods": [{"pod", "items": [...]}]}')
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -111,33 +105,11 @@ def _diagnose_dumps(directory: Path, as_json: bool) -> int:
     return 1 if reported else 0
 
 
-def cmd_preflight(args: argparse.Namespace) -> int:
-    # with `diagnose` in this module: kept off `diagnose --log`
-    from runai_tui.knowledge.probes import preflight
-    from runai_tui.knowledge.remedies import attach_for_job
-    from runai_tui.runai import runner
-    from runai_tui.workflows.preflight import preflight_job
-
-    client = client_for(args)
-    detail = client.describe(args.job)
-    report = runner.run_sync(preflight_job(client, args.job, pod=args.pod, detail=detail))
-    if not report.pods:
-        raise RuntimeFailure(f"job {args.job!r} has no pods", "wait until it is Running")
-    attach_for_job(report.faults(), detail, local=client.backend.is_local)  # once per fault
-    if args.json:
-        print_json(report.to_dict())
-    else:
-        print(preflight.render_text(report))
-    return report.exit_code
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "diagnose": cmd_diagnose,
-    "preflight": cmd_preflight,
 }
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "diagnose": add_diagnose_arguments,
-    "preflight": add_preflight_arguments,
 }
