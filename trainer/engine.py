@@ -7,17 +7,17 @@ import json
 import math
 import os
 import resource
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from enum import Enum
+from typing import NamedTuple, TypedDict
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainer import flight_recorder, records, test_hooks
+from trainer import records
 from trainer.config import TrainConfig
 from trainer.data.dataset import Target
 from trainer.data.feeds import InputMeter
@@ -26,129 +26,9 @@ from trainer.distributed import DistContext, all_gather_floats, all_reduce_sum
 from trainer.errors import TrainerError
 from trainer.flops import FlopMeter
 from trainer.metrics import JSON
-
-if TYPE_CHECKING:  # the loop takes the Run that trainer/state.py defines from these parts
-    from trainer.state import Run
+from trainer.state import ForwardTime, Progress, Run, StopRequest
 
 LOSS_TERMS = ("classification", "bbox_regression")
-
-
-class ForwardClock:
-    """Seconds this rank spends inside the model's own forward pass while training. Hooked on the
-    module DDP wraps, so DDP's buffer broadcast (a wait for the other ranks) is outside it and
-    nothing inside it waits for another rank: a rank that computes slower shows here, while
-    every rank's wall step time is the same (each step's collectives wait for the slowest).
-
-    On CUDA the forward pass only queues work for the device, so the host's clock would time the
-    queueing: there CUDA events mark it, read once the step's figures reach the host."""
-
-    def __init__(self, module: nn.Module) -> None:
-        """`module`: the model DDP wraps (the run's model_without_ddp)."""
-        self.host_seconds = 0.0
-        self.marks: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
-        self._started = 0.0
-        self._start_mark: torch.cuda.Event | None = None
-        self._hooks = [module.register_forward_pre_hook(self._start),
-                       module.register_forward_hook(self._stop)]  # fmt: skip
-
-    def remove(self) -> None:
-        """Unhook the module (a model that outlives its run: tests train one model again)."""
-        for hook in self._hooks:
-            hook.remove()
-
-    def _start(self, module: nn.Module, _args: object) -> None:
-        if not module.training:
-            return
-        first = next(module.parameters(), None)
-        if first is not None and first.is_cuda:
-            self._start_mark = torch.cuda.Event(enable_timing=True)
-            self._start_mark.record()
-        else:
-            self._started = time.perf_counter()
-
-    def _stop(self, module: nn.Module, _args: object, _out: object) -> None:
-        if not module.training:
-            return
-        if self._start_mark is not None:
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            self.marks.append((self._start_mark, end))
-            self._start_mark = None
-        else:
-            self.host_seconds += time.perf_counter() - self._started
-
-    def take(self) -> ForwardTime:
-        """The forward passes since the previous take."""
-        taken = ForwardTime(self.host_seconds, self.marks)
-        self.host_seconds, self.marks = 0.0, []
-        return taken
-
-
-class ForwardTime(NamedTuple):
-    host_seconds: float
-    marks: list[tuple[torch.cuda.Event, torch.cuda.Event]]
-
-    def seconds(self) -> float:
-        """Once the device has run the marked work (its step's figures are on the host)."""
-        return self.host_seconds + sum(a.elapsed_time(b) for a, b in self.marks) / 1000.0
-
-
-@dataclass
-class Progress:
-    """Where the run is. ``step_in_epoch`` counts the batches of ``epoch`` already trained on.
-    Checkpoints hold it; the seconds are those of the attempts before this one (a resume
-    restores them, and adds the time from the checkpoint to this attempt's start: the work
-    lost after it and the gap until the restart), this attempt's own are on its Run's clock."""
-
-    epoch: int = 0
-    step_in_epoch: int = 0
-    global_step: int = 0
-    images: int = 0  # trained on, all ranks
-    wall_seconds: float = 0.0
-    eval_seconds: float = 0.0
-    saved_at: float = 0.0  # unix time of the save (0: a checkpoint from before it was kept)
-    gap_seconds: float = 0.0  # no attempt ran: from an attempt's last record to the next start
-
-
-class WarmupCosine:
-    """LR multiplier per optimiser step: linear warmup, then cosine to 0 (or constant).
-
-    A callable object, so LambdaLR's state_dict keeps it as plain data.
-    """
-
-    def __init__(self, warmup_steps: int, warmup_factor: float, total_steps: int, cosine: bool):
-        self.warmup_steps = warmup_steps
-        self.warmup_factor = warmup_factor
-        self.total_steps = max(total_steps, 1)
-        self.cosine = cosine
-
-    def __call__(self, step: int) -> float:
-        if step < self.warmup_steps:
-            alpha = step / self.warmup_steps
-            return self.warmup_factor * (1 - alpha) + alpha
-        if not self.cosine:
-            return 1.0
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-class StopRequest:
-    """SIGTERM/SIGINT only set a flag; the training loop agrees on it across ranks at a step
-    boundary, so every rank stops at the same step and no collective is left waiting."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.signal_name = ""
-
-    def install(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
-
-    def _handle(self, signum: int, _frame: object) -> None:
-        self.requested = True
-        self.signal_name = signal.Signals(signum).name
-        flight_recorder.dump_if_in_collective(self.signal_name)  # a stop that will never be agreed
 
 
 @dataclass
@@ -245,27 +125,34 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
+class EpochOutcome(Enum):
+    """How `train_one_epoch` ended."""
+
+    EPOCH_END = "epoch_end"  # the epoch's batches ran out
+    MAX_STEPS = "max_steps"  # the run's last step (--max-steps, or the last epoch's last)
+    STOPPED = "stopped"  # a stop request, agreed by every rank at the same step
+    TARGET = "target"  # an evaluation (--eval-every-steps) reached --target-map
+
+
 def train_one_epoch(
     run: Run,
     batches: Iterator[tuple[list[torch.Tensor], list[Target]]],
     save: Callable[[str], None],
-) -> str:
-    """Train on `batches` until the epoch ends, the run's last step, an evaluation that is due
-    (--eval-every-steps) or a stop request; `save` writes a checkpoint (collective).
-
-    Returns "epoch_end", "max_steps", "evaluate" (call again with the same batches after
-    evaluating) or "stopped".
-    """
+    evaluate: Callable[[], bool],
+) -> EpochOutcome:
+    """Train on `batches` until the epoch ends, the run's last step, a stop request or an
+    evaluation that reached the target. `save` writes a checkpoint (collective); `evaluate` runs
+    an evaluation that is due (--eval-every-steps; collective) and says whether it reached
+    --target-map; the epoch then goes on with the same batches."""
     cfg, ctx, model, opt, progress = run.cfg, run.ctx, run.net.model, run.opt, run.progress
-    model.train()
-    window = Window()
-    run.meters.forward.take()  # what evaluation or an earlier epoch left is not this window's
+    window = _start_window(run)
     unread: LaunchedStep | None = None  # the step before, whose figures the host has not read
     copier = BatchCopier(ctx.device)
     inputs = run.meters.inputs
     for images, targets in batches:
         window.lap("data")
-        test_hooks.stall(ctx.rank, progress.global_step)
+        if run.stall is not None:
+            run.stall.before_step(ctx.rank, progress.global_step)
         if cfg.log_samples:
             _log_samples(ctx, cfg, progress, targets)
         step_losses = _compute(run, copier.copy(images, targets), window)
@@ -291,14 +178,24 @@ def train_one_epoch(
             save("periodic")
             window.lap("checkpoint")
         if stopped:
-            return "stopped"
+            return EpochOutcome.STOPPED
         if ends:
-            return "max_steps"
+            return EpochOutcome.MAX_STEPS
         if evaluates:
-            return "evaluate"
+            if evaluate():
+                return EpochOutcome.TARGET
+            window = _start_window(run)  # evaluation's seconds are no step's
     if unread is not None and _read_step(ctx, unread, inputs, window):
-        return "stopped"
-    return "epoch_end"
+        return EpochOutcome.STOPPED
+    return EpochOutcome.EPOCH_END
+
+
+def _start_window(run: Run) -> Window:
+    """The model in training mode and a fresh log window: at an epoch's start and after an
+    evaluation (which leaves the model in eval mode)."""
+    run.net.model.train()
+    run.meters.forward.take()  # what evaluation or an earlier epoch left is not this window's
+    return Window()
 
 
 def _compute(

@@ -160,7 +160,7 @@ def count_real_train_flops(
     device = next(model.parameters()).device
     counted: Any = copy.deepcopy(model).train()  # a RetinaNet: its transform, head and loss
     if batched_loss is not None:
-        counted.compute_loss = BatchedRetinaNetLoss(counted, batched_loss)
+        counted.loss_fn = BatchedRetinaNetLoss(counted, batched_loss)
     padded: list[tuple[int, int]] = []
     hook = counted.transform.register_forward_hook(
         lambda _m, _a, out: padded.append(tuple(out[0].tensors.shape[-2:]))

@@ -30,6 +30,7 @@ and falls back to torchvision's loss, saying so, when they differ.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,8 @@ from torch import Tensor
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pad_sequence
 from torchvision.models.detection import RetinaNet
+
+from trainer.model import LossFn
 
 BELOW_LOW_THRESHOLD = -1
 BETWEEN_THRESHOLDS = -2
@@ -289,45 +292,58 @@ class BatchedRetinaNetLoss:
         return {"classification": classification, "bbox_regression": bbox_regression}
 
 
-def install_batched_loss(
-    model: RetinaNet,
-    model_name: str,
-    log: Callable[[str], None],
-    compile_backend: str | None = None,
-) -> BatchedRetinaNetLoss:
-    """Make ``model`` compute its training loss batched. The first call also computes both
-    losses in fp32 on that batch and keeps the batched one only when they agree within
-    FIRST_BATCH_TOLERANCE (else torchvision's, said in one line). In fp32, because under 16-bit
-    autocast torchvision's own focal loss rounds 1 - (1 - p) and the two differ by more than
-    the order of a sum."""
-    batched = BatchedRetinaNetLoss(model, box_loss_type(model_name), compile_backend)
-    eager = BatchedRetinaNetLoss(model, box_loss_type(model_name))  # the check compiles nothing
-    original = model.compute_loss  # the bound torchvision method
+class FirstBatchChecked:
+    """The run's loss (--loss batched): on the first batch it computes both losses in fp32 and
+    keeps the batched one only when they agree within FIRST_BATCH_TOLERANCE (else torchvision's,
+    said in one line). In fp32, because under 16-bit autocast torchvision's own focal loss rounds
+    1 - (1 - p) and the two differ by more than the order of a sum. A TrainerRetinaNet's
+    `loss_fn` (trainer/model.py)."""
 
-    def first_batch(
-        targets: list[dict[str, Tensor]], head_outputs: dict[str, Tensor], anchors: list[Tensor]
+    def __init__(
+        self,
+        model: RetinaNet,
+        model_name: str,
+        log: Callable[[str], None],
+        compile_backend: str | None = None,
+    ) -> None:
+        self.batched = BatchedRetinaNetLoss(model, box_loss_type(model_name), compile_backend)
+        self._eager = BatchedRetinaNetLoss(model, box_loss_type(model_name))  # compiles nothing
+        self.torchvision: LossFn = functools.partial(RetinaNet.compute_loss, model)
+        self._log = log
+        self.chosen: LossFn | None = None  # None until the first batch
+
+    def __call__(
+        self,
+        targets: list[dict[str, Tensor]],
+        head_outputs: dict[str, Tensor],
+        anchors: list[Tensor],
     ) -> dict[str, Tensor]:
+        if self.chosen is None:
+            self.chosen = self._choose(targets, head_outputs, anchors)
+        return self.chosen(targets, head_outputs, anchors)
+
+    def _choose(
+        self,
+        targets: list[dict[str, Tensor]],
+        head_outputs: dict[str, Tensor],
+        anchors: list[Tensor],
+    ) -> LossFn:
         device = head_outputs["cls_logits"].device
         with torch.no_grad(), torch.autocast(device.type, enabled=False):
             exact = {k: v.detach().float() for k, v in head_outputs.items()}
-            ours = eager(targets, exact, anchors)
-            theirs = original(targets, exact, anchors)
+            ours = self._eager(targets, exact, anchors)
+            theirs = self.torchvision(targets, exact, anchors)
         worst = max(
             float((ours[k] - theirs[k]).abs()) / max(1.0, abs(float(theirs[k]))) for k in ours
         )
         if worst <= FIRST_BATCH_TOLERANCE:
-            model.compute_loss = batched
-            log(
+            self._log(
                 f"loss: batched (matcher and focal loss over the whole batch); equal to "
                 f"torchvision's on the first batch (largest relative difference {worst:.1e})"
             )
-            return batched(targets, head_outputs, anchors)
-        model.compute_loss = original
-        log(
+            return self.batched
+        self._log(
             f"loss: torchvision's per-image loss: the batched one differs from it by "
             f"{worst:.1e} (relative) on the first batch"
         )
-        return original(targets, head_outputs, anchors)
-
-    model.compute_loss = first_batch
-    return batched
+        return self.torchvision

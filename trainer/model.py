@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,9 @@ from torchvision.ops.misc import FrozenBatchNorm2d
 
 from trainer.config import TrainConfig
 from trainer.errors import ConfigError
+
+# A RetinaNet training loss: (targets, head outputs, anchors) -> the loss terms by name.
+LossFn = Callable[[list[dict[str, Tensor]], dict[str, Tensor], list[Tensor]], dict[str, Tensor]]
 
 # Under bf16 autocast on a CPU, a pyramid level whose map has at most this many positions (2x2)
 # runs in fp32: P6, P7 and the head's convolutions on those levels. On an AVX-512-BF16 Xeon,
@@ -141,6 +145,21 @@ class TrainerRetinaNet(RetinaNet):
         fpn = getattr(self.backbone, "fpn", None)
         if fpn is not None and type(fpn.extra_blocks) is LastLevelP6P7:
             fpn.extra_blocks = TinyMapP6P7(fpn.extra_blocks)
+        # The training loss (--loss batched: trainer/loss.py's); None: torchvision's per-image
+        # compute_loss. Not a module: it holds no parameters and nothing in the state dict.
+        self.loss_fn: LossFn | None = None
+
+    def compute_loss(
+        self,
+        targets: list[dict[str, Tensor]],
+        head_outputs: dict[str, Tensor],
+        anchors: list[Tensor],
+    ) -> dict[str, Tensor]:
+        """The training loss: `loss_fn` when the run set one, else torchvision's."""
+        if self.loss_fn is None:
+            losses: dict[str, Tensor] = super().compute_loss(targets, head_outputs, anchors)
+            return losses
+        return self.loss_fn(targets, head_outputs, anchors)
 
     def forward(
         self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None
@@ -201,7 +220,7 @@ def _float32_like(features: list[Tensor]) -> list[Tensor]:
     return [torch.empty((), device=f.device).expand(f.shape) for f in features]
 
 
-def build_model(cfg: TrainConfig, num_classes: int) -> nn.Module:
+def build_model(cfg: TrainConfig, num_classes: int) -> TrainerRetinaNet:
     """``num_classes`` includes the background class 0."""
     pretrained = cfg.weights is not None or cfg.weights_backbone != "none"
     trainable = cfg.trainable_backbone_layers

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 STALL_ENV = "RUNAI_TUI_TEST_HOOK_STALL"
@@ -37,13 +38,28 @@ def dist_timeout_seconds(minutes: int) -> float:
     return float(value) if value else minutes * 60.0
 
 
-def stall(rank: int, step: int) -> None:
+@dataclass(frozen=True)
+class Stall:
+    """RUNAI_TUI_TEST_HOOK_STALL, read once at the run's start: rank `rank` sleeps `seconds`
+    before training step `step` (0-based)."""
+
+    rank: int
+    step: int
+    seconds: float
+
+    def before_step(self, rank: int, step: int) -> None:
+        if rank == self.rank and step == self.step:
+            print(
+                f"trainer: [rank {rank}] TEST HOOK: stalling {self.seconds:g} s before step {step}",
+                flush=True,
+            )
+            time.sleep(self.seconds)
+
+
+def stall() -> Stall | None:
+    """The stall the environment asks for, None without one."""
     value = os.environ.get(STALL_ENV, "")
     if not value:
-        return
-    stall_rank, stall_step, seconds = value.split(":")
-    if rank == int(stall_rank) and step == int(stall_step):
-        print(
-            f"trainer: [rank {rank}] TEST HOOK: stalling {seconds} s before step {step}", flush=True
-        )
-        time.sleep(float(seconds))
+        return None
+    rank, step, seconds = value.split(":")
+    return Stall(int(rank), int(step), float(seconds))

@@ -1,9 +1,10 @@
 """The training run, top to bottom: setup, data, model, optimiser, resume, the loop, the end.
 
 Imported only after the command line has been checked, so usage errors never wait for torch.
-`train` reads as the run's steps; each step is a function below it, in the same order, and the
-state they hand each other is `Run` (trainer/state.py): the fast-path choices come back as a
-record (`FastPath`), never written into the configuration, and the meters live on the `Run`.
+`train` reads as the run's steps; each step is a function below it, in the same order (the
+resume's in trainer/resume.py, an epoch's in trainer/engine.py), and the state they hand each
+other is `Run` (trainer/state.py): the fast-path choices come back as a record (`FastPath`),
+never written into the configuration, and the meters live on the `Run`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from trainer.amp import choose_amp
 from trainer.comm import GradientComm, bucket_cap_mb, parse_hook
 from trainer.compile_cache import cache_is_warm, compile_cache_dir, use_compile_cache
 from trainer.config import TrainConfig
-from trainer.data.feeds import TrainData, build_train_data, check_same_corpus
+from trainer.data.feeds import TrainData, build_train_data
 from trainer.data.stream import ShardFeed
 from trainer.distributed import (
     DistContext,
@@ -40,25 +41,17 @@ from trainer.distributed import (
     broadcast_object,
     gather_objects,
 )
-from trainer.engine import (
-    ForwardClock,
-    Progress,
-    WarmupCosine,
-    optimizer_options,
-    train_one_epoch,
-)
+from trainer.engine import EpochOutcome, optimizer_options, train_one_epoch
 from trainer.errors import ConfigError, TrainerError
 from trainer.evaluate import evaluate
 from trainer.flops import FlopMeter, chip_peak, count_train_flops
-from trainer.loss import box_loss_type, install_batched_loss
+from trainer.loss import FirstBatchChecked, box_loss_type
 from trainer.metrics import JSON, MetricsLog, add_to_run_json, open_tensorboard, write_run_json
 from trainer.model import build_model, enable_channels_last, parameter_groups
-from trainer.state import Choice, FastPath, Meters, Net, Optim, Run
+from trainer.resume import Checkpoint, count_time_since_checkpoint, resume
+from trainer.state import Choice, FastPath, ForwardClock, Meters, Net, Optim, Run, WarmupCosine
 
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM: the restart policy brings the job back to resume
-
-# (path, contents) of the checkpoint a run resumes from
-Checkpoint = tuple[str, checkpoint.Contents]
 
 
 def train(cfg: TrainConfig, ctx: DistContext) -> int:
@@ -83,7 +76,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     if cfg.loss == "batched":
         # Says on the first batch what it kept. --compile compiles its per-class pass.
         backend = test_hooks.compile_backend() if compiled.chosen == "on" else None
-        install_batched_loss(model, cfg.model, log, backend)
+        model.loss_fn = FirstBatchChecked(model, cfg.model, log, backend)
     precision = choose_precision(cfg, ctx, model, found, log)
     layout = choose_channels_last(cfg, ctx, model, precision, log)
     path = FastPath(amp=precision, compile=compiled, channels_last=layout)
@@ -97,7 +90,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
     meters = Meters(ForwardClock(net.model_without_ddp), flops, data.inputs)
     run = Run(
         cfg, ctx, log, data, steps.total, path, net, opt, meters, open_metrics(cfg, ctx, log),
-        started=started,
+        started=started, stall=test_hooks.stall(),
     )  # fmt: skip
     resume(run, found)
     record_start(run, found)
@@ -113,7 +106,7 @@ def train(cfg: TrainConfig, ctx: DistContext) -> int:
 
     # The end: a final checkpoint and evaluation (and the target's record when it was not
     # reached), or a checkpoint to resume from after a stop.
-    if outcome == "stopped":
+    if outcome is EpochOutcome.STOPPED:
         return stop_preempted(run)
     return finish(run)
 
@@ -300,7 +293,7 @@ def wrap_model(
 
 def _compile(cfg: TrainConfig, model: nn.Module, log: Callable[[str], None]) -> None:
     # In place (nn.Module.compile): the state dict keeps its keys, checkpoints stay as they
-    # are. The batched loss compiles its own per-class pass (install_batched_loss); the
+    # are. The batched loss compiles its own per-class pass (FirstBatchChecked); the
     # matcher (shaped by each batch's box count), anchors and post-processing stay eager.
     backend = test_hooks.compile_backend()
     for part in ("backbone", "head"):
@@ -384,69 +377,6 @@ def open_metrics(cfg: TrainConfig, ctx: DistContext, log: Callable[[str], None])
     return MetricsLog(cfg.output_dir, ctx.is_main, writer)
 
 
-def resume(run: Run, found: Checkpoint | None) -> None:
-    """Load the checkpoint found (if any) into the model, optimiser, schedule, scaler, hook
-    state, RNG and position; the command line's hyperparameters win over the saved ones."""
-    cfg, ctx, net, opt = run.cfg, run.ctx, run.net, run.opt
-    if cfg.resume == "none" and checkpoint.list_checkpoints(cfg.output_dir):
-        # Their higher step numbers would win over this run's files in rotation and resume.
-        raise ConfigError(
-            f"--resume none but {checkpoint.checkpoint_dir(cfg.output_dir)} holds checkpoints of "
-            "another run; use a fresh --output-dir (or --resume auto to continue that run)"
-        )
-    if not found:
-        return
-    path, ckpt = found
-    checkpoint.check_compatible(ckpt, path, cfg.model, run.data.class_names)
-    net.model_without_ddp.load_state_dict(ckpt["model"])
-    opt.optimizer.load_state_dict(ckpt["optimizer"])
-    wanted_schedule = dict(vars(opt.schedule))  # loading overwrites the schedule object's fields
-    opt.scheduler.load_state_dict(ckpt["scheduler"])
-    _keep_command_line_hyperparameters(
-        opt.optimizer, opt.scheduler, opt.schedule, wanted_schedule, opt.param_groups, opt.lr
-    )
-    if opt.scaler and ckpt.get("scaler"):
-        opt.scaler.load_state_dict(ckpt["scaler"])
-    progress = run.progress = Progress(**ckpt["progress"])
-    _restore_comm_state(net.comm, ckpt, ctx.rank, run.log)
-    rng = ckpt.get("rng", [])
-    if ctx.rank < len(rng):
-        checkpoint.set_rng_state(rng[ctx.rank])
-    feed = run.data.feed
-    if progress.step_in_epoch >= feed.steps(progress.epoch):
-        progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-    if isinstance(feed, ShardFeed):
-        check_same_corpus(ckpt, path, run.data.info)
-        positions = ckpt.get("stream") or []
-        note = feed.restore(
-            positions[ctx.rank] if ctx.rank < len(positions) else None,
-            progress.epoch,
-            progress.step_in_epoch,
-        )
-        if note:
-            run.log(f"{note}; continuing with epoch {progress.epoch + 1}")
-            progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
-    run.log(
-        f"resumed from {path}: step {progress.global_step}, epoch {progress.epoch}, "
-        f"batch {progress.step_in_epoch} of the epoch"
-    )
-
-
-def count_time_since_checkpoint(run: Run, last_record: float | None) -> None:
-    """A resumed run's time goes on from its first attempt's start: the checkpoint's seconds,
-    plus the time from its save to this attempt's start (the steps trained after it and lost,
-    the restart or the wait for slots), of which the time from the last attempt's last record
-    to this start is the gap no attempt ran (rank 0 reads the records; its figures are the ones
-    written: the records, run.json, the next checkpoint)."""
-    progress = run.progress
-    if progress.saved_at <= 0:
-        return  # a checkpoint written before saves kept their time
-    began = time.time() - (time.perf_counter() - run.started)  # this attempt's start
-    progress.wall_seconds += max(0.0, began - progress.saved_at)
-    if last_record is not None and last_record >= progress.saved_at:
-        progress.gap_seconds += max(0.0, began - last_record)
-
-
 def record_start(run: Run, found: Checkpoint | None) -> None:
     """Drop metrics past the resumed step and write run.json: every rank's host and device,
     versions, environment, data contract, and the path taken (amp, channels_last, compile: each
@@ -465,35 +395,33 @@ def record_start(run: Run, found: Checkpoint | None) -> None:
         write_run_json(cfg.output_dir, {**info, "data": run.data.info, **run.path.record()})
 
 
-def train_epochs(run: Run) -> str:
+def train_epochs(run: Run) -> EpochOutcome:
     """Epoch after epoch until --epochs or --max-steps, evaluating every --eval-every epochs and
-    every --eval-every-steps steps; returns the last epoch's outcome ("stopped" on a stop
-    request, "target" once an evaluation reached --target-map)."""
+    every --eval-every-steps steps; returns the last epoch's outcome (STOPPED on a stop request,
+    TARGET once an evaluation reached --target-map)."""
     cfg, progress, feed, val_set = run.cfg, run.progress, run.data.feed, run.data.val_set
     checkpoint_now = functools.partial(save, run)
-    outcome = "epoch_end"
+    evaluate_now = functools.partial(evaluate_for_target, run)
+    outcome = EpochOutcome.EPOCH_END
     while progress.epoch < cfg.epochs and progress.global_step < run.total_steps:
         batches = iter(feed.epoch_batches(progress.epoch, progress.step_in_epoch))
         run.log(
             f"epoch {progress.epoch}: from batch {progress.step_in_epoch} of "
             f"{feed.steps(progress.epoch)}"
         )
-        outcome = train_one_epoch(run, batches, checkpoint_now)
-        while outcome == "evaluate":  # --eval-every-steps: then on with the same batches
-            reached = evaluate_for_target(run)
-            outcome = "target" if reached else train_one_epoch(run, batches, checkpoint_now)
+        outcome = train_one_epoch(run, batches, checkpoint_now, evaluate_now)
         if hasattr(batches, "close"):
             # A shard stream left mid-epoch (max steps, a stop) still holds its loader workers;
             # end them now, not when the generator is collected, so evaluation does not fork its
             # own workers beside them.
             batches.close()
-        if outcome in ("stopped", "target"):
+        if outcome in (EpochOutcome.STOPPED, EpochOutcome.TARGET):
             return outcome
-        if outcome == "epoch_end":
+        if outcome is EpochOutcome.EPOCH_END:
             epoch_done = progress.epoch
             due = val_set is not None and (epoch_done + 1) % cfg.eval_every == 0
             if due and run.evals.at_step != progress.global_step and evaluate_for_target(run):
-                return "target"
+                return EpochOutcome.TARGET
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
     return outcome
 
@@ -682,44 +610,6 @@ def _padded_shapes(cfg: TrainConfig) -> int:
     landscape = {(up(short), up(side)) for side in range(short, longest + 1)}
     landscape |= {(up(side), up(longest)) for side in range(1, short + 1)}
     return len(landscape | {(w, h) for h, w in landscape})
-
-
-def _restore_comm_state(
-    comm: GradientComm | None, ckpt: dict, rank: int, log: Callable[[str], None]
-) -> None:
-    """PowerSGD's per-rank state (error feedback, warm start, its step count) from a checkpoint
-    saved with the same hook; any other pairing starts the hook afresh, said in one line."""
-    saved = ckpt.get("comm_hook") or []
-    wanted = comm.powersgd is not None if comm is not None else False
-    if not saved and not wanted:
-        return
-    mine = saved[rank] if rank < len(saved) else None
-    if comm is None or not wanted or mine is None or mine.get("hook") != comm.choice.label:
-        was = saved[0].get("hook") if saved and saved[0] else "none"
-        now = comm.choice.label if comm is not None else "none"
-        log(f"--ddp-comm-hook {now}: the checkpoint's hook state ({was}) is not restored")
-        return
-    comm.load_state_dict(mine)
-    log(f"--ddp-comm-hook {comm.choice.label}: state restored at its step {mine['iter']}")
-
-
-def _keep_command_line_hyperparameters(
-    optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LambdaLR,
-    schedule: WarmupCosine,
-    wanted_schedule: dict,
-    wanted_groups: list[dict],
-    lr: float,
-) -> None:
-    """A checkpoint restores state (momentum, step counts, position); the command line decides the
-    hyperparameters. Loading put the saved learning rate, weight decay and schedule length back,
-    so set this run's again: a resume with more --epochs or another world size follows them."""
-    schedule.__dict__.update(wanted_schedule)
-    scheduler.base_lrs = [lr for _ in optimizer.param_groups]
-    for group, wanted in zip(optimizer.param_groups, wanted_groups, strict=True):
-        group["weight_decay"] = wanted["weight_decay"]
-        group["initial_lr"] = lr
-        group["lr"] = lr * schedule(scheduler.last_epoch)  # what LambdaLR computes at this step
 
 
 def _run_info(

@@ -49,3 +49,12 @@ def test_describe_and_report_count_steps_lost_the_same_way() -> None:
     assert (found.resumes, found.steps_lost) == (1, 3)
     report = redone(lines)
     assert (report.resumes, report.steps) == (found.resumes, found.steps_lost)
+
+
+def test_a_resume_record_without_its_count_counts_from_the_furthest_step() -> None:
+    """An older trainer's resume record names the checkpoint only: the steps past it up to the
+    furthest step recorded are lost; a step sequence that goes on past it is not a resume."""
+    train = [f'{{"kind": "train", "step": {s}, "time": {s}.0}}' for s in (1, 2, 3, 4, 5)]
+    again = [f'{{"kind": "train", "step": {s}, "time": {s + 10}.0}}' for s in (4, 5, 6)]
+    found = recovery([*train, '{"kind": "resume", "step": 3}', *again], [], [])
+    assert (found.resumes, found.steps_lost) == (1, 2)

@@ -45,9 +45,9 @@ def main() -> int:
     flight_recorder.start(rank, "gloo")
     tensor = torch.ones(1000)
     if mode == "sigterm":
-        # Only here: trainer.engine imports torchvision, and with it torch._dynamo (4.5 of the
+        # Only here: trainer.state imports torchvision, and with it torch._dynamo (4.5 of the
         # 9 CPU-seconds this process takes to start); the hang modes need torch alone.
-        from trainer.engine import StopRequest
+        from trainer.state import StopRequest
 
         StopRequest().install()
         dist.all_reduce(tensor, group=group)

@@ -10,7 +10,8 @@ import pytest
 
 from trainer import __main__ as entry
 from trainer.config import build_parser, parse_config
-from trainer.engine import HOST_PARTS, WarmupCosine
+from trainer.engine import HOST_PARTS
+from trainer.state import WarmupCosine
 
 
 def test_warmup_then_cosine():
@@ -177,3 +178,33 @@ def test_a_diverging_run_is_diagnosed_as_nan_loss(tmp_path, monkeypatch, capsys)
     report = combine([PodDiagnoser("master").feed_all(lines)])
     assert report.codes() == ["nan-loss"]
     assert report.findings[0].evidence.startswith("trainer: error: non-finite loss nan at step")
+
+
+def test_the_runs_state_imports_none_of_the_steps_that_take_it() -> None:
+    """trainer/state.py is what the steps hand each other: the loop (engine), the resume and the
+    run import it, never the other way round."""
+    import ast
+
+    tree = ast.parse((Path(__file__).parents[2] / "trainer" / "state.py").read_text())
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "trainer.metrics" in imported  # the reading works
+    assert not imported & {"trainer.engine", "trainer.train", "trainer.resume"}
+
+
+def test_the_stall_hook_is_read_once_at_the_start(monkeypatch, capsys) -> None:
+    from trainer import test_hooks
+
+    monkeypatch.delenv(test_hooks.STALL_ENV, raising=False)
+    assert test_hooks.stall() is None
+    monkeypatch.setenv(test_hooks.STALL_ENV, "1:3:0.01")
+    hook = test_hooks.stall()
+    assert hook == test_hooks.Stall(rank=1, step=3, seconds=0.01)
+    monkeypatch.setenv(test_hooks.STALL_ENV, "0:0:60")  # too late: the run read it already
+    assert hook is not None
+    hook.before_step(0, 0)
+    hook.before_step(1, 2)
+    assert capsys.readouterr().out == ""
+    hook.before_step(1, 3)
+    assert "[rank 1] TEST HOOK: stalling 0.01 s before step 3" in capsys.readouterr().out

@@ -31,11 +31,11 @@ from trainer.data import build_datasets
 from trainer.data.feeds import build_train_data
 from trainer.data.transforms import to_model_input
 from trainer.distributed import DistContext
-from trainer.engine import ForwardClock, WarmupCosine, train_one_epoch
+from trainer.engine import EpochOutcome, train_one_epoch
 from trainer.errors import TrainerError
 from trainer.metrics import MetricsLog
 from trainer.model import build_model, parameter_groups
-from trainer.state import Choice, FastPath, Meters, Net, Optim, Run
+from trainer.state import Choice, FastPath, ForwardClock, Meters, Net, Optim, Run, WarmupCosine
 
 CPU = DistContext(0, 1, 0, torch.device("cpu"), None)
 MODELS = ("retinanet_resnet50_fpn_v2", "retinanet_resnet18_fpn")
@@ -117,7 +117,7 @@ def batches(cfg: TrainConfig) -> tuple[list[tuple[list[Any], list[Any]]], int]:
 
 def train_steps(
     cfg: TrainConfig, model: nn.Module, loader: list, steps: int = STEPS
-) -> tuple[str, torch.amp.GradScaler | None]:
+) -> tuple[EpochOutcome, torch.amp.GradScaler | None]:
     """The trainer's loop over `loader` with its optimizer (SGD, its parameter groups, warmup
     then cosine) and, in fp16, a gradient scaler; records go to OUTPUT_DIR/metrics.jsonl."""
     weight_decay, norm_weight_decay = cfg.resolved_weight_decay()
@@ -140,7 +140,7 @@ def train_steps(
         MetricsLog(cfg.output_dir, True),
     )  # fmt: skip
     try:
-        outcome = train_one_epoch(run, iter(loader), lambda _reason: None)
+        outcome = train_one_epoch(run, iter(loader), lambda _reason: None, lambda: False)
     finally:
         clock.remove()
     return outcome, scaler
@@ -183,7 +183,7 @@ def test_five_finite_steps(models, tmp_path, model_name, size, amp, seed) -> Non
     if amp == "bf16":
         reference = first_loss_fp32(model, loader)
     outcome, _ = train_steps(cfg, model, loader)
-    assert outcome == "max_steps"
+    assert outcome is EpochOutcome.MAX_STEPS
     losses = train_losses(tmp_path)
     assert len(losses) == STEPS and all(math.isfinite(x) for x in losses), losses
     assert all(torch.isfinite(p).all() for p in model.parameters())
@@ -271,6 +271,6 @@ def test_fp16_keeps_the_scaler_skipping_an_inf_step(models, tmp_path) -> None:
         outcome, scaler = train_steps(cfg, model, one_image(loader), steps=1)
     finally:
         handle.remove()
-    assert outcome == "max_steps" and scaler is not None
+    assert outcome is EpochOutcome.MAX_STEPS and scaler is not None
     assert scaler.get_scale() < 2.0**16  # lowered from its initial scale
     assert all(torch.equal(params[n], p) for n, p in model.named_parameters())

@@ -19,6 +19,7 @@ from trainer.config import parse_config
 from trainer.distributed import DistContext
 from trainer.loss import BatchedRetinaNetLoss, box_loss_type
 from trainer.model import build_model
+from trainer.state import StopRequest
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible")
 
@@ -71,7 +72,7 @@ def test_a_training_step_never_makes_the_host_wait_for_the_gpu() -> None:
     ctx = DistContext(rank=0, world_size=1, local_rank=0, device=cuda, backend=None)
     torch.manual_seed(0)
     model = build_model(cfg, 5).to(cuda).train()
-    model.compute_loss = BatchedRetinaNetLoss(model, box_loss_type(cfg.model))
+    model.loss_fn = BatchedRetinaNetLoss(model, box_loss_type(cfg.model))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     gen = torch.Generator().manual_seed(0)
@@ -83,7 +84,7 @@ def test_a_training_step_never_makes_the_host_wait_for_the_gpu() -> None:
         {"boxes": torch.zeros(0, 4).pin_memory(), "labels": torch.zeros(0, dtype=torch.int64).pin_memory(),
          "skipped": []},
     ] * 2  # fmt: skip
-    stop = engine.StopRequest()
+    stop = StopRequest()
     results = []
     for step in range(4):  # the first steps allocate, autotune and cache; the last is checked
         torch.cuda.set_sync_debug_mode("error" if step == 3 else "default")

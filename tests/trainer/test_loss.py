@@ -11,10 +11,11 @@ from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 
 from trainer.loss import (
     BatchedRetinaNetLoss,
+    FirstBatchChecked,
     FocalPerImage,
     classification_per_image,
-    install_batched_loss,
 )
+from trainer.model import TrainerRetinaNet
 
 TOLERANCE = 1e-5
 CLASSES = 5
@@ -170,31 +171,34 @@ def test_images_with_every_anchor_ignored_or_empty(models, box_loss) -> None:
 
 
 @pytest.mark.parametrize("autocast", [False, True])
-def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(models, autocast) -> None:
-    """Also under bf16 autocast, where torchvision's own focal loss rounds: the check is fp32."""
-    model = models["l1"]
+def test_the_run_checks_the_first_batch_then_keeps_the_batched_loss(autocast) -> None:
+    """Also under bf16 autocast, where torchvision's own focal loss rounds: the check is fp32.
+    The loss is the model's declared `loss_fn` (None: torchvision's), not a patched method."""
+    model = TrainerRetinaNet(
+        resnet_fpn_backbone(backbone_name="resnet18", weights=None), CLASSES, min_size=96,
+        max_size=128,
+    ).train()  # fmt: skip
     said: list[str] = []
-    install_batched_loss(model, "retinanet_resnet18_fpn", said.append)
-    try:
-        model.train()
-        # Coordinates past 256, where bf16 anchors (autocast) round: the matcher must promote.
-        images = [torch.rand(3, 96, 128), torch.rand(3, 96, 128)]
-        targets = [
-            {
-                "boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0], [50.3, 61.7, 120.9, 95.1]]),
-                "labels": torch.tensor([1, 2]),
-            },
-            {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)},
-        ]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            losses = model(images, targets)
-        assert set(losses) == {"classification", "bbox_regression"}
-        assert len(said) == 1 and said[0].startswith("loss: batched"), said
-        assert isinstance(model.compute_loss, BatchedRetinaNetLoss)
-        model(images, targets)
-        assert len(said) == 1  # checked once
-    finally:
-        del model.compute_loss  # the class's own method again
+    model.loss_fn = checked = FirstBatchChecked(model, "retinanet_resnet18_fpn", said.append)
+    # Coordinates past 256, where bf16 anchors (autocast) round: the matcher must promote.
+    images = [torch.rand(3, 96, 128), torch.rand(3, 96, 128)]
+    targets = [
+        {
+            "boxes": torch.tensor([[10.0, 10.0, 60.0, 50.0], [50.3, 61.7, 120.9, 95.1]]),
+            "labels": torch.tensor([1, 2]),
+        },
+        {"boxes": torch.zeros((0, 4)), "labels": torch.zeros((0,), dtype=torch.int64)},
+    ]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        losses = model(images, targets)
+    assert set(losses) == {"classification", "bbox_regression"}
+    assert len(said) == 1 and said[0].startswith("loss: batched"), said
+    assert checked.chosen is checked.batched
+    model(images, targets)
+    assert len(said) == 1  # checked once
+    model.loss_fn = None  # torchvision's own loss again
+    assert set(model(images, targets)) == {"classification", "bbox_regression"}
+    assert len(said) == 1 and "loss_fn" not in model.state_dict()
 
 
 @pytest.mark.parametrize("box_loss", ["l1", "giou"])

@@ -71,6 +71,7 @@ class TimeToTarget:
     images: int | None
     gpu_hours: float | None  # None on a CPU
     eval_share: float | None
+    gap_seconds: float | None = None  # of wall_time, when no attempt ran (between attempts)
 
     @classmethod
     def from_record(cls, record: Mapping[str, object]) -> TimeToTarget | None:
@@ -82,7 +83,7 @@ class TimeToTarget:
             record.get("status") == "reached", metric, target, _float(record.get("value"), None),
             _int(record.get("step"), None), _float(record.get("wall_time"), None),
             _int(record.get("images"), None), _float(record.get("gpu_hours"), None),
-            _float(record.get("eval_share"), None),
+            _float(record.get("eval_share"), None), _float(record.get("gap_seconds"), None),
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, object]:
@@ -96,6 +97,7 @@ class TimeToTarget:
             "images": self.images,
             "gpu_hours": self.gpu_hours,
             "eval_share": self.eval_share,
+            "gap_seconds": self.gap_seconds,
         }
 
     def text(self) -> str:
@@ -110,6 +112,8 @@ class TimeToTarget:
         if self.gpu_hours is not None:
             notes.append(f"{self.gpu_hours:.2f} GPU-h")
         share = "" if self.eval_share is None else f"; evaluation {self.eval_share:.1%} of the time"
+        if self.gap_seconds:
+            share += f"; {span_text(self.gap_seconds)} between attempts"
         return f"{goal} reached at {at} ({', '.join(notes)}{share})"
 
 

@@ -28,8 +28,9 @@ from runai_tui.trainer_flags import records
 
 @dataclass
 class Redone:
-    """`steps` trained again, the `seconds` first spent on them, and the `resumes`; `best_loss` and `best_map` seen; `last_step` reached; the newest `target` record
-    (--target-map), a resumed run's last word on its target."""
+    """`steps` trained again, the `seconds` first spent on them, and the `resumes`; `best_loss`
+    and `best_map` seen; `last_step` reached; the newest `target` record (--target-map), a
+    resumed run's last word on its target."""
 
     steps: int = 0
     seconds: float = 0.0
