@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
 PIP_INSTALL := $(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX) --retries 0 --timeout 15)
 
-.PHONY: run test lint format bench docs clean test-torch test-pythons
+.PHONY: run test check lint format bench docs clean test-torch test-pythons
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "Python 3.10+ is required")'
@@ -32,6 +32,11 @@ run: $(VENV)/.installed-run
 # The suite runs on every core and two workers more (pytest-xdist, pyproject.toml and tests/conftest.py); PYTEST_ARGS="-n 0" runs it in one process.
 test: $(VENV)/.installed-test lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: lint, then every test not marked slow (none trains a model, drives a real
+# terminal or runs a multi-process job on the local cluster). `make test` runs them all, as CI does.
+check: $(VENV)/.installed-test lint
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
@@ -56,6 +61,7 @@ test-pythons:
 # The suite (benchmarks/run.py): every figure a ratio against a yardstick measured in the same run.
 # BENCH_ARGS="--only cli", "--reference-dir DIR" (the trainer figure), "--quick"; report in out/bench/;
 # a whole run (no --only, no --quick) also writes its table into docs/performance.md, "The figures",
+# records the suite's CPU-seconds in benchmarks/suite_cpu.json (the suite-cpu figure),
 # and its rows into the README's Performance table.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py --doc docs/performance.md --doc README.md $(BENCH_ARGS)

@@ -9,8 +9,8 @@ because absolute times on a shared machine are noise. Writes a JSON report and p
     python benchmarks/run.py --reference-dir ~/vision/references/detection   # + the trainer
     python benchmarks/run.py --quick                # tiny sizes: checks the harness, not speed
 
-Figures: cli, tui-paint, log-view, job-table, diagnose, loss; opt-in: trainer (needs --reference-dir),
-trainer-cpu. Each module's docstring (benchmarks/fig_*.py) says what it measures and how.
+Figures: cli, tui-paint, log-view, job-table, diagnose, loss, suite-cpu (the whole test suite's
+CPU-seconds against the last recorded run); opt-in: trainer (needs --reference-dir), trainer-cpu. Each module's docstring (benchmarks/fig_*.py) says what it measures and how.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ FIGURES = {
     "job-table": "benchmarks.fig_job_table:measure",
     "diagnose": "benchmarks.fig_diagnose:measure",
     "loss": "benchmarks.fig_loss:measure",
+    "suite-cpu": "benchmarks.fig_suite_cpu:measure",
     "trainer": "benchmarks.fig_trainer:measure",
     "trainer-cpu": "benchmarks.fig_trainer:measure_cpu_options",
     "flight-recorder": "benchmarks.fig_flight_recorder:measure",

@@ -69,7 +69,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject.toml): two workers more than this process may use cores. Much of the
     suite waits on real processes (a pod starting, a poll's pause, a CPU-throttled rank, a
     loader held stopped), so with one worker a core a third of the CPU sat idle: on 2 cores
-    pytest took 476 s with 2 workers and 369 s with 3 (docs/performance-log.md). With this
+    pytest took 476 s with 2 workers and 369 s with 3. With this
     wave's waiting modules (the throttled node, the rank figures, the wire, the compile cache)
     a fourth kept the cores 93% busy: 634 s against 664 s with three, the same tree."""
     return len(os.sched_getaffinity(0)) + 2

@@ -26,8 +26,6 @@ ELSEWHERE = {
     # Paths inside the local cluster's seeded claim (project-001), not in this checkout.
     ("runai_local/README.md", "scripts/vision/shell/"),
     ("runai_local/README.md", "scripts/vision/train/trainer"),
-    # A module merged into tests/tui/test_gloo_job_health.py, named with its past figures.
-    ("docs/performance-log.md", "tests/local/test_resubmit_gloo_interface.py"),
 }
 
 

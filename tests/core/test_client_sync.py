@@ -99,15 +99,17 @@ def test_ctrl_c_on_a_sync_follow_kills_the_runai_process_group(
 
 
 def test_run_sync_cancels_the_coroutine_on_interrupt() -> None:
-    cleaned: list[str] = []
+    events: list[str] = []
 
     async def slow() -> None:
         try:
             await asyncio.sleep(30)
+            events.append("slept")
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
         finally:
-            cleaned.append("cleaned")
-
-    loop_time = time.monotonic()
+            events.append("cleaned")
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
@@ -120,18 +122,19 @@ def test_run_sync_cancels_the_coroutine_on_interrupt() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    # Ended before the 30 s sleep it interrupted (the run's own bound, not a wall-clock budget).
-    assert cleaned == ["cleaned"] and time.monotonic() - loop_time < 30
+    # The sleep was cancelled inside the loop, then cleaned up: it never ran to its end.
+    assert events == ["cancelled", "cleaned"]
 
 
 def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> None:
     """A real SIGINT while a child runs: the coroutine is cancelled inside the loop, the child
     is killed and reaped, and run_sync raises KeyboardInterrupt (not a hang, on any Python)."""
-    pid_file = tmp_path / "pid"
+    pid_file, slept = tmp_path / "pid", tmp_path / "slept"
     child = [
         sys.executable,
         "-c",
-        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(30)",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(30); "
+        f"open({str(slept)!r}, 'w')",
     ]
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -141,7 +144,6 @@ def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> N
         os.kill(os.getpid(), signal.SIGINT)
 
     timer = threading.Thread(target=interrupt_once_the_child_runs, daemon=True)
-    started = time.monotonic()
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -150,8 +152,8 @@ def test_ctrl_c_cancels_a_running_child_reaps_it_and_raises(tmp_path: Path) -> N
     finally:
         timer.join(timeout=30)
         signal.signal(signal.SIGINT, previous)
-    assert time.monotonic() - started < 30  # ended before the child's own 30 s sleep
     assert wait_gone(int(pid_file.read_text()))  # killed and reaped
+    assert not slept.exists()  # killed in its sleep, never let run to its end
 
 
 @pytest.mark.skipif(

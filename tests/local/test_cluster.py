@@ -23,6 +23,8 @@ from tests.local.conftest import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
+
 SUBMIT = ["training", "pytorch", "submit"]
 
 

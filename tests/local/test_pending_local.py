@@ -8,8 +8,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.local.conftest import describe, gate_command, run_local, wait_phase, wait_until
 from tests.local.test_through_runai_tui import tui
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 
 def submit(name: str, *args: str, command: list[str]) -> None:

@@ -7,8 +7,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.local.conftest import wait_until
 from tests.local.test_through_runai_tui import tui
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 RECORDS = "".join(
     f'echo \'{{"kind": "train", "step": {step}, "loss": 1.0, "step_time": {seconds}}}\'\n'

@@ -14,9 +14,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from runai_tui.knowledge.compare import NEVER_LOGGED
 from tests.local.conftest import wait_until
 from tests.local.test_through_runai_tui import RUNAI_TUI, tui
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 ECHO = textwrap.dedent(
     """

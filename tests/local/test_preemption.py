@@ -13,6 +13,8 @@ import pytest
 
 from tests.local.conftest import describe, run_local, wait_phase, wait_until
 
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
+
 
 @pytest.fixture(autouse=True)
 def two_slots(monkeypatch: pytest.MonkeyPatch) -> None:

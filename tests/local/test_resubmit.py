@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from runai_tui.profiles import submission_record
 from runai_tui.runai.argv import display_argv
 from tests.local.conftest import describe, wait_phase
 from tests.local.resubmit_loop import jobs, user_profile
 from tests.local.test_through_runai_tui import tui
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 
 def test_bad_input_is_one_line_and_nothing_is_submitted() -> None:

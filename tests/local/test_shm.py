@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
+
 SHM = [sys.executable, "-m", "runai_local.shm"]
 
 

@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.local.conftest import run_local, wait_phase, wait_until
 from tests.local.test_through_runai_tui import RUNAI_TUI, tui
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 # The busy loops below run a quarter of the time (20 ms of CPU, then 60 ms asleep): top reads
 # them busy all the same, and the suite's other tests keep the rest of the core.

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.local.conftest import gate_command, run_local, wait_phase
+
+pytestmark = pytest.mark.slow  # jobs on the local cluster: real process groups
 
 RUNAI_TUI = [sys.executable, "-m", "runai_tui.cli", "--backend", "local"]
 

@@ -18,6 +18,8 @@ from trainer.config import parse_config
 from trainer.distributed import DistContext
 from trainer.model import build_model
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 CPU = DistContext(0, 1, 0, torch.device("cpu"), None)
 # The flags lines of /proc/cpuinfo, shortened: an AVX2-only AMD EPYC (Zen 2), an EPYC with
 # AVX-512 BF16 (Zen 4), and an Arm Neoverse V1 (`Features`, with bf16).

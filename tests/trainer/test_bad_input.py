@@ -17,6 +17,8 @@ from trainer.data.dataset import DetectionDataset
 from trainer.data.index import build_from_rows
 from trainer.errors import TrainerError
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 REPO = Path(__file__).resolve().parents[2]
 SMALL = [
     "--min-size",

@@ -80,6 +80,7 @@ def test_bandwidths_are_nccl_tests_own(name: str, world: int) -> None:
                             pytest.approx(float(busbw), abs=0.011))  # fmt: skip
 
 
+@pytest.mark.slow  # the trainer's own process
 def test_one_rank_is_one_line_and_a_usage_error() -> None:
     res = subprocess.run(
         [sys.executable, "-m", "trainer", "comm-check"], cwd=REPO, capture_output=True, text=True

@@ -13,6 +13,8 @@ from trainer.config import build_parser, parse_config
 from trainer.engine import HOST_PARTS
 from trainer.state import WarmupCosine
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 
 def test_warmup_then_cosine():
     schedule = WarmupCosine(warmup_steps=10, warmup_factor=0.001, total_steps=110, cosine=True)

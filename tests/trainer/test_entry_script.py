@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "train-retinanet-ddp.sh"
 

@@ -5,11 +5,14 @@ count; the records' meter; the chip peaks by name."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from trainer.config import parse_config
 from trainer.flops import FlopMeter, Peak, chip_peak, count_train_flops, datasheet_peak
 from trainer.model import build_model
+
+pytestmark = pytest.mark.slow  # trains or runs the real model
 
 CPU = torch.device("cpu")
 

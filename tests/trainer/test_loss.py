@@ -104,6 +104,7 @@ def test_batched_loss_equals_torchvision(models, box_loss, seed, counts) -> None
     assert_equal(*both_losses(model, box_loss, targets, head, anchors))
 
 
+@pytest.mark.slow  # an inductor compile
 def test_the_compiled_classification_pass_gives_the_same_loss_and_gradients(models) -> None:
     """--compile compiles the loss's per-class pass (here through torch.compile's aot_eager
     backend: Dynamo's graph and AOTAutograd's backward, without minutes of code generation)."""

@@ -14,6 +14,8 @@ from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 from tests.trainer.test_loss import CLASSES, ignored_only_image, random_batch
 from trainer.loss import BatchedRetinaNetLoss
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 # The ops that read a device value on the host (item, bool(), .tolist(), float()), whose output
 # shape depends on values (nonzero and so boolean-mask indexing, masked_select, unique,
 # repeat_interleave without output_size, bincount), or that copy Python data to the device

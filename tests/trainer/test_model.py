@@ -10,6 +10,8 @@ from trainer.config import parse_config
 from trainer.errors import ConfigError
 from trainer.model import TINY_MAP_POSITIONS, build_model, parameter_groups
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 
 def config(*args: str):
     return parse_config(["--min-size", "64", "--max-size", "64", *args])

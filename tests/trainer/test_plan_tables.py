@@ -14,6 +14,8 @@ from runai_tui.profiles import Profile
 from trainer import model as trainer_model
 from trainer.config import OPTIMIZER_DEFAULTS, TrainConfig, build_parser
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 
 def test_the_optimizer_defaults_are_the_trainers() -> None:
     assert {k: v.lr for k, v in OPTIMIZER_DEFAULTS.items()} == plan.OPTIMIZER_LR

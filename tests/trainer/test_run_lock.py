@@ -18,6 +18,8 @@ import pytest
 from trainer import lock_holder, run_lock
 from trainer.errors import ConfigError
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 REPO = Path(__file__).resolve().parents[2]
 
 

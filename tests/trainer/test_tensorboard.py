@@ -11,6 +11,8 @@ import pytest
 
 from trainer import __main__ as entry
 
+pytestmark = pytest.mark.slow  # trains or runs the real model
+
 TINY = [
     "--dataset", "synthetic", "--synthetic-train-images", "8", "--model", "retinanet_resnet18_fpn",
     "--min-size", "64", "--max-size", "64", "--workers", "0", "--batch-size", "4",

@@ -108,6 +108,7 @@ def test_no_working_candidate_gives_none_and_the_one_line() -> None:
     )
 
 
+@pytest.mark.slow  # trains
 def test_a_torch_without_a_dump_trains_on_and_keeps_torchs_own_file(tmp_path: Path) -> None:
     """The trainer's side in a real 2-rank gloo run on a torch whose entry points all fail: rank 0
     prints the one line (with where torch's watchdog writes), no rank crashes, and a dump file

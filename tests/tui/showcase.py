@@ -157,9 +157,9 @@ async def jobs_loaded(pilot: Pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.header_state.logged_in is True)
     # The background diagnosis of the Failed job has marked its row.
     table = pilot.app.screen.query_one(JobTable)
-    await wait_for(pilot, lambda: str(table.get_cell("broken-run", "health")).startswith("✗"))
+    await wait_for(pilot, lambda: str(table.cell("broken-run", "health")).startswith("✗"))
     # ...and the Pending one's row says why it waits.
-    await wait_for(pilot, lambda: str(table.get_cell("retinanet-tcp", "health")).startswith("⏸"))
+    await wait_for(pilot, lambda: str(table.cell("retinanet-tcp", "health")).startswith("⏸"))
     # ...and the running one's GPU UTIL (the GPU pass, through the fake probe) is in.
     await wait_for(pilot, lambda: table.gpu_util.get("retinanet-local") == "87%")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from runai_tui.profiles import ProfileStore
@@ -14,6 +15,8 @@ from runai_tui.runai.client import RunaiClient
 from runai_tui.tui.screens.describe import DescribeScreen
 from runai_tui.workflows import watch_lock
 from tests.tui.helpers import RecordingApp, notifications, wait_for
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 REFUSED = "trainer: error: --dataset openimages needs --data-root DIR (see trainer/README.md)"
 

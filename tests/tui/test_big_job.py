@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.logs import LogsScreen
 from tests.local.conftest import run_local, wait_until
 from tests.tui.helpers import wait_for
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 WORKERS = 15  # + the master: 16 pods
 

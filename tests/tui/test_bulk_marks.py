@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runai_tui.runai.client import RunaiClient
 from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.confirm import ConfirmDialog
 from runai_tui.tui.widgets.job_table import JobTable
 from tests.tui.fakeclient import FakeClient, make_job
 from tests.tui.helpers import RecordingApp, notifications, wait_for
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 
 def submit(client: RunaiClient, name: str, gate: Path) -> None:

@@ -6,12 +6,16 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from runai_tui.profiles import ProfileStore
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.command import build_submit_argv
 from runai_tui.tui.screens.compare import CompareScreen, RunsCurves
 from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 # A "TensorBoard" that answers one line per connection, on a port the kernel picks.
 SERVER = """

@@ -104,8 +104,8 @@ async def test_a_wrong_gloo_interface_is_fixed_by_a_resubmit_and_shown_on_both_p
         errors = diagnosis.codes(ERROR)
         assert errors[0] == "socket-ifname", errors
         more = f" +{len(errors) - 1}" if len(errors) > 1 else ""
-        assert str(table.get_cell("ifbad", "health")) == f"✗ socket-ifname{more}", errors
+        assert str(table.cell("ifbad", "health")) == f"✗ socket-ifname{more}", errors
         # The fault is gone from the fixed job. Its health may still carry a straggler warning:
         # that rule measures the ranks' timing, which the suite's other workers disturb.
-        fixed = str(table.get_cell("ifbad-2", "health"))
+        fixed = str(table.cell("ifbad-2", "health"))
         assert fixed in ("ok", "! straggler"), fixed

@@ -19,6 +19,8 @@ from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
 from tests.tui.test_jobs_screen import make_app
 
+pytestmark = pytest.mark.slow  # a real two-process gloo hang
+
 
 @dataclass
 class PvcClient(FakeClient):

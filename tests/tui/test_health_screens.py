@@ -28,7 +28,7 @@ def diagnosed(app) -> list[str]:
 def marked(table: JobTable, name: str) -> bool:
     """The row's HEALTH cell is set. A background pass marks its last job and ends without
     yielding, so the last job of a pass marked means the pass is over."""
-    return str(table.get_cell(name, "health")) != ""
+    return str(table.cell(name, "health")) != ""
 
 
 async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
@@ -46,11 +46,11 @@ async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
         await wait_for(pilot, lambda: marked(table, "f2"))
         # Newest first; a Running job is never read in the background.
         assert diagnosed(app) == ["f0", "f1", "f2"]
-        assert str(table.get_cell("f0", "health")) == "✗ cuda-oom"
-        assert str(table.get_cell("f1", "health")) == "ok"
-        assert str(table.get_cell("f2", "health")) == "? no logs"
-        assert str(table.get_cell("f3", "health")) == ""
-        assert str(table.get_cell("run", "health")) == ""
+        assert str(table.cell("f0", "health")) == "✗ cuda-oom"
+        assert str(table.cell("f1", "health")) == "ok"
+        assert str(table.cell("f2", "health")) == "? no logs"
+        assert str(table.cell("f3", "health")) == ""
+        assert str(table.cell("run", "health")) == ""
         # The background pass asked only for the tail of each pod's log.
         assert all(call[3] is False for call in client.calls if call[0] == "logs")
         await refreshed(pilot, app)
@@ -65,7 +65,7 @@ async def test_jobs_table_marks_failed_jobs_a_few_per_refresh() -> None:
         # A resubmitted job of the same name is new: its old mark goes.
         client.jobs[1] = make_job("f0", Phase.RUNNING, age_s=5)
         await refreshed(pilot, app)
-        assert str(table.get_cell("f0", "health")) == ""
+        assert str(table.cell("f0", "health")) == ""
 
 
 async def test_describe_health_panel_marks_the_row_and_keeps_lines_inert() -> None:
@@ -80,7 +80,7 @@ async def test_describe_health_panel_marks_the_row_and_keeps_lines_inert() -> No
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 1)
-        assert str(table.get_cell("run", "health")) == ""
+        assert str(table.cell("run", "health")) == ""
         await pilot.press("d")
         assert isinstance(app.screen, DescribeScreen)
         panel = app.screen.query_one(HealthPanel)
@@ -97,7 +97,7 @@ async def test_describe_health_panel_marks_the_row_and_keeps_lines_inert() -> No
         await wait_for(pilot, lambda: not panel.diagnosis.findings)
         assert "no problems found in 2 log lines" in screen_text(app)
         await pilot.press("escape")
-        await wait_for(pilot, lambda: str(table.get_cell("run", "health")) == "ok")
+        await wait_for(pilot, lambda: str(table.cell("run", "health")) == "ok")
 
 
 async def test_preflight_from_jobs_and_describe_and_greyed_when_no_pod_runs() -> None:

@@ -5,6 +5,7 @@ it draws the same, even when painted before the table is next idle."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -49,9 +50,9 @@ async def test_bulk_refresh_keeps_rows_cells_selection_and_widths() -> None:
         assert [str(key.value) for key in table.rows] and table.row_count == len(expected)
         assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == expected
         assert table.selected_name == "job-051"
-        assert str(table.get_cell("job-015", "status")) == "Failed"
-        assert str(table.get_cell("job-100", "status")) == "Pending"
-        assert table.get_cell("job-001", "age") == "1h"  # 300 s old, one hour later
+        assert str(table.cell("job-015", "status")) == "Failed"
+        assert str(table.cell("job-100", "status")) == "Pending"
+        assert table.cell("job-001", "age") == "1h"  # 300 s old, one hour later
         name_column = table.columns[next(k for k in table.columns if k.value == "name")]
         assert name_column.width == cell_len(long_name)
 
@@ -83,7 +84,7 @@ async def test_most_rows_gone_at_once() -> None:
         await pilot.pause()
         assert table.visible_names() == [job.name for job in kept]
         assert table.selected_name == "job-351"
-        assert str(table.get_cell("job-351", "status")) == "Failed"
+        assert str(table.cell("job-351", "status")) == "Failed"
         name_column = table.columns[next(k for k in table.columns if k.value == "name")]
         assert name_column.width == cell_len("job-351")
         assert "job-351" in screen_text(app)
@@ -218,3 +219,58 @@ async def test_a_paint_before_the_table_is_idle_shows_whole_cells() -> None:
         header = next(line for line in early.splitlines() if "NAME" in line)
         assert header.split()[:2] == ["NAME", "STATUS"]
         assert header.index("STATUS") - header.index("NAME") == len("short") + 2
+
+
+class CountingTable(JobTable):
+    """A JobTable that counts the rows it removes."""
+
+    removed = 0
+
+    def remove_row(self, row_key: Any) -> None:
+        self.removed += 1
+        super().remove_row(row_key)
+
+
+class CountingApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield CountingTable()
+
+
+async def test_rows_of_jobs_gone_go_to_new_jobs_and_carry_nothing_over() -> None:
+    """As many jobs come as go: no row is removed (DataTable renumbers every row on each
+    removal); the new jobs take the rows of those gone and show none of their mark, HEALTH,
+    GPU UTIL or place, and the table draws what a fresh table with the same cursor draws."""
+    jobs = [make_job(f"job-{i:02d}", Phase.RUNNING, age_s=60 * i) for i in range(30)]
+    final = [j for j in jobs if j.name not in {"job-05", "job-06", "job-07", "job-08"}]
+    final += [make_job(f"new-{c}", Phase.PENDING) for c in "abcd"]
+
+    async def draw(refreshed: bool) -> list[list[tuple[str, Style | None]]]:
+        app = CountingApp()
+        async with app.run_test(size=(120, 40)) as pilot:
+            table, health = with_health(app)
+            assert isinstance(table, CountingTable)
+            if refreshed:
+                health.put(jobs[5], Diagnosis())  # "? no logs" on job-05
+                table.update_jobs(jobs, NOW)
+                table.toggle_mark("job-06")
+                table.set_gpu_util("job-07", "87%")
+                table.select_name("job-08")
+                await pilot.pause()
+            else:  # the GPU UTIL column, empty
+                table.update_jobs(final, NOW)
+                table.set_gpu_util("job-00", "1%")
+                table.set_gpu_util("job-00", None)
+            table.update_jobs(final, NOW)
+            await pilot.pause()
+            assert table.visible_names() == sorted(j.name for j in final)
+            assert table.marked() == [] and table.removed == 0
+            for name in ("new-a", "new-b", "new-c", "new-d"):
+                assert str(table.cell(name, "name")) == name
+                assert str(table.cell(name, "health")) == ""
+                assert str(table.cell(name, "gpu_util")) == ""
+            assert "87%" not in screen_text(app) and "? no logs" not in screen_text(app)
+            table.move_cursor(row=8, animate=False)
+            await pilot.pause()
+            return drawn(table)
+
+    assert await draw(refreshed=True) == await draw(refreshed=False)

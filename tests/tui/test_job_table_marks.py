@@ -46,8 +46,8 @@ async def test_space_marks_rows_kept_by_name_across_refreshes() -> None:
         assert table.visible_names() == ["0-new", "a", "b"]
         assert table.marked() == ["a"]
         assert table.selected_name in table.visible_names()  # d is gone: the cursor stays in
-        assert str(table.get_cell("a", "status")) == "Failed"
-        assert str(table.get_cell("a", "name")) == "✓ a"
+        assert str(table.cell("a", "status")) == "Failed"
+        assert str(table.cell("a", "name")) == "✓ a"
 
         # A job that comes back under the same name is not marked any more.
         client.jobs = [make_job("a"), make_job("b"), make_job("c")]
@@ -71,10 +71,10 @@ async def test_marks_under_a_filter_and_cleared() -> None:
         await pilot.press("escape")
         await wait_for(pilot, lambda: table.row_count == 3)
         assert table.marked() == ["alpha", "gamma"]
-        assert str(table.get_cell("alpha", "name")) == "✓ alpha"
+        assert str(table.cell("alpha", "name")) == "✓ alpha"
         table.clear_marks()
         assert table.marked() == []
-        assert str(table.get_cell("alpha", "name")) == "alpha"
+        assert str(table.cell("alpha", "name")) == "alpha"
 
 
 async def test_gpu_util_column_appears_with_the_first_value_and_keeps_by_name() -> None:
@@ -104,9 +104,9 @@ async def test_gpu_util_column_appears_with_the_first_value_and_keeps_by_name() 
         columns = [str(c.key.value) for c in table.ordered_columns]
         assert columns[3:5] == ["gpus", "gpu_util"]
         assert "GPU UTIL" in screen_text(app)
-        assert str(table.get_cell("a", "gpu_util")) == "87%"
-        assert str(table.get_cell("b", "gpu_util")) == ""
-        assert str(table.get_cell("done", "gpu_util")) == ""
+        assert str(table.cell("a", "gpu_util")) == "87%"
+        assert str(table.cell("b", "gpu_util")) == ""
+        assert str(table.cell("done", "gpu_util")) == ""
         assert table.selected_name == "b"  # the rebuild kept the selection and the mark
         assert table.marked() == ["a"]
         assert "no-such-job" not in table.gpu_util
@@ -118,11 +118,11 @@ async def test_gpu_util_column_appears_with_the_first_value_and_keeps_by_name() 
         # A refresh keeps the values by name; a job gone takes its value with it.
         client.jobs = [make_job("a", age_s=400), make_job("done", Phase.COMPLETED)]
         await refreshed(pilot, app)
-        assert str(table.get_cell("a", "gpu_util")) == "87%"
+        assert str(table.cell("a", "gpu_util")) == "87%"
         assert "b" not in table.gpu_util
         table.set_gpu_util("a", None)
         await pilot.pause()
-        assert str(table.get_cell("a", "gpu_util")) == ""
+        assert str(table.cell("a", "gpu_util")) == ""
         assert "87%" not in screen_text(app)
 
 

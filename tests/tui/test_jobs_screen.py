@@ -48,7 +48,7 @@ async def test_selection_survives_refresh_and_sorting() -> None:
         await refreshed(pilot, app)
         assert table.visible_names() == ["a", "aa", "b"]
         assert table.selected_name == "b"
-        assert str(table.get_cell("b", "status")) == "Failed"
+        assert str(table.cell("b", "status")) == "Failed"
         await pilot.press("A")  # newest first
         assert table.visible_names() == ["b", "a", "aa"]
         assert table.selected_name == "b"
@@ -79,8 +79,8 @@ async def test_a_job_of_another_framework_shows_the_framework_column_while_liste
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 2)
         await pilot.press("down")
-        assert str(table.get_cell("tf-job", "framework")) == "TensorFlow"
-        assert str(table.get_cell("a", "framework")) == "PyTorch"
+        assert str(table.cell("tf-job", "framework")) == "TensorFlow"
+        assert str(table.cell("a", "framework")) == "PyTorch"
         assert "FRAMEWORK" in screen_text(app) and table.selected_name == "tf-job"
         client.jobs = [make_job("a"), make_job("b")]
         await refreshed(pilot, app)

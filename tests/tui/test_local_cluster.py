@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from runai_tui.runai.command import build_submit_argv
 from runai_tui.shapes.models import Phase
 from runai_tui.tui.screens.confirm import ConfirmDialog
@@ -19,6 +21,8 @@ from runai_tui.tui.widgets.log_view import LogView
 from runai_tui.tui.widgets.progress import TrainingPanel
 from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 
 class PipedShellRunner:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from textual.widgets import OptionList
 
 from runai_tui.profiles import ProfileStore
@@ -20,6 +21,8 @@ from tests.fakes import fake_runai, rule
 from tests.tui.fakeclient import NOW, RecordingRunner
 from tests.tui.helpers import RecordingApp, notifications, wait_for
 from tests.tui.screen_text import screen_text
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 
 async def settled(pilot, app: RunaiTuiApp) -> None:

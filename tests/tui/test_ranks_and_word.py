@@ -115,7 +115,7 @@ async def test_the_health_panel_names_the_straggler_rank() -> None:
         assert finding.pod == "ddp-run-master-0" and finding.evidence.startswith("rank 1: ")
         await pilot.press("escape")  # the jobs table's HEALTH column marks it too
         table = pilot.app.screen.query_one(JobTable)
-        await wait_for(pilot, lambda: "straggler" in str(table.get_cell("ddp-run", "health")))
+        await wait_for(pilot, lambda: "straggler" in str(table.cell("ddp-run", "health")))
 
 
 async def test_a_job_that_ends_is_announced_on_any_screen() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from runai_tui.profiles import ProfileStore, submission_record
@@ -20,6 +21,8 @@ from runai_tui.tui.screens.submit import SubmitScreen
 from runai_tui.tui.widgets.health import HealthPanel
 from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 BUS_ERROR = (
     "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.describe import DescribeScreen
@@ -14,6 +16,8 @@ from runai_tui.tui.widgets.resources import ResourcesPanel
 from tests.local.test_top_local import HOG
 from tests.tui.helpers import wait_for
 from tests.tui.screen_text import screen_text
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 SUBMIT = ["runai", "training", "pytorch", "submit"]
 
@@ -31,12 +35,12 @@ async def test_pending_reason_in_health_and_timeline_and_resources_panel(local_c
             pilot,
             lambda: (
                 "wants-gpu" in table.jobs
-                and str(table.get_cell("wants-gpu", "health")).startswith("⏸ pending")
+                and str(table.cell("wants-gpu", "health")).startswith("⏸ pending")
             ),
             "the pending job's HEALTH",
         )
-        assert str(table.get_cell("wants-gpu", "health")) == "⏸ pending: not enough free GPUs"
-        assert str(table.get_cell("hog", "health")) == ""  # running: not read in the background
+        assert str(table.cell("wants-gpu", "health")) == "⏸ pending: not enough free GPUs"
+        assert str(table.cell("hog", "health")) == ""  # running: not read in the background
 
         table.select_name("wants-gpu")
         await pilot.press("d")
@@ -77,10 +81,8 @@ async def test_gpu_util_column_filled_for_running_gpu_jobs(local_client, monkeyp
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: table.gpu_util_shown, "the GPU UTIL column")
         if shutil.which("nvidia-smi") is None:
-            await wait_for(
-                pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")) == "no GPU tool"
-            )
+            await wait_for(pilot, lambda: str(table.cell("gpu-job", "gpu_util")) == "no GPU tool")
         else:  # a machine with a GPU: the pod sees the real one
-            await wait_for(pilot, lambda: str(table.get_cell("gpu-job", "gpu_util")).endswith("%"))
+            await wait_for(pilot, lambda: str(table.cell("gpu-job", "gpu_util")).endswith("%"))
         assert "GPU UTIL" in screen_text(app)
-        assert str(table.get_cell("cpu-job", "gpu_util")) == ""  # no GPU: never read
+        assert str(table.cell("cpu-job", "gpu_util")) == ""  # no GPU: never read

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from runai_tui.profiles import ProfileStore
@@ -16,6 +17,8 @@ from runai_tui.shapes.models import Phase
 from runai_tui.tui.app import RunaiTuiApp
 from runai_tui.tui.screens.submit import SubmitScreen
 from tests.tui.helpers import wait_for
+
+pytestmark = pytest.mark.slow  # the app over jobs on the local cluster
 
 NOTE = (
     "note: held is still Running and its run holds /data/runs/held: "

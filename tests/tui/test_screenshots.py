@@ -8,7 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.tui.showcase import SHOTS
+
+pytestmark = (
+    pytest.mark.slow
+)  # the README's screenshots, each made by the app in a process of its own
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS_DIR = REPO / "docs" / "screenshots"

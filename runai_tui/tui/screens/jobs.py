@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -38,6 +40,10 @@ NEEDS_JOB = {
 ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
 HEALTH_JOBS_PER_PASS = 3
+# The background work (the backend check, the diagnosis, the GPU readings) starts this long after
+# the first rows are rendered. Started at the next refresh, its imports and `runai` processes took
+# the CPU while the terminal was still drawing those rows (benchmarks/fig_tui_paint.py).
+FIRST_PAINT_GRACE_S = 0.3
 
 
 class JobsScreen(AppScreen[None]):
@@ -80,6 +86,8 @@ class JobsScreen(AppScreen[None]):
         self._highlighted: str | None = None
         self.previous_job: str | None = None
         self.armed: ArmedWatches | None = None  # `W`: the watches armed while the app is open
+        self._grace_over = False  # FIRST_PAINT_GRACE_S after the first rows
+        self._after_grace: list[Callable[[], object]] = []
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -133,7 +141,7 @@ class JobsScreen(AppScreen[None]):
             self.tui.backend_ok()
         finally:
             self._fetching = False
-            self.call_after_refresh(self.tui.first_fetch_done)  # the backend check, after paint
+            self.after_paint(self.tui.first_fetch_done)  # the backend check
             if self._again:
                 self._again = False
                 self.refresh_jobs()
@@ -169,12 +177,26 @@ class JobsScreen(AppScreen[None]):
         self.refresh_bindings()
         if not self._diagnosing and self.tui.health.next_to_diagnose(jobs) is not None:
             self._diagnosing = True
-            # After the rows are painted: its `runai` calls would share the CPU with the paint
-            # and delay the first paint (benchmarks/fig_tui_paint.py).
-            self.call_after_refresh(self._diagnose_in_background, jobs)
+            self.after_paint(self._diagnose_in_background, jobs)
         if not self._reading_gpus and self.gpu_util.due(jobs):
             self._reading_gpus = True
-            self.call_after_refresh(self._read_gpus_in_background, jobs)
+            self.after_paint(self._read_gpus_in_background, jobs)
+
+    def after_paint(self, callback: Callable[..., object], *args: object) -> None:
+        """Run background work once the rows are on the screen: after the next refresh, and
+        the first time FIRST_PAINT_GRACE_S later, so it never competes with the first paint."""
+        if self._grace_over:
+            self.call_after_refresh(callback, *args)
+            return
+        self._after_grace.append(functools.partial(callback, *args))
+        if len(self._after_grace) == 1:
+            self.call_after_refresh(self.set_timer, FIRST_PAINT_GRACE_S, self._end_grace)
+
+    def _end_grace(self) -> None:
+        self._grace_over = True
+        waiting, self._after_grace = self._after_grace, []
+        for callback in waiting:
+            callback()
 
     @work(group="jobs-gpu-util", exit_on_error=False)
     async def _read_gpus_in_background(self, jobs: list[Job]) -> None:

@@ -1,6 +1,12 @@
 """JobTable: the jobs list, updated in place by job name so the selection and the marks survive
-refreshes. Built on DataTable's public API only: a refresh is a keyed diff (`remove_row`,
-`add_row`, `update_cell`, `sort`), and only the columns whose widest cell changed are re-fitted.
+refreshes. Built on DataTable's public API only: a refresh is a keyed diff (`update_cell`,
+`add_row`, `remove_row`, `sort`), and only the columns whose widest cell changed are re-fitted.
+
+A row's key is a slot, not the job's name (`ShownRows.keys` maps one to the other): DataTable
+renumbers every row on each `remove_row`, so a row whose job is gone is given to a new job
+instead (its cells updated) and only the rows left over are removed. A refresh where as many
+jobs come as go (the usual one) removes nothing. Read a cell by job name with `cell(name,
+column)`.
 
 Every column has an explicit width, its widest cell's (ShownRows keeps it), set in the same step
 as the cells that change it. DataTable's own fit-to-content measures new rows later, when the
@@ -52,8 +58,9 @@ MARK = "✓ "  # before the name of a marked row
 MARK_STYLE = "bold magenta"
 
 # Removing a row is linear in the table's rows (DataTable renumbers the rows), and so is a
-# rebuild (clear, add every row, measure them): past about this many rows gone in one refresh,
-# whatever the table's size, rebuilding costs less (benchmarks/fig_job_table.py sizes).
+# rebuild (clear, add every row, measure them): past about this many rows removed in one refresh
+# (the rows gone beyond those given to new jobs), whatever the table's size, rebuilding costs
+# less (benchmarks/fig_job_table.py sizes).
 REBUILD_AFTER_REMOVALS = 150
 
 
@@ -102,28 +109,56 @@ SORTS: dict[str, Callable[[Job], Any]] = {
 
 
 class ShownRows:
-    """What the table shows, in plain Python: each row's cells by job name, the rows' order,
-    and per column how many cells have each width (so a column's widest cell is known without
-    measuring the column again)."""
+    """What the table shows, in plain Python: each row's cells and row key by job name, the
+    rows' order, and per column how many cells have each width (so a column's widest cell is
+    known without measuring the column again)."""
 
     def __init__(self, columns: Sequence[tuple[str, str]]) -> None:
         self.labels = {key: cell_len(label) for key, label in columns}
         self.cells: dict[str, dict[str, Cell]] = {}
+        self.keys: dict[str, str] = {}  # job name -> its row's key
+        self.names: dict[str, str] = {}  # row key -> job name
         self.order: list[str] = []  # top to bottom
         self.widths: dict[str, Counter[int]] = {key: Counter() for key in self.labels}
+        self.next_key = 0
 
-    def add(self, name: str, cells: dict[str, Cell]) -> None:
+    def add(self, name: str, cells: dict[str, Cell], key: str | None = None) -> str:
+        """Record the row of `name`, under `key` (a row given over from a job gone) or a new
+        key; the key is returned."""
+        if key is None:
+            key, self.next_key = f"row-{self.next_key}", self.next_key + 1
         self.cells[name] = cells
+        self.keys[name], self.names[key] = key, name
         self.order.append(name)
         for column, value in cells.items():
             self.widths[column][cell_width(value)] += 1
+        return key
 
-    def remove(self, names: Iterable[str]) -> None:
+    def remove(self, names: Iterable[str]) -> list[str]:
+        """Forget the rows of `names`; their row keys are returned."""
         gone = set(names)
+        keys = []
         for name in gone:
             for column, value in self.cells.pop(name).items():
                 self.widths[column][cell_width(value)] -= 1
+            key = self.keys.pop(name)
+            del self.names[key]
+            keys.append(key)
         self.order = [name for name in self.order if name not in gone]
+        return keys
+
+    def give(self, pairs: dict[str, str], cells: dict[str, dict[str, Cell]]) -> None:
+        """Give each row of a job gone (a key of `pairs`) to a new job (its value), in place:
+        the row keeps its key and its place; its cells become `cells[new]`."""
+        for old, new in pairs.items():
+            for column, value in self.cells.pop(old).items():
+                self.widths[column][cell_width(value)] -= 1
+            key = self.keys.pop(old)
+            self.keys[new], self.names[key] = key, new
+            self.cells[new] = cells[new]
+            for column, value in cells[new].items():
+                self.widths[column][cell_width(value)] += 1
+        self.order = [pairs.get(name, name) for name in self.order]
 
     def change(self, name: str, column: str, value: Cell) -> None:
         cells = self.cells[name]
@@ -137,7 +172,7 @@ class ShownRows:
         return max(cells, self.labels[column])
 
     def widest_row(self, column: str) -> str | None:
-        """A row holding the column's widest cell (None when there are no rows)."""
+        """A job whose row holds the column's widest cell (None when there are no rows)."""
         return max(self.cells, key=lambda name: cell_width(self.cells[name][column]), default=None)
 
 
@@ -150,7 +185,8 @@ class JobTable(DataTable[Cell]):
     - `set_sort(column)`, `filter_text`, `health` (set by the jobs screen);
     - `toggle_mark(name)`, `is_marked(name)`, `marked()`, `clear_marks()`; space toggles the
       selected row's mark;
-    - `set_gpu_util(name, text)`: the GPU UTIL cell of a job, filled asynchronously.
+    - `set_gpu_util(name, text)`: the GPU UTIL cell of a job, filled asynchronously;
+    - `cell(name, column)`: what a job's cell shows (row keys are slots, not job names).
     """
 
     BINDINGS = [Binding("space", "toggle_mark", "Mark", show=False)]
@@ -196,7 +232,7 @@ class JobTable(DataTable[Cell]):
             row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         except (CellDoesNotExist, RowDoesNotExist):
             return None
-        return row_key.value
+        return self.shown.names.get(row_key.value or "")
 
     @property
     def selected_job(self) -> Job | None:
@@ -209,12 +245,18 @@ class JobTable(DataTable[Cell]):
 
     def select_name(self, name: str) -> bool:
         """Move the cursor to the job `name`; False when it is not shown."""
-        try:
-            index = self.get_row_index(name)
-        except RowDoesNotExist:
+        key = self.shown.keys.get(name)
+        if key is None:
             return False
-        self.move_cursor(row=index, animate=False)
+        self.move_cursor(row=self.get_row_index(key), animate=False)
         return True
+
+    def cell(self, name: str, column: str) -> Cell:
+        """The cell of the job `name` in `column` (RowDoesNotExist when it is not shown)."""
+        key = self.shown.keys.get(name)
+        if key is None:
+            raise RowDoesNotExist(f"no row for the job {name!r}")
+        return self.get_cell(key, column)
 
     def set_sort(self, column: str) -> None:
         """Sort by `column`; choosing the same column again reverses the order."""
@@ -318,30 +360,55 @@ class JobTable(DataTable[Cell]):
         }
         shown = self.shown
         gone = [name for name in shown.order if name not in wanted]
+        new = [name for name in wanted if name not in shown.cells]
+        surplus = len(gone) - len(new)  # rows left over once the new jobs have theirs
         if (
             columns_change
-            or len(gone) > REBUILD_AFTER_REMOVALS
+            or surplus > REBUILD_AFTER_REMOVALS
             or (gone and len(gone) == len(shown.order))
         ):
             self.rebuild(wanted, selected)
             return
         before = {column: shown.width(column) for column in shown.labels}
         with self.app.batch_update():
-            for name in gone:
-                self.remove_row(name)
-            shown.remove(gone)
-            for name, cells in wanted.items():
-                old = shown.cells.get(name)
-                if old is None:
-                    self.add_row(*(cells[column] for column in shown.labels), key=name)
-                    shown.add(name, cells)
-                    continue
-                for column, value in cells.items():
-                    if not same_cell(old[column], value):
-                        self.update_cell(name, column, value)
-                        shown.change(name, column, value)
+            given = dict(zip(gone, new, strict=False))
+            self.give_rows(given, wanted)
+            for key in shown.remove(gone[len(given) :]):
+                self.remove_row(key)
+            for name in new[len(given) :]:
+                cells = wanted[name]
+                self.add_row(
+                    *(cells[column] for column in shown.labels), key=shown.add(name, cells)
+                )
+            self.update_rows(wanted, skip=given.values())
             self.fit_columns(before)
             self.place_rows(selected)
+
+    def give_rows(self, pairs: dict[str, str], wanted: dict[str, dict[str, Cell]]) -> None:
+        """Give the row of each job gone (a key of `pairs`) to a new job (its value): the cells
+        that differ are updated; the row keeps its key until the sort moves it."""
+        shown = self.shown
+        cells: dict[str, dict[str, Cell]] = {}
+        for old, new in pairs.items():
+            key, kept = shown.keys[old], shown.cells[old]
+            cells[new] = dict(kept)
+            for column, value in wanted[new].items():
+                if not same_cell(kept[column], value):
+                    self.update_cell(key, column, value)
+                    cells[new][column] = value
+        shown.give(pairs, cells)
+
+    def update_rows(self, wanted: dict[str, dict[str, Cell]], skip: Iterable[str]) -> None:
+        """Update the cells that changed in the rows shown before (those not in `skip`)."""
+        shown, skipped = self.shown, set(skip)
+        for name, cells in wanted.items():
+            if name in skipped:
+                continue
+            old, key = shown.cells[name], shown.keys[name]
+            for column, value in cells.items():
+                if not same_cell(old[column], value):
+                    self.update_cell(key, column, value)
+                    shown.change(name, column, value)
 
     def set_cells(self, name: str, cells: dict[str, Cell]) -> None:
         """Change some cells of the shown row `name`, re-fitting their columns if needed."""
@@ -349,7 +416,7 @@ class JobTable(DataTable[Cell]):
         before = {column: shown.width(column) for column in cells}
         for column, value in cells.items():
             if not same_cell(shown.cells[name][column], value):
-                self.update_cell(name, column, value)
+                self.update_cell(shown.keys[name], column, value)
                 shown.change(name, column, value)
         self.fit_columns(before)
 
@@ -364,7 +431,8 @@ class JobTable(DataTable[Cell]):
             self.columns[ColumnKey(column)].width = shown.width(column)
             name = shown.widest_row(column)
             if name is not None:
-                self.update_cell(name, column, shown.cells[name][column], update_width=True)
+                key = shown.keys[name]
+                self.update_cell(key, column, shown.cells[name][column], update_width=True)
 
     def place_rows(self, selected: str | None) -> None:
         """Sort the rows (only if their order changed) and put the cursor back on `selected`."""
@@ -401,7 +469,7 @@ class JobTable(DataTable[Cell]):
                 self.add_column(label, width=shown.width(key), key=key)
             for name in shown.order:
                 cells = shown.cells[name]
-                self.add_row(*(cells[column] for column in shown.labels), key=name)
+                self.add_row(*(cells[column] for column in shown.labels), key=shown.keys[name])
             self.scroll_to(y=scroll_y, animate=False, immediate=True)  # the view stays put
             if selected is None or not self.select_name(selected):
                 self.move_cursor(row=min(cursor_row, max(0, self.row_count - 1)), animate=False)
