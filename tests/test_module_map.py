@@ -1,5 +1,5 @@
-"""The module map (docs/contracts.md, "Layout and layers") names every module under runai_tui/ and
-trainer/, and no module that is gone. The modules are read from the tree, so a module moved into
+"""The module map (docs/contracts.md, "Layout and layers") names every module under runai_tui/,
+runai_local/ and trainer/, and no module that is gone. The modules are read from the tree, so a module moved into
 a package fails here with the lines the map needs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 MAP = REPO / "docs" / "contracts.md"
-PACKAGES = ("runai_tui", "trainer")
+PACKAGES = ("runai_tui", "runai_local", "trainer")
 # A module's name where it stands alone: `trainer/config.py` in a description is a path, not a
 # module of the folder being described.
 NAME = re.compile(r"(?<![\w/.])([A-Za-z0-9_]+\.py)\b")

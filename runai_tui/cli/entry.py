@@ -4,7 +4,7 @@ Imports neither Textual nor torch (the TUI is imported only when no subcommand i
 Exit codes: 0 success, 1 runtime failure, 2 usage or validation error.
 
 Each subcommand is a row of SUBCOMMANDS: its name, its line in `runai-tui --help`, and the module
-(one per group: profile_commands, job_commands, ...) whose ARGUMENTS[name] adds its arguments and
+(named after its commands: profile_commands, job_commands, watch_commands, ...) whose ARGUMENTS[name] adds its arguments and
 whose COMMANDS[name] runs it. A command line that names a subcommand imports that module alone
 and builds that subparser alone, so `submit --dry-run` pays for no other command's imports; the
 top-level help and a mistyped command list every subcommand, without arguments: they import none.
@@ -37,8 +37,7 @@ class Subcommand(NamedTuple):
 _PROFILES = "runai_tui.cli.profile_commands"
 _JOBS = "runai_tui.cli.job_commands"
 _BULK = "runai_tui.cli.bulk_commands"
-_WATCH = "runai_tui.cli.watch_commands"
-_RUN = "runai_tui.cli.run_commands"
+_RANKS = "runai_tui.cli.ranks_commands"
 
 # In the order `runai-tui --help` lists them.
 SUBCOMMANDS: tuple[Subcommand, ...] = (
@@ -90,14 +89,16 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         "ranks",
         "every rank's step, images/s, data wait, step and forward time, record age",
-        _WATCH,
+        _RANKS,
     ),
-    Subcommand("metrics", "every trainer record of every pod, with pod and rank", _WATCH),
-    Subcommand("wait", "block until a job is running, completed or done", _WATCH),
+    Subcommand("metrics", "every trainer record of every pod, with pod and rank", _RANKS),
+    Subcommand(
+        "wait", "block until a job is running, completed or done", "runai_tui.cli.wait_commands"
+    ),
     Subcommand(
         "watch",
         "follow jobs to their end; --recover submits a failed one again as its fault allows",
-        "runai_tui.cli.recover_commands",
+        "runai_tui.cli.watch_commands",
     ),
     Subcommand(
         "report",
@@ -112,11 +113,17 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         "top",
         "per pod: CPU use, memory against its limit, each GPU's use and memory",
-        "runai_tui.cli.resource_commands",
+        "runai_tui.cli.top_commands",
     ),
-    Subcommand("port-forward", "forward a local port to a job's pod until Ctrl-C", _RUN),
     Subcommand(
-        "compare", "runs side by side, one column each, the best marked (or --sweep ID)", _RUN
+        "port-forward",
+        "forward a local port to a job's pod until Ctrl-C",
+        "runai_tui.cli.port_forward_commands",
+    ),
+    Subcommand(
+        "compare",
+        "runs side by side, one column each, the best marked (or --sweep ID)",
+        "runai_tui.cli.compare_commands",
     ),
 )
 NAMES = tuple(s.name for s in SUBCOMMANDS)

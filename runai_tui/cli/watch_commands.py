@@ -1,265 +1,144 @@
-"""Watching a job: `ranks` (every rank's latest figures), `metrics` (every trainer record of every
-pod) and `wait` (block until it runs, completes or ends; for CI scripts).
-
-Logic: runai_tui/workflows/job_records.py and runai_tui/workflows/job_end.py.
-"""
+"""`watch`: follow jobs (or a sweep's) to their end and, with --recover, submit a failed one again
+as the retry catalogue says (the watcher: runai_tui/workflows/watcher.py; one per job: watch_lock.py)."""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runai_tui.cli.common import client_for, print_error, print_json, table
-from runai_tui.knowledge.records.progress import (
-    figure_text,
-    job_totals,
-    mfu_text,
-    record_age,
-    tflops_text,
-)
+from runai_tui.cli.common import client_for, settings_for
 from runai_tui.runai import runner
-from runai_tui.shapes.errors import RuntimeFailure, UsageError
-from runai_tui.trainer_flags import records
+from runai_tui.shapes.errors import UsageError
 from runai_tui.util.aio import gather_all
 from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
-from runai_tui.workflows.job_end import TARGETS, WaitResult, wait_for
-from runai_tui.workflows.job_records import (
-    master_progress,
-    metric_columns,
-    metric_rows,
-    read_job_records,
-)
+from runai_tui.workflows import watch_lock
 from runai_tui.workflows.sweep import asweep_jobs
+from runai_tui.workflows.watcher import (
+    BACKOFF,
+    INTERVAL,
+    Chain,
+    Policy,
+    Report,
+    Watcher,
+    read_chains,
+)
 
 if TYPE_CHECKING:
-    from runai_tui.shapes.models import Phase
-
-WAIT_INTERVAL = 2.0  # seconds between two looks at the job
+    from runai_tui.runai.client import RunaiClient
 
 
-def add_ranks_arguments(rk: argparse.ArgumentParser) -> None:
-    rk.add_argument("job")
-    rk.add_argument(
-        "--json",
+def add_watch_arguments(wt: argparse.ArgumentParser) -> None:
+    wt.epilog = (
+        "e.g. runai-tui watch JOB --recover --max-attempts 3. On Failed the job is diagnosed; "
+        "with --recover a fault that running again cures (a node lost, an eviction, an NCCL "
+        "timeout) is submitted again as ROOT-rN, resuming from the checkpoints; a fault with a "
+        "remedy only with --apply-remedies; anything else stops the watch with the reason."
+    )
+    wt.add_argument("jobs", nargs="*", metavar="JOB", help="the jobs (or give --sweep)")
+    wt.add_argument("--sweep", metavar="ID", help="every job of this sweep")
+    wt.add_argument(
+        "--recover",
         action="store_true",
-        help='{"job", "pod", "now", "ranks": [...], "total": {...}, "target": {...} or null}',
-    )
-
-
-def add_metrics_arguments(mt: argparse.ArgumentParser) -> None:
-    mt.add_argument("job")
-    fmt = mt.add_mutually_exclusive_group()
-    fmt.add_argument("--csv", action="store_true", help="CSV, one row per record and rank")
-    fmt.add_argument("--json", action="store_true", help="a JSON list of the same rows")
-
-
-def add_wait_arguments(wt: argparse.ArgumentParser) -> None:
-    wt.add_argument("job", nargs="?", help="the job (or give --sweep)")
-    wt.add_argument(
-        "--sweep", metavar="ID", help="every job of this sweep, at once (runai-tui sweep prints it)"
+        help="submit a failed job again when the catalogue says so",
     )
     wt.add_argument(
-        "--for",
-        dest="target",
-        default="done",
-        metavar="STATE",
-        help="running (Running or already Completed), completed, or done (ended in any way; "
-        "the default)",
+        "--max-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts in all, the first submission counted (default 3)",
     )
     wt.add_argument(
-        "--timeout",
-        dest="wait_timeout",
+        "--apply-remedies", action="store_true", help="apply a fault's remedies when submitting"
+    )
+    wt.add_argument(
+        "--backoff",
         type=seconds_arg(),
-        default=None,
+        default=BACKOFF,
         metavar="S",
-        help="give up after S seconds (exit 2); default: wait as long as it takes",
+        help=f"seconds before attempt 2, doubled for each later one (default {BACKOFF:g})",
     )
     wt.add_argument(
         "--interval",
         type=seconds_arg(positive=True),
-        default=WAIT_INTERVAL,
+        default=INTERVAL,
         metavar="S",
         help="seconds between looks",
     )
-    wt.add_argument("--json", action="store_true", help='{"job", "for", "phase", "outcome", ...}')
+    wt.add_argument("--json", action="store_true", help="one JSON object per event, per line")
 
 
-def cmd_ranks(args: argparse.Namespace) -> int:
-    pod, progress = runner.run_sync(master_progress(client_for(args), args.job))
-    if not progress.ranks:
-        why = "it has no pods yet" if pod is None else f"no per-rank record in {pod}'s log yet"
-        raise RuntimeFailure(
-            f"job {args.job!r}: {why}",
-            "the trainer writes them every --log-every steps once training starts",
-        )
-    now = time.time()
-    job = job_totals(progress.ranks)
-    if args.json:
-        print_json(
-            {
-                "job": args.job,
-                "pod": pod,
-                "now": round(now, 3),
-                "ranks": [f.to_dict() for f in progress.ranks],
-                "total": job.to_dict(),  # the job's img/s and TFLOP/s (summed), MFU (mean)
-                # --target-map: where the run reached its target mAP, or that it did not
-                "target": progress.target.to_dict() if progress.target else None,
-            }
-        )
-        return 0
-    rows = [
-        [
-            str(f.rank),
-            "-" if f.step is None else str(f.step),
-            figure_text(f.img_s, ".2f"),
-            figure_text(f.data_time, ".3f"),
-            figure_text(f.step_time, ".3f"),
-            figure_text(f.forward_time, ".3f"),
-            tflops_text(f.tflops),
-            mfu_text(f.mfu),
-            record_age(f.time, now),
-        ]
-        for f in progress.ranks
-    ]
-    rows.append(
-        ["job", "", figure_text(job.img_s, ".2f"), "", "", "", tflops_text(job.tflops),
-         mfu_text(job.mfu), ""]
-    )  # fmt: skip
-    print(f"job {literal(args.job)}, records from pod {literal(pod or '-')}")
-    header = ["RANK", "STEP", "IMG/S", "DATA WAIT S", "STEP S", "FORWARD S", "TFLOP/S", "MFU"]
-    print(table(rows, [*header, "AGE"]))
-    if progress.target is not None:
-        print(f"time to target: {progress.target.text()}")
-    return 0
-
-
-def cmd_metrics(args: argparse.Namespace) -> int:
-    rows = metric_rows(runner.run_sync(read_job_records(client_for(args), args.job)))
-    if args.json:
-        print_json(rows)
-        return 0
-    if args.csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=metric_columns(rows), lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(
-                {k: (v if isinstance(v, (str, int, float)) or v is None else _json(v))
-                 for k, v in row.items()}
-            )  # fmt: skip
-        return 0
-    if not rows:
-        print(f"no trainer records in job {literal(args.job)}'s logs yet")
-        return 0
-    shown = [
-        [
-            literal(str(r["pod"])),
-            str(r["rank"]),
-            literal(str(r.get(records.KIND, ""))),
-            str(r.get("step", "-")),
-            _cell(r.get("loss"), ".4f"),
-            _cell(r.get("rank_img_s", r.get("images_per_sec")), ".2f"),
-            _cell(r.get("rank_data_time", r.get("data_time")), ".3f"),
-        ]
-        for r in rows
-    ]
-    print(table(shown, ["POD", "RANK", "KIND", "STEP", "LOSS", "IMG/S", "DATA WAIT S"]))
-    return 0
-
-
-def _cell(value: object, fmt: str) -> str:
-    return format(value, fmt) if isinstance(value, (int, float)) else "-"
-
-
-def _json(value: object) -> str:
-    return json.dumps(value)
-
-
-def cmd_wait(args: argparse.Namespace) -> int:
-    if args.target not in TARGETS:
+def _policy(args: argparse.Namespace) -> Policy:
+    if args.max_attempts < 1:
         raise UsageError(
-            f"--for {args.target!r}: not one of {', '.join(TARGETS)}",
-            "e.g. runai-tui wait JOB --for completed",
+            f"--max-attempts {args.max_attempts}: must be 1 or more (the first submission "
+            "counts as one)",
+            "e.g. --max-attempts 3",
         )
-    if (args.job is None) == (args.sweep is None):
-        raise UsageError("wait: give a job or --sweep ID, one of them", "e.g. runai-tui wait JOB")
+    if bool(args.jobs) == (args.sweep is not None):
+        raise UsageError(
+            "watch: give jobs or --sweep ID, one of them", "e.g. runai-tui watch JOB --recover"
+        )
+    return Policy(args.recover, args.max_attempts, args.apply_remedies, args.backoff, args.interval)
+
+
+async def _chains(args: argparse.Namespace, client: RunaiClient) -> list[Chain]:
+    """Every job's chain, once per chain; UsageError (exit 2) for an unknown job or an empty
+    sweep, before anything is watched."""
+    names = list(args.jobs)
     if args.sweep is not None:
-        return _wait_sweep(args)
-
-    def waiting(phase: Phase) -> None:
-        print(f"waiting for job {literal(args.job)} ({phase.value}) to be {args.target}…",
-              file=sys.stderr, flush=True)  # fmt: skip
-
-    result = runner.run_sync(
-        wait_for(
-            client_for(args),
-            args.job,
-            args.target,
-            args.wait_timeout,
-            args.interval,
-            on_waiting=waiting,
-        )  # fmt: skip
-    )
-    if args.json:
-        print_json(result.to_dict())
-    elif result.outcome == "reached":
-        print(result.text())
-    else:
-        print_error(literal(result.text()))
-    return result.exit_code
-
-
-def _wait_sweep(args: argparse.Namespace) -> int:
-    """`wait --sweep ID`: every job of the sweep waited on together; one line each, and the
-    worst exit of them (0 all reached, 1 one failed or was deleted, 2 one timed out)."""
-    client = client_for(args)
-
-    def waiting(name: str) -> Callable[[Phase], None]:
-        def say(phase: Phase) -> None:
-            print(f"waiting for job {literal(name)} ({phase.value}) to be {args.target}…",
-                  file=sys.stderr, flush=True)  # fmt: skip
-
-        return say
-
-    async def every() -> tuple[list[str], list[WaitResult]]:
         names = await asweep_jobs(client, args.sweep)
-        waits = (
-            wait_for(
-                client, n, args.target, args.wait_timeout, args.interval, on_waiting=waiting(n)
-            )
-            for n in names
-        )
-        return names, await gather_all(waits)
+        if not names:
+            raise UsageError(f"sweep {args.sweep} has no jobs", "see: runai-tui list")
+    return await read_chains(client, names)
 
-    names, results = runner.run_sync(every())
-    if not names:
-        raise UsageError(f"no job of sweep {args.sweep} is left", "see: runai-tui list")
-    if args.json:
-        print_json({"sweep": args.sweep, "jobs": [r.to_dict() for r in results]})
-    for result in results:
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    settings = settings_for(args)
+    client = client_for(args)
+    chains = runner.run_sync(_chains(args, client))
+    locks = [watch_lock.take(settings.project.value, chain.root) for chain in chains]
+    ring = settings.notify.value and sys.stderr.isatty()
+
+    def say(report: Report) -> None:
         if args.json:
-            continue
-        if result.outcome == "reached":
-            print(result.text())
+            print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}), flush=True)
         else:
-            print_error(literal(result.text()))
-    return max(r.exit_code for r in results)
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} {literal(report.line(policy.max_attempts))}", flush=True)
+        if ring and report.kind in ("stopped", "failed"):
+            sys.stderr.write("\a")
+            sys.stderr.flush()
+
+    for lock in locks:
+        if lock.took_over:
+            print(f"took over the watch lock of {lock.took_over} (gone): {lock.path}",
+                  file=sys.stderr)  # fmt: skip
+    watcher = Watcher(
+        client,
+        policy,
+        say,
+        project=settings.project.value,
+        project_explicit=settings.project.from_flag,
+    )
+
+    async def every() -> list[str]:
+        return await gather_all(watcher.watch(c.root) for c in chains)
+
+    try:
+        outcomes = runner.run_sync(every())
+    finally:
+        for lock in locks:
+            lock.release()
+    return 0 if all(o == "completed" for o in outcomes) else 1
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "ranks": cmd_ranks,
-    "metrics": cmd_metrics,
-    "wait": cmd_wait,
-}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"watch": cmd_watch}
 
-
-ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "ranks": add_ranks_arguments,
-    "metrics": add_metrics_arguments,
-    "wait": add_wait_arguments,
-}
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"watch": add_watch_arguments}

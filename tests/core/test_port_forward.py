@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runai_tui.cli.run_commands import parse_ports
+from runai_tui.cli.port_forward_commands import parse_ports
 from runai_tui.runai.backend import select_backend
 from runai_tui.runai.client import RunaiClient
 from runai_tui.runai.parse import parse_forwarding, says_port_in_use

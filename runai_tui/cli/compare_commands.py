@@ -1,32 +1,20 @@
-"""Run commands: `port-forward` (a pod's port on this machine) and `compare` (two or more runs
-side by side, one column each: the sweep's grid, the settings and run.json fields that differ,
-the figures with the best marked)."""
+"""`compare`: two or more runs side by side, one column each: the sweep's grid, the settings and
+run.json fields that differ, the figures with the best marked."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from runai_tui.cli.common import client_for, print_json
 from runai_tui.knowledge.compare import RunSide, render_table, run_table
 from runai_tui.runai import runner
-from runai_tui.runai.client import Forwarding, RunaiClient
+from runai_tui.runai.client import RunaiClient
 from runai_tui.shapes.errors import RuntimeFailure, UsageError
 from runai_tui.util.text import literal
 from runai_tui.workflows import run_sources
 from runai_tui.workflows.sweep import sweep_jobs
-
-
-def add_port_forward_arguments(pf: argparse.ArgumentParser) -> None:
-    pf.epilog = (
-        "e.g. runai-tui port-forward JOB 6006 (TensorBoard), or 8080:6006, or 0:6006 for "
-        "any free local port. On the local cluster the pod's port is already local."
-    )
-    pf.add_argument("job")
-    pf.add_argument("ports", metavar="[LOCAL:]REMOTE", help="the pod's port, optionally LOCAL:")
-    pf.add_argument("--pod", help="pod name (default: the master)")
 
 
 def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
@@ -51,41 +39,6 @@ def add_compare_arguments(cp: argparse.ArgumentParser) -> None:
     )
     # Differences only is the default; --differences, its older switch, is still taken.
     cp.add_argument("--differences", action="store_true", help=argparse.SUPPRESS)
-
-
-def parse_ports(text: str) -> tuple[int, int]:
-    """`[LOCAL:]REMOTE` -> (local, remote); a bad value is a usage error (exit 2)."""
-    local_text, sep, remote_text = text.rpartition(":")
-    try:
-        remote = int(remote_text)
-        local = int(local_text) if sep else remote
-    except ValueError:
-        raise UsageError(
-            f"port {text!r}: expected [LOCAL:]REMOTE numbers",
-            "e.g. runai-tui port-forward JOB 6006 or JOB 8080:6006",
-        ) from None
-    if not (1 <= remote <= 65535 and 0 <= local <= 65535):
-        raise UsageError(
-            f"port {text!r}: ports are 1-65535 (LOCAL 0 picks any free port)",
-            "e.g. runai-tui port-forward JOB 0:6006",
-        )
-    return local, remote
-
-
-def cmd_port_forward(args: argparse.Namespace) -> int:
-    local, remote = parse_ports(args.ports)
-    client = client_for(args)
-    for item in client.port_forward(args.job, local, remote, args.pod):
-        if isinstance(item, Forwarding):
-            pod = args.pod or "the master"
-            print(
-                f"{item.url} -> {args.job} ({pod}) port {item.remote}; Ctrl-C to stop",
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            print(literal(item), flush=True)
-    return 0
 
 
 def _is_dir(text: str, forced: bool) -> bool:
@@ -163,10 +116,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"port-forward": cmd_port_forward, "compare": cmd_compare}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"compare": cmd_compare}
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "port-forward": add_port_forward_arguments,
     "compare": add_compare_arguments,
 }
