@@ -248,4 +248,4 @@ def test_lint_step_time_spaces_the_checkpoints_in_minutes() -> None:
         "50 min apart (3 s a step, measured)" in slow.stdout
     )
     bad = run("lint", "--step-time", "0")
-    assert bad.returncode == 2 and bad.stderr.startswith("error: --step-time 0: ")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: argument --step-time: '0': ")

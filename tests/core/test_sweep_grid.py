@@ -171,7 +171,10 @@ def test_usage_errors_say_one_line_and_exit_2() -> None:
         (["--grid", "trainer.lrr=1,2"], "--grid trainer.lrr: not a flag of the trainer"),
         (["--grid", "trainer.lr=1", "--set", "workers=x"], "--set workers=x: workers: 'x'"),
         (["--grid", "trainer.lr=1", "--name", "Bad"], "job name 'Bad-1'"),
-        (["--grid", "trainer.lr=1", "--plan", "--step-time", "0"], "--step-time 0: must be"),
+        (
+            ["--grid", "trainer.lr=1", "--plan", "--step-time", "0"],
+            "argument --step-time: '0': must be",
+        ),
     ]
     for extra, said in cases:
         res = run("sweep", "--profile", "retinanet-local", "--dry-run", *extra,

@@ -36,6 +36,7 @@ def test_negative_refresh_is_a_usage_error() -> None:
     done = run("--backend", "local", "--refresh", "-1")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: --refresh -1: expected 0 (off) or a positive number of seconds",
+        "error: --refresh -1: expected 0 (off) or a positive number of seconds such as 2 or 2s "
+        "(negative)",
         "hint: e.g. runai-tui --refresh 5",
     ]
