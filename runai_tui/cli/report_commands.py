@@ -15,8 +15,8 @@ from runai_tui.shapes.errors import UsageError
 from runai_tui.util.duration import parse_duration
 from runai_tui.util.text import literal
 from runai_tui.workflows import chain_report
+from runai_tui.workflows.attempt_chain import Chain, read_chains
 from runai_tui.workflows.sweep import asweep_jobs
-from runai_tui.workflows.watcher import Chain, read_chains
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -16,12 +16,14 @@ from runai_tui.shapes.errors import UsageError
 from runai_tui.util.aio import gather_all
 from runai_tui.util.duration import seconds_arg
 from runai_tui.util.text import literal
-from runai_tui.workflows import watch_lock
+from runai_tui.workflows import watch_lock, watch_state
 from runai_tui.workflows.sweep import asweep_jobs
 from runai_tui.workflows.watcher import (
     BACKOFF,
     INTERVAL,
+    MAX_PENDING,
     Chain,
+    ClientCluster,
     Policy,
     Report,
     Watcher,
@@ -36,8 +38,9 @@ def add_watch_arguments(wt: argparse.ArgumentParser) -> None:
     wt.epilog = (
         "e.g. runai-tui watch JOB --recover --max-attempts 3. On Failed the job is diagnosed; "
         "with --recover a fault that running again cures (a node lost, an eviction, an NCCL "
-        "timeout) is submitted again as ROOT-rN, resuming from the checkpoints; a fault with a "
-        "remedy only with --apply-remedies; anything else stops the watch with the reason."
+        "timeout, a stalled run) is submitted again as ROOT-rN, resuming from the checkpoints; a "
+        "fault with a remedy only with --apply-remedies; anything else stops the watch with the "
+        "reason, and so does a job Stopped by a person or Pending past --max-pending."
     )
     wt.add_argument("jobs", nargs="*", metavar="JOB", help="the jobs (or give --sweep)")
     wt.add_argument("--sweep", metavar="ID", help="every job of this sweep")
@@ -70,6 +73,14 @@ def add_watch_arguments(wt: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds between looks",
     )
+    wt.add_argument(
+        "--max-pending",
+        type=seconds_arg(positive=True),
+        default=MAX_PENDING,
+        metavar="S",
+        help="seconds an attempt may stay Pending before the watch says so and stops, never "
+        f"submitting it again (default {MAX_PENDING:g})",
+    )
     wt.add_argument("--json", action="store_true", help="one JSON object per event, per line")
 
 
@@ -84,7 +95,8 @@ def _policy(args: argparse.Namespace) -> Policy:
         raise UsageError(
             "watch: give jobs or --sweep ID, one of them", "e.g. runai-tui watch JOB --recover"
         )
-    return Policy(args.recover, args.max_attempts, args.apply_remedies, args.backoff, args.interval)
+    return Policy(args.recover, args.max_attempts, args.apply_remedies, args.backoff,
+                  args.interval, args.max_pending)  # fmt: skip
 
 
 async def _chains(args: argparse.Namespace, client: RunaiClient) -> list[Chain]:
@@ -103,7 +115,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     settings = settings_for(args)
     client = client_for(args)
     chains = runner.run_sync(_chains(args, client))
-    locks = [watch_lock.take(settings.project.value, chain.root) for chain in chains]
+    # Keyed by the project the cluster put the job in: `-p p1` and a default that is p1 are one.
+    projects = {c.root: c.project or settings.project.value for c in chains}
+    locks = [watch_lock.take(projects[c.root], c.root) for c in chains]
     ring = settings.notify.value and sys.stderr.isatty()
 
     def say(report: Report) -> None:
@@ -120,13 +134,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if lock.took_over:
             print(f"took over the watch lock of {lock.took_over} (gone): {lock.path}",
                   file=sys.stderr)  # fmt: skip
-    watcher = Watcher(
-        client,
-        policy,
-        say,
-        project=settings.project.value,
-        project_explicit=settings.project.from_flag,
-    )
+    cluster = ClientCluster(client, settings.project.value, settings.project.from_flag)
+    watcher = Watcher(cluster, policy, say,
+                      publish=lambda root: watch_state.writer(projects.get(root), root, "watch"))  # fmt: skip
 
     async def every() -> list[str]:
         return await gather_all(watcher.watch(c.root) for c in chains)
@@ -134,7 +144,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         outcomes = runner.run_sync(every())
     finally:
-        for lock in locks:
+        for chain, lock in zip(chains, locks, strict=True):
+            watch_state.clear(projects[chain.root], chain.root)  # before the lock goes
             lock.release()
     return 0 if all(o == "completed" for o in outcomes) else 1
 

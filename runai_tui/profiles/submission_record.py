@@ -21,8 +21,9 @@ the profile of that name as it is now, else says it is missing. A job of a sweep
 own combination of the grid's values (`values`, FIELD -> VALUE as given); both are optional keys
 of version 2, which a reader that predates them ignores. A job submitted again from another
 (`resubmit`, or the watcher's next attempt) also names that job (`parent`) and its number in
-the chain (`attempt`; the first submission, which has neither, is attempt 1), so the chain of
-attempts is read from the cluster alone; its `sets` are the ones still in force, one per field
+the chain (`attempt`; the first submission, which has neither, is attempt 1) and the chain's first job
+(`root`; absent from records written before it, whose chain is then found by their parents), so
+the chain of attempts is read from the cluster alone; its `sets` are the ones still in force, one per field
 (profiles/overrides.effective_sets), so the record does not grow with attempts. The record is bounded: BUDGET bytes
 (key and value, as Kubernetes counts them), a small share of the 256 KiB that all of an object's
 annotations may take (docs/contracts.md); a larger one is refused before anything runs.
@@ -79,6 +80,7 @@ class Record:
     values: dict[str, str] = field(default_factory=dict)
     parent: str | None = None
     attempt: int | None = None
+    root: str | None = None
 
     @property
     def attempt_number(self) -> int:
@@ -96,6 +98,8 @@ class Record:
             doc |= {"sweep": self.sweep, "values": self.values}
         if self.parent is not None:
             doc |= {"parent": self.parent, "attempt": self.attempt_number}
+            if self.root is not None:
+                doc["root"] = self.root
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -122,9 +126,11 @@ def make(
     values: Mapping[str, str] | None = None,
     parent: str | None = None,
     attempt: int | None = None,
+    root: str | None = None,
 ) -> Record:
     """The record of a submission of `profile` (overrides applied) under `name`; `sweep` and
-    `values` for a job of a sweep; `parent` and `attempt` for a job submitted again."""
+    `values` for a job of a sweep; `parent`, `attempt` and the chain's first job (`root`) for a
+    job submitted again."""
     data = {k: v for k, v in profile.data.items() if k not in _DROPPED}
     redacted: list[str] = []
     for field_name in ENV_FIELDS:
@@ -140,8 +146,9 @@ def make(
         k: _redact_set(f"{k}={v}", redacted).partition("=")[2] for k, v in (values or {}).items()
     }
     return Record(
-        profile.name, recorded, data, name, tuple(redacted), sweep, shown, parent, attempt
-    )
+        profile.name, recorded, data, name, tuple(redacted), sweep, shown, parent, attempt,
+        root if parent is not None else None,
+    )  # fmt: skip
 
 
 def annotation_value(record: Record) -> str:
@@ -173,7 +180,7 @@ def decode(text: str) -> Record:
     profile, sets, data = doc.get("profile"), doc.get("sets"), doc.get("data")
     name, redacted = doc.get("name"), doc.get("redacted", [])
     sweep, values = doc.get("sweep"), doc.get("values", {})
-    parent, attempt = doc.get("parent"), doc.get("attempt")
+    parent, attempt, root = doc.get("parent"), doc.get("attempt"), doc.get("root")
     if not isinstance(profile, str) or not profile:
         raise ValueError("the record names no profile")
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
@@ -194,9 +201,10 @@ def decode(text: str) -> Record:
         raise ValueError("the record's parent is not a job name")
     if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)):
         raise ValueError("the record's attempt is not a whole number")
-    return Record(
-        profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values), parent, attempt
-    )
+    if root is not None and not isinstance(root, str):
+        raise ValueError("the record's root is not a job name")
+    return Record(profile, tuple(sets), data, name, tuple(redacted), sweep, dict(values), parent,
+                  attempt, root)  # fmt: skip
 
 
 def find(document: object) -> str | None:

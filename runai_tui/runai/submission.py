@@ -175,14 +175,15 @@ def prepare(
     values: Mapping[str, str] | None = None,
     parent: str | None = None,
     attempt: int | None = None,
+    root: str | None = None,
 ) -> Submission:
     """Apply `--set` overrides, check the job name, build the argv that `backend` executes, with
     the project (an explicit `-p` beats the profile's own) and the submission record and, when
     the CLI's capabilities are known, check its flags. `prior_sets`: the overrides `profile`
     already has (a resubmit's first submission), recorded before `sets`, one per field
     (`effective_sets`); `sweep` and `values`: the sweep's ID and this job's combination of its
-    grid, for the record; `parent` and `attempt`: the job this one submits again and its number
-    in that chain (the first is 1), for the record. Raises ProfileError or
+    grid, for the record; `parent`, `attempt` and `root`: the job this one submits again, its
+    number in that chain (the first is 1) and the chain's first job, for the record. Raises ProfileError or
     UsageError (RecordTooLarge among them); nothing here touches the cluster."""
 
     if sets:
@@ -192,7 +193,7 @@ def prepare(
     if cli is not None:
         check_profile(profile, cli)  # a field this runai lacks: said before anything runs
     every = effective_sets((*prior_sets, *sets))
-    record = submission_record.make(profile, every, name, sweep, values, parent, attempt)
+    record = submission_record.make(profile, every, name, sweep, values, parent, attempt, root)
     argv = final_argv(backend, profile, record, name, project, project_explicit)
     prepared = Submission(profile, argv, every, name, project, project_explicit, record)
     if cli is not None:  # the protections this runai lacks, dropped before the preview

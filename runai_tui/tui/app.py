@@ -109,6 +109,9 @@ class RunaiTuiApp(App[int]):
         self.save_dir = save_dir or Path.cwd()
         self.select_after_refresh: str | None = None
         self.health = HealthCache()  # diagnoses made so far (describe, the jobs screen's pass)
+        # The submission records describe read to find chains of attempts (watcher.Records):
+        # each job's once per app, made on the first describe (off the first paint).
+        self.chain_records: object | None = None
         self.header_state = HeaderState(
             backend=client.backend.label,
             project=getattr(client, "project", None) or "",

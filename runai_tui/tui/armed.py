@@ -1,7 +1,8 @@
 """The jobs screen's `W`: `runai-tui watch --recover` armed on the marked jobs (else the selected
 one) while the app is open. The same watcher and policy as the command (runai_tui/workflows/watcher.py),
 one per chain and one lock per chain (runai_tui/workflows/watch_lock.py: a `watch` running elsewhere on
-this machine refuses it, and the other way round); each step is a notification. Nothing lives
+this machine refuses it, and the other way round); each step is a notification, and the jobs
+table and describe show the chain's state as long as it is watched (watch_state.py). Nothing lives
 only here: the records on the cluster are the truth, and `watch` started later carries on."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runai_tui.shapes.errors import Failure
-from runai_tui.workflows import watch_lock
-from runai_tui.workflows.watcher import Policy, Report, Watcher, read_chain
+from runai_tui.workflows import watch_lock, watch_state
+from runai_tui.workflows.watcher import ClientCluster, Policy, Report, Watcher, read_chain
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient
@@ -41,7 +42,8 @@ class ArmedWatches:
             if chain.root in self.chains:
                 notify(f"{name}: already armed (chain of {chain.root})", "information")
                 return
-            lock = watch_lock.take(self.project, chain.root)
+            project = chain.project or self.project  # as the cluster resolved it
+            lock = watch_lock.take(project, chain.root)
         except Failure as exc:
             notify(exc.message, "error")
             return
@@ -52,8 +54,9 @@ class ArmedWatches:
                 return
             notify(report.line(POLICY.max_attempts), SEVERITY.get(report.kind, "information"))
 
-        watcher = Watcher(self.client, POLICY, say, project=self.project,
-                          project_explicit=self.explicit)  # fmt: skip
+        cluster = ClientCluster(self.client, self.project, self.explicit)
+        watcher = Watcher(cluster, POLICY, say,
+                          publish=lambda root: watch_state.writer(project, root, "this app"))  # fmt: skip
         notify(f"armed: {chain.root} is submitted again when a node or the network fails it "
                f"(at most {POLICY.max_attempts} attempts)", "information")  # fmt: skip
         try:
@@ -62,4 +65,5 @@ class ArmedWatches:
             notify(exc.message, "error")
         finally:
             self.chains.discard(chain.root)
+            watch_state.clear(project, chain.root)  # before the lock goes
             lock.release()

@@ -32,7 +32,7 @@ from runai_tui.knowledge.records.redone import Redone
 from runai_tui.shapes.errors import RunaiError
 from runai_tui.shapes.models import Job, JobDetail, Phase, master_pod
 from runai_tui.util.aio import gather_all
-from runai_tui.workflows.watcher import Attempt, Chain, attempt_of
+from runai_tui.workflows.attempt_chain import Attempt, Chain, attempt_of
 
 if TYPE_CHECKING:
     from runai_tui.runai.client import RunaiClient

@@ -32,6 +32,8 @@ from runai_tui.trainer_flags import DEFAULT_OUTPUT_DIR, value_of
 from runai_tui.workflows.diagnose_job import diagnose_job
 
 if TYPE_CHECKING:
+    from runai_tui.profiles.submission_record import Record
+    from runai_tui.runai.backend import Backend
     from runai_tui.runai.client import RunaiClient, SubmitResult
     from runai_tui.shapes.models import JobDetail
 
@@ -189,6 +191,30 @@ class Plan:
         }
 
 
+def root_of(job: str, record: Record | None) -> str | None:
+    """The first job of `job`'s chain as its record says: its `root`, else `job` itself for a
+    first submission; None for an attempt recorded before records named their root."""
+    if record is not None and record.root:
+        return record.root
+    return job if record is None or record.parent is None else None
+
+
+def renamed(
+    prepared: submission.Submission, name: str, backend: Backend, root: str | None = None
+) -> submission.Submission:
+    """`prepared` under another name, its record too (naming `root` as the chain's first job
+    when given); everything else as it was (the overrides already applied are recorded once:
+    effective_sets)."""
+    record = prepared.record
+    return submission.prepare(
+        prepared.profile, backend=backend, name=name, project=prepared.project,
+        project_explicit=prepared.project_explicit, prior_sets=prepared.sets,
+        sweep=record.sweep if record else None, values=record.values if record else None,
+        parent=record.parent if record else None, attempt=record.attempt if record else None,
+        root=root or (record.root if record else None),
+    )  # fmt: skip
+
+
 def base_name(job: str) -> str:
     """`sweep-3` → `sweep`: a resubmit of a resubmit counts on from the first name."""
     m = _SUFFIX.match(job)
@@ -279,6 +305,7 @@ async def plan(
         prior_sets=found.sets,
         parent=job,
         attempt=(first.attempt_number if first else 1) + 1,
+        root=root_of(job, first),
     )
     # The argv the cluster kept, else the recorded submission's, rebuilt.
     before = described.argv or (

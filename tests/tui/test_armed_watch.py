@@ -4,6 +4,8 @@ its lock is freed; describe shows the job's chain of attempts."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,57 @@ async def test_W_arms_the_watch_and_describe_shows_the_chain(
         panel = app.screen.query_one("#describe-attempts", Static)
         await wait_for(pilot, lambda: panel.display, "the chain of attempts")
         assert str(panel.render()) == "Attempts: 1 tx (Failed) → 2 tx-r2 (Failed) ◀"
+
+
+def watch_cell(app: RecordingApp, name: str) -> str:
+    table = app.screen.table  # type: ignore[attr-defined]
+    if "watch" not in table.shown.labels or name not in table.shown.cells:
+        return ""
+    return str(table.shown.cells[name]["watch"])
+
+
+async def test_the_jobs_table_and_describe_show_what_is_watched_and_by_whom(
+    local_client: RunaiClient, demo_store: ProfileStore, tmp_path: Path
+) -> None:
+    """A `watch` process (found by its lock), then the app's own `W`: each watched job's row
+    says its attempt and what comes next, describe says who watches it; once the watcher is
+    gone, nothing says it is watched."""
+    for name in ("demo", "other"):
+        prepared = submission.prepare(demo_store.load("demo"), backend=local_client.backend,
+                                      name=name)  # fmt: skip
+        submission.submit(local_client, prepared)
+    argv = [sys.executable, "-m", "runai_tui.cli", "watch", "demo", "--recover", "--interval", "1"]
+    watcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    app = RecordingApp(local_client, store=demo_store, refresh_interval=0.3, save_dir=tmp_path)
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            table = app.screen.table  # type: ignore[attr-defined]
+            await wait_for(pilot, lambda: table.select_name("demo"), "the demo row")
+            said = "1/3 on failure or a stall: attempt 2, as the catalogue says"
+            await wait_for(pilot, lambda: watch_cell(app, "demo") == said, "demo's WATCH cell")
+            assert watch_cell(app, "other") == ""
+            # The same chain, whatever the project's spelling: the app's W is refused.
+            await pilot.press("W")
+            refused = f"job demo is already watched by pid {watcher.pid} "
+            await wait_for(pilot, lambda: any(refused in n for n in notifications(app)), refused)
+            await pilot.press("d")
+            assert isinstance(app.screen, DescribeScreen)
+            panel = app.screen.query_one("#describe-attempts", Static)
+            await wait_for(pilot, lambda: panel.display, "the watch line")
+            assert str(panel.render()).splitlines()[1] == (
+                f"Watched by watch (pid {watcher.pid}): attempt 1 of 3 (demo); next: on failure "
+                "or a stall: attempt 2, as the catalogue says"
+            )
+            await pilot.press("escape")
+            watcher.kill()
+            watcher.wait()
+            await wait_for(pilot, lambda: "watch" not in app.screen.table.shown.labels,  # type: ignore[attr-defined]
+                           "the WATCH column to go")  # fmt: skip
+            # The app's own watch shows the same way.
+            app.screen.table.select_name("other")  # type: ignore[attr-defined]
+            await pilot.press("W")
+            await wait_for(pilot, lambda: watch_cell(app, "other") == said, "other's WATCH cell")
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()

@@ -49,6 +49,8 @@ class TuiHost(Protocol):
     @property
     def health(self) -> HealthCache: ...
 
+    chain_records: object | None  # watcher.Records, made by the first describe
+
     @property
     def forwards(self) -> Forwards: ...
 

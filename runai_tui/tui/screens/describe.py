@@ -31,10 +31,14 @@ from runai_tui.tui.widgets.ranks import CurvesPanel, RanksPanel
 from runai_tui.tui.widgets.resources import ResourcesPanel, events_timeline
 from runai_tui.util.redaction import redact_document
 from runai_tui.util.text import literal
+from runai_tui.workflows import watch_state
+from runai_tui.workflows.attempt_chain import Chain, Records, read_chain
 from runai_tui.workflows.diagnose_job import diagnose_job
 from runai_tui.workflows.pod_probes import top_job
-from runai_tui.workflows.watcher import Chain, read_chain
 
+# Records read per visit to find the job's chain (the jobs created nearest after its first job
+# first; the app keeps them, so a later visit reads on from there).
+CHAIN_READS = 100
 # How much of the master's log to read for the metrics (the sparkline keeps fewer points).
 METRICS_TAIL = 2000
 RESOURCES_EVERY = 5.0  # seconds between two reads of a running job's pods (one exec per pod)
@@ -173,14 +177,21 @@ class DescribeScreen(AppScreen[None]):
     @work(exclusive=True, group="describe-attempts", exit_on_error=False)
     async def read_attempts(self) -> None:
         """The job's chain of attempts (watch --recover, resubmit), read from the records once
-        per visit; shown when the job is one of several."""
+        per visit, and the watcher that watches it; shown when the job is one of several, or
+        watched."""
+        if not isinstance(self.tui.chain_records, Records):
+            self.tui.chain_records = Records()
         try:
-            chain = await read_chain(self.tui.client, self.job.name)
+            chain = await read_chain(self.tui.client, self.job.name,
+                                     records=self.tui.chain_records, budget=CHAIN_READS)  # fmt: skip
         except RunaiError:
             return  # describe's own load says what is wrong
-        if len(chain.attempts) < 2:
+        shown = watch_state.watched(watch_state.watch_folder()).get(chain.root)
+        if len(chain.attempts) < 2 and shown is None:
             return
         text = attempts_text(chain, self.job.name)
+        if shown is not None:  # a watcher on this machine (the app's W, or `watch`)
+            text += "\n" + shown.line
         panel = self.query_one("#describe-attempts", Static)
         panel.update(text)
         panel.display = True

@@ -19,6 +19,7 @@ from runai_tui.tui.gpu_util import GpuUtilReader
 from runai_tui.tui.health_view import BACKGROUND_TAIL
 from runai_tui.tui.screens.base import AppScreen
 from runai_tui.tui.widgets.job_table import JobTable
+from runai_tui.workflows import watch_state
 
 if TYPE_CHECKING:
     from runai_tui.tui.armed import ArmedWatches
@@ -44,6 +45,15 @@ HEALTH_JOBS_PER_PASS = 3
 # the first rows are rendered. Started at the next refresh, its imports and `runai` processes took
 # the CPU while the terminal was still drawing those rows (benchmarks/fig_tui_paint.py).
 FIRST_PAINT_GRACE_S = 0.3
+
+
+def watched_cells(watched: dict[str, watch_state.Shown]) -> dict[str, tuple[str, str]]:
+    """Each watched job's (project, WATCH cell): its chain's first job and its latest attempt.
+    O(watched): the table matches them to its rows by name."""
+    return {
+        name: (shown.project, ("watching " if name != shown.job else "") + shown.cell)
+        for name, shown in watched.items()
+    }
 
 
 class JobsScreen(AppScreen[None]):
@@ -167,6 +177,7 @@ class JobsScreen(AppScreen[None]):
 
     def show_jobs(self, jobs: list[Job]) -> None:
         table = self.table
+        table.watched = watched_cells(watch_state.watched(watch_state.watch_folder()))
         table.update_jobs(jobs, self.tui.now())
         self.tui.announce_job_ends(jobs)
         wanted = self.tui.select_after_refresh

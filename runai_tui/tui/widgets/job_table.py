@@ -53,6 +53,11 @@ GPU_UTIL_COLUMN = ("gpu_util", "GPU UTIL")
 # Shown after STATUS while the list holds a training job of another framework than PyTorch (its
 # verbs go to that framework's `runai training` subcommand).
 FRAMEWORK_COLUMN = ("framework", "FRAMEWORK")
+# Shown after STATUS while a watcher (the app's `W`, or a `watch` process) watches a listed job:
+# its attempt of how many and what the watcher does next (runai_tui/workflows/watch_state.py).
+WATCH_COLUMN = ("watch", "WATCH")
+NO_WATCH = Text("")  # every unwatched row's WATCH cell: one object, nothing made per row
+WATCH_STYLE = "bold cyan"
 
 MARK = "✓ "  # before the name of a marked row
 MARK_STYLE = "bold magenta"
@@ -187,6 +192,8 @@ class JobTable(DataTable[Cell]):
       selected row's mark;
     - `set_gpu_util(name, text)`: the GPU UTIL cell of a job, filled asynchronously;
     - `cell(name, column)`: what a job's cell shows (row keys are slots, not job names).
+    - `watched`: job name -> (its project, its WATCH cell), set by the screen before
+      `update_jobs`.
     """
 
     BINDINGS = [Binding("space", "toggle_mark", "Mark", show=False)]
@@ -203,6 +210,8 @@ class JobTable(DataTable[Cell]):
         self.gpu_util: dict[str, str] = {}  # job name -> text, kept while the job exists
         self.gpu_util_shown = False  # the GPU UTIL column, from the first value on
         self.framework_shown = False  # the FRAMEWORK column, while another framework is listed
+        self.watched: dict[str, tuple[str, str]] = {}  # job name -> (project, WATCH cell)
+        self.watch_shown = False  # the WATCH column, while a listed job is watched
         self.shown = ShownRows(self.column_specs())
 
     def on_mount(self) -> None:
@@ -219,6 +228,9 @@ class JobTable(DataTable[Cell]):
         if self.framework_shown:
             at = [key for key, _ in specs].index("status") + 1
             specs.insert(at, FRAMEWORK_COLUMN)
+        if self.watch_shown:
+            at = [key for key, _ in specs].index("status") + 1
+            specs.insert(at, WATCH_COLUMN)
         return specs
 
     # -- selection ---------------------------------------------------------------------------
@@ -340,6 +352,10 @@ class JobTable(DataTable[Cell]):
             cells["gpu_util"] = self.gpu_util_cell(job)
         if self.framework_shown:
             cells["framework"] = data_text(job.framework or job.family)
+        if self.watch_shown:
+            hit = self.watched.get(job.name)
+            mine = hit is not None and hit[0] in (job.project or "default", "default")
+            cells["watch"] = data_text(hit[1], WATCH_STYLE) if hit and mine else NO_WATCH
         return cells
 
     def update_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
@@ -351,8 +367,9 @@ class JobTable(DataTable[Cell]):
         self.marks &= self.jobs.keys()
         self.gpu_util = {name: v for name, v in self.gpu_util.items() if name in self.jobs}
         others = any(job.family != "pytorch" for job in jobs)
-        columns_change = others != self.framework_shown
-        self.framework_shown = others
+        watching = any(name in self.jobs for name in self.watched)  # O(watched)
+        columns_change = others != self.framework_shown or watching != self.watch_shown
+        self.framework_shown, self.watch_shown = others, watching
         wanted = {
             job.name: self.row_cells(job, now)
             for job in jobs
