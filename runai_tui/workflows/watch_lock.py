@@ -23,6 +23,8 @@ from runai_tui.util import lock_holder, paths
 
 
 def lock_path(project: str | None, job: str) -> Path:
+    """`project`: the project the cluster put the chain in (its jobs' own), never the spelling of
+    a flag, so `-p p1` and a default that is p1 take the one lock."""
     return paths.state_dir() / "watch" / (project or "default") / f"{job}.lock"
 
 

@@ -72,11 +72,14 @@ class Cluster:
     failing: int = 0  # the next runai calls that time out
     ghost: bool = False  # the next submit goes through, and says it failed
     lag: int = 0  # the next submitted job is listed only after this many listings
+    slow: float = 0.0  # the next runai call takes this long (the clock moves on meanwhile)
+    wrong: list[str] = field(default_factory=list)  # submits the catalogue does not allow
     submits: list[tuple[str, int, str]] = field(default_factory=list)  # (root, attempt, name)
     doubles: list[str] = field(default_factory=list)  # attempts submitted beside a live one
     deleted: dict[str, int] = field(default_factory=dict)  # root -> its attempts deleted
 
     def tick(self) -> None:
+        self.now, self.slow = self.now + self.slow, 0.0
         if self.failing:
             self.failing -= 1
             raise RunaiError(ErrorKind.TIMEOUT, "runai timed out after 60 s")
@@ -171,6 +174,9 @@ class Cluster:
             raise RunaiError(ErrorKind.OTHER, f"name {name} is longer than 63 characters")
         if [j for j in self.chain(root) if j.phase not in ENDED]:
             self.doubles.append(name)
+        was = self.jobs.get(parent)
+        if was is not None and was.phase is Phase.FAILED and was.fault not in ("pod-lost",):
+            self.wrong.append(f"{name} after {parent} failed with {was.fault or 'no cause'}")
         record = Record("p", name=name, parent=parent, attempt=number, root=root)
         self.add(name, Phase.PENDING, record, hidden=self.lag)
         self.lag = 0
@@ -253,7 +259,7 @@ class WatcherMachine(RuleBasedStateMachine):
         if self.watch is not None:
             latest = self.latest()
             clean = not (self.cluster.failing or self.cluster.ghost)
-            pending = self.watch.pending
+            pending, before = self.watch.pending, self.cluster.now
             wait = asyncio.run(self.watch.step())
             if isinstance(wait, str):
                 self.outcome, self.watch = wait, None
@@ -265,7 +271,7 @@ class WatcherMachine(RuleBasedStateMachine):
                 # bound, ends the watch on the first clean pass that sees it.
                 assert latest.phase not in (Phase.STOPPED, Phase.COMPLETED), latest
                 if pending is not None and pending[0] == latest.name:
-                    assert self.cluster.now - wait - pending[1] < self.policy.max_pending
+                    assert before - pending[1] < self.policy.max_pending
 
     # -- the cluster and its people ----------------------------------------------------------
 
@@ -320,6 +326,11 @@ class WatcherMachine(RuleBasedStateMachine):
         self.cluster.ghost = True
         self.one_pass()
 
+    @rule(seconds=st.sampled_from([30.0, 400.0]))
+    def a_call_is_slow(self, seconds: float) -> None:
+        self.cluster.slow = seconds
+        self.one_pass()
+
     @rule(listings=st.integers(1, 3))
     def listing_lags(self, listings: int) -> None:
         self.cluster.lag = listings
@@ -339,6 +350,10 @@ class WatcherMachine(RuleBasedStateMachine):
         # Submitted again beyond the bound only where an attempt was deleted (a person's, or a
         # stalled one the watcher deleted), which the cluster then forgets.
         assert len(mine) <= self.policy.max_attempts - 1 + self.cluster.deleted.get(self.root, 0)
+
+    @invariant()
+    def as_the_catalogue_says(self) -> None:
+        assert not self.cluster.wrong
 
     @invariant()
     def never_two_live_attempts(self) -> None:

@@ -9,6 +9,9 @@ The findings that decide are the errors, else (no error) the warnings; info neve
   again with the remedies; else stop, naming the remedy and the flag it needs;
 - all RUN_AGAIN (a node lost, an eviction, an NCCL timeout with no configuration finding beside
   it): submit the same submission again, which resumes from the checkpoints.
+
+The watcher asks on a Failed job, and on a Running one whose findings say `stalled` (that attempt
+is deleted, and gone, before the next is submitted).
 """
 
 from __future__ import annotations
