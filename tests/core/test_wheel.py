@@ -25,7 +25,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("runai_tui", "profiles", "trainer"):
+    for name in ("runai_tui", "runai_local", "profiles", "trainer"):
         shutil.copytree(REPO / name, src / name, symlinks=True, ignore=ignore)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     dist = tmp_path / "dist"
@@ -37,7 +37,7 @@ def test_wheel_ships_the_profiles_and_an_install_finds_them(tmp_path: Path) -> N
         names = archive.namelist()
         inside = sorted(Path(n).name for n in names if n.startswith("runai_tui/shipped_profiles/"))
         assert inside == shipped
-        assert "runai_tui/profiles/fields.py" in names
+        assert "runai_tui/profiles/fields.py" in names and "runai_local/cli.py" in names
         text = archive.read("runai_tui/shipped_profiles/retinanet-tcp.yaml").decode()
         rule = archive.read("runai_tui/trainer_flags/fast_path.py").decode()
         schema = archive.read("runai_tui/trainer_flags/records.py").decode()

@@ -204,9 +204,10 @@ def test_training_reports_metrics_checkpoints_and_distinct_samples(reference):
 
 
 def test_a_stopped_run_saves_on_sigterm_and_resumes_with_the_same_samples(reference, tmp_path):
-    # Both pods get SIGTERM mid-run, as the kubelet sends it to each container on a preemption
-    # (the script exec'd torchrun, so each pod's pid is its launcher; it forwards to the
-    # trainers): they save at the step they reached and exit non-zero. Started again, the run
+    # Both pods get SIGTERM mid-run, as on a preemption: here to each pod's process group, as the
+    # local cluster and a group-signalling init send it (the entry script passes it on only as
+    # PID 1, the kubelet's case, tests/trainer/test_entry_script.py); torchrun forwards it to the
+    # trainers: they save at the step they reached and exit non-zero. Started again, the run
     # resumes from that save and takes the samples and losses of the uninterrupted run. A
     # SIGKILL with no save (resume from the last periodic checkpoint, the steps after it trained
     # again) is tests/local/test_recovery.py's, on the local cluster.
@@ -226,7 +227,7 @@ def test_a_stopped_run_saves_on_sigterm_and_resumes_with_the_same_samples(refere
     workers = [kid for pod in pods for kid in children_of(pod.pid)]
     assert len(workers) >= 2
     for pod in pods:
-        pod.send_signal(signal.SIGTERM)
+        os.killpg(pod.pid, signal.SIGTERM)
     outs = ["".join(seen) + finish(pods[0], timeout=120), finish(pods[1], timeout=120)]
     assert all(pod.returncode != 0 for pod in pods), outs[0]
     assert wait_gone(workers) == [], "trainer processes outlived their launcher"
