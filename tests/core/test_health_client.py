@@ -4,7 +4,6 @@ subprocesses, argv recorded): what they ask the CLI, and the no-TTY exec with it
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -91,8 +90,7 @@ async def test_preflight_runs_the_probe_without_a_tty_in_running_pods(
 
 async def test_exec_output_is_time_bounded(make_fake, client_for) -> None:
     fake = make_fake([rule("exec", sleep=60, spawn_child=True)])
-    started = time.monotonic()
     with pytest.raises(RunaiError) as info:
         await client_for(fake).aexec_output("job-a", "job-a-master-0", COMMAND, timeout=1.0)
+    # A TIMEOUT, not the fake's output after its own 60 s sleep: the call was cut at its bound.
     assert info.value.kind is ErrorKind.TIMEOUT
-    assert time.monotonic() - started < 60  # ended before the fake's own 60 s sleep

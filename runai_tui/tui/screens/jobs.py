@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -41,10 +40,6 @@ NEEDS_JOB = {
 ON_MARKED = {"delete", "suspend", "resume"}
 # The background diagnosis reads at most this many jobs per refresh (tui/health_view.py says which).
 HEALTH_JOBS_PER_PASS = 3
-# The background work (the backend check, the diagnosis, the GPU readings) starts this long after
-# the first rows are rendered. Started at the next refresh, its imports and `runai` processes took
-# the CPU while the terminal was still drawing those rows (benchmarks/fig_tui_paint.py).
-FIRST_PAINT_GRACE_S = 0.3
 
 
 def watched_cells(watched: dict[str, watch_state.Shown]) -> dict[str, tuple[str, str]]:
@@ -96,8 +91,6 @@ class JobsScreen(AppScreen[None]):
         self._highlighted: str | None = None
         self.previous_job: str | None = None
         self.armed: ArmedWatches | None = None  # `W`: the watches armed while the app is open
-        self._grace_over = False  # FIRST_PAINT_GRACE_S after the first rows
-        self._after_grace: list[Callable[[], object]] = []
 
     def compose(self) -> ComposeResult:
         yield self.make_header()
@@ -194,20 +187,8 @@ class JobsScreen(AppScreen[None]):
             self.after_paint(self._read_gpus_in_background, jobs)
 
     def after_paint(self, callback: Callable[..., object], *args: object) -> None:
-        """Run background work once the rows are on the screen: after the next refresh, and
-        the first time FIRST_PAINT_GRACE_S later, so it never competes with the first paint."""
-        if self._grace_over:
-            self.call_after_refresh(callback, *args)
-            return
-        self._after_grace.append(functools.partial(callback, *args))
-        if len(self._after_grace) == 1:
-            self.call_after_refresh(self.set_timer, FIRST_PAINT_GRACE_S, self._end_grace)
-
-    def _end_grace(self) -> None:
-        self._grace_over = True
-        waiting, self._after_grace = self._after_grace, []
-        for callback in waiting:
-            callback()
+        """Run background work once the rows are on the screen (after the next refresh)."""
+        self.call_after_refresh(callback, *args)
 
     @work(group="jobs-gpu-util", exit_on_error=False)
     async def _read_gpus_in_background(self, jobs: list[Job]) -> None:
