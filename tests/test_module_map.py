@@ -69,3 +69,12 @@ def test_the_map_names_every_module_and_none_that_is_gone() -> None:
         f"docs/contracts.md's module map: add {missing or 'nothing'} (under its folder's line), "
         f"drop {gone or 'nothing'}"
     )
+
+
+def test_the_readme_is_for_users_and_short() -> None:
+    # The README is for using the project (what it is, the two commands, a tour, links): at most
+    # 400 lines, and no dated notes of runs outside the table `make bench` generates.
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 400
+    outside = re.sub(r"<!-- bench-summary:begin.*?<!-- bench-summary:end -->", "", text, flags=re.S)
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", outside)
