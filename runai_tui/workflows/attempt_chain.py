@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
@@ -121,7 +121,7 @@ class Records:
         hit = self.seen.get(job.name)
         if hit is None:
             return None
-        if job.created and hit.created and abs((job.created - hit.created).total_seconds()) > 1:
+        if job.created and hit.created and job.created != hit.created:
             return None  # another job under the same name
         return replace(hit, phase=job.phase, project=job.project or hit.project)
 
@@ -273,18 +273,19 @@ async def read_chains(
     return list(chains.values())
 
 
-def attempt_name(root: str, number: int, taken: set[str]) -> str:
-    """The name of attempt `number` of `root`'s chain: `ROOT-rN`, else (taken by another job,
-    or past NAME_MAX) `ROOT-rN-XXXXXX` with ROOT shortened to fit, XXXXXX from the root, the
-    number and how many were taken before. The same for the same names taken: a watcher started
-    again picks what the one before it picked."""
+def candidate_names(root: str, number: int) -> Iterator[str]:
+    """The names attempt `number` of `root`'s chain may have, in the order they are tried:
+    `ROOT-rN` (when it fits NAME_MAX), then `ROOT-rN-XXXXXX`, ROOT shortened to fit, XXXXXX from
+    the root, the number and how many were tried before. The same for every watcher."""
     plain = f"{root}-r{number}"
-    if len(plain) <= NAME_MAX and plain not in taken:
-        return plain
+    if len(plain) <= NAME_MAX:
+        yield plain
     for salt in itertools.count():
         tag = hashlib.sha256(f"{root}/{number}/{salt}".encode()).hexdigest()[:6]
         tail = f"-r{number}-{tag}"
-        name = root[: NAME_MAX - len(tail)].rstrip("-.") + tail
-        if name not in taken:
-            return check_job_name(name)
-    raise AssertionError("unreachable")  # pragma: no cover
+        yield check_job_name(root[: NAME_MAX - len(tail)].rstrip("-.") + tail)
+
+
+def attempt_name(root: str, number: int, taken: set[str]) -> str:
+    """The first of candidate_names that no job in `taken` has."""
+    return next(name for name in candidate_names(root, number) if name not in taken)

@@ -52,6 +52,7 @@ from runai_tui.workflows.attempt_chain import (
     Records,
     attempt_name,
     attempt_of,
+    candidate_names,
     chain_of,
     members,
     read_chain,
@@ -321,7 +322,7 @@ class ChainWatch:
             return await self._carry_on(chain)
         if not chain.attempts:
             raise self._stop("stopped", f"no attempt of {self.root} is left: nothing to watch")
-        self._check_deleted(chain)
+        await self._check_deleted(chain)
         latest = self.seen = chain.latest
         phase = latest.phase
         if phase is Phase.COMPLETED:
@@ -339,13 +340,26 @@ class ChainWatch:
         self._show(self._next_text(latest))
         return self.policy.interval
 
-    def _check_deleted(self, chain: Chain) -> None:
+    async def _check_deleted(self, chain: Chain) -> None:
         """Stop when the attempt seen last is gone and none came after it: a person deleted it
-        (the watcher deletes only a stalled attempt, and submits the next itself)."""
+        (the watcher deletes only a stalled attempt, and submits the next itself). One the
+        listing leaves out (it lags behind) but describe finds joins the chain."""
         seen = self.seen
         if seen is None or any(a.number >= seen.number for a in chain.attempts):
             return
-        raise self._stop("stopped", f"{seen.name} was deleted: nothing left to watch", seen)
+        if not await self._found(chain, seen.name):
+            raise self._stop("stopped", f"{seen.name} was deleted: nothing left to watch", seen)
+
+    async def _found(self, chain: Chain, name: str) -> bool:
+        """Whether describe finds `name` in the chain (it then joins `chain`)."""
+        try:
+            found = self.records.put(await self.cluster.adescribe(name))
+        except RunaiError as exc:
+            if exc.kind != ErrorKind.NOT_FOUND:
+                raise
+            return False
+        chain.attempts = members(self.root, [*chain.attempts, found])
+        return found in chain.attempts
 
     def _pending(self, latest: Attempt) -> None:
         """Stop when the latest attempt has been Pending (as this watcher saw it) longer than
@@ -454,7 +468,10 @@ class ChainWatch:
             elif found.name != nxt.name:
                 self._report("following", f"{found.name} was submitted meanwhile", found)
             return await self._answer(chain)
-        if nxt.submitted:
+        if nxt.submitted and nxt.name is not None:
+            if await self._found(chain, nxt.name):  # submitted, and not listed yet
+                self.next = None
+                return await self._answer(chain)
             nxt.unseen += 1
             if nxt.unseen >= UNSEEN_LOOKS:
                 raise self._stop("stopped", f"{nxt.name} was submitted but is not listed after "
@@ -479,9 +496,32 @@ class ChainWatch:
             return wait
         return await self._submit(chain, nxt)
 
+    async def _name(self, chain: Chain, nxt: Next) -> str | Attempt:
+        """The name to submit attempt `nxt.number` under: the first candidate (attempt_chain's
+        candidate_names) that is free, asked by name (a listing may lag behind a submit); or
+        the attempt itself, found under one of them (a submit that went through)."""
+        listed_others = chain.taken - {a.name for a in chain.attempts}
+        for name in candidate_names(self.root, nxt.number):
+            if name in listed_others:
+                continue
+            try:
+                found = self.records.put(await self.cluster.adescribe(name))
+            except RunaiError as exc:
+                if exc.kind != ErrorKind.NOT_FOUND:
+                    raise
+                return name
+            if found.root == self.root and found.number == nxt.number:
+                return found
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def _submit(self, chain: Chain, nxt: Next) -> float:
-        mine = {a.name for a in chain.attempts}
-        name = nxt.name = attempt_name(self.root, nxt.number, chain.taken - mine)
+        name = await self._name(chain, nxt)
+        if isinstance(name, Attempt):  # on the cluster already, not listed yet
+            self.next, self.seen = None, name
+            self._report("submitted", f"{name.name} is on the cluster: the submit went through "
+                         "though runai said it failed", name)  # fmt: skip
+            return self.policy.interval
+        nxt.name = name
         nxt.tries += 1
         self._show(f"submitting attempt {nxt.number} as {name}")
         try:

@@ -35,6 +35,7 @@ from runai_tui.shapes.models import Job, JobDetail, Phase
 from runai_tui.workflows.watcher import (
     ENDED,
     NAME_MAX,
+    WAITING,
     ChainWatch,
     Planned,
     Policy,
@@ -270,7 +271,7 @@ class WatcherMachine(RuleBasedStateMachine):
                 # Every end state answered: a job Stopped by a person, or Pending past the
                 # bound, ends the watch on the first clean pass that sees it.
                 assert latest.phase not in (Phase.STOPPED, Phase.COMPLETED), latest
-                if pending is not None and pending[0] == latest.name:
+                if pending is not None and pending[0] == latest.name and latest.phase in WAITING:
                     assert before - pending[1] < self.policy.max_pending
 
     # -- the cluster and its people ----------------------------------------------------------
@@ -280,7 +281,9 @@ class WatcherMachine(RuleBasedStateMachine):
     def fail_latest(self, fault: str, checkpoint: bool) -> None:
         job = self.latest()
         if job is not None and job.phase not in ENDED and not job.deleting:
-            job.phase, job.fault, job.checkpoint = Phase.FAILED, fault, checkpoint
+            # A checkpoint once saved stays: a job fails with or without one more.
+            job.phase, job.fault = Phase.FAILED, fault
+            job.checkpoint = job.checkpoint or checkpoint
         self.one_pass()
 
     @rule()
