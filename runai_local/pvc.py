@@ -21,7 +21,7 @@ from runai_local.errors import LocalError
 # scripts/vision/train. Seeded as symlinks into this checkout (one per script, so the scripts'
 # own directory is a real one on the PVC), only where nothing exists yet: the PVC follows code
 # edits and never loses user files.
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _seeds(claim: str) -> list[tuple[str, Path]]:
