@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,6 +104,8 @@ sys.stderr.write("Error: rpc error: code = Unavailable desc = connection error: 
                  "dial tcp 10.0.0.1:443: connect: connection refused (chaos)\\n")
 sys.exit(1)
 """
+FLOOD_EVENTS = 40  # more events than a chain of 3 attempts and a few runai errors say
+FLOOD_BYTES = 200_000  # the watchers' output past this: stopped, a flood
 WATCH_SECONDS = 900.0  # a schedule's chain not ended by then: a hang, an invariant broken
 SETTLE_SECONDS = 120.0  # after the watchers end, for the other jobs (the preemptor) to end
 
@@ -152,8 +155,11 @@ class WatcherRun:
     err: Path
     started: float
     killed: float | None = None
+    kept: tuple[list[dict[str, Any]], str] | None = None  # what `keep` read, the files gone
 
     def events(self) -> list[dict[str, Any]]:
+        if self.kept is not None:
+            return self.kept[0]
         found = []
         for line in self.out.read_text(errors="replace").splitlines():
             with contextlib.suppress(ValueError):
@@ -161,7 +167,11 @@ class WatcherRun:
         return found
 
     def stderr(self) -> str:
-        return self.err.read_text(errors="replace")
+        return self.kept[1] if self.kept is not None else self.err.read_text(errors="replace")
+
+    def keep(self) -> None:
+        """Read the events and stderr once more, into memory, before their files go."""
+        self.kept = (self.events(), self.stderr())
 
     def refused(self) -> bool:
         return "is already watched by pid" in self.stderr()
@@ -345,6 +355,9 @@ def drive(run: Run) -> None:
         if len(chain_dirs(run)) > MAX_ATTEMPTS + 1:  # a flood: stop it before it fills the machine
             run.notes.append(f"stopped early: {len(chain_dirs(run))} jobs in the chain")
             break
+        if sum(w.out.stat().st_size for w in run.watchers) > FLOOD_BYTES:
+            run.notes.append(f"stopped early: the watchers said over {FLOOD_BYTES} bytes")
+            break
         step = live_step(run) if pending else 0
         if pending and step >= pending[0][1]:
             kind, at = pending.pop(0)
@@ -425,7 +438,7 @@ def container_runs(doc: dict[str, Any]) -> list[tuple[str, float, float]]:
 
 
 def check_attempts(run: Run, chain: list[str]) -> list[str]:
-    broken = [note for note in run.notes if note.startswith("stopped early")]
+    broken = [note for note in run.notes if note.startswith(("stopped early", "submit failed"))]
     if len(chain) > MAX_ATTEMPTS:
         broken.append(f"{len(chain)} submissions in the chain, at most {MAX_ATTEMPTS}: {chain}")
     numbers: dict[int, list[str]] = {}
@@ -469,8 +482,15 @@ def check_watchers(run: Run) -> list[str]:
             continue
         if not events:
             continue
+        if len(events) > FLOOD_EVENTS:
+            counts = Counter(str(e.get("event")) for e in events)
+            broken.append(f"watcher {i} said {len(events)} events (a flood): {dict(counts)}")
         end = w.killed or float(events[-1].get("time", w.started))
         spans.append((i, float(events[0].get("time", w.started)), end))
+    submitted = [e.get("submitted") for w in run.watchers for e in w.events()
+                 if e.get("event") == "submitted"]  # fmt: skip
+    if len(submitted) > MAX_ATTEMPTS - 1 or len(set(submitted)) != len(submitted):
+        broken.append(f"the watchers said they submitted {submitted}")
     for n, (i, si, ei) in enumerate(spans):
         for j, sj, ej in spans[n + 1 :]:
             if si < ej and sj < ei:
@@ -508,7 +528,11 @@ def check_ends(run: Run, chain: list[str]) -> list[str]:
         events = last[-1].events()
         end = events[-1] if events else {}
         kind, code = end.get("event"), last[-1].proc.returncode
-        if kind not in ("completed", "stopped") or not end.get("text"):
+        if not events:
+            said = (last[-1].stderr().strip().splitlines() or ["nothing"])[0]
+            broken.append(f"watcher {run.watchers.index(last[-1])} exited {code} before "
+                          f"watching, and no watcher watches {ROOT}: {said}")  # fmt: skip
+        elif kind not in ("completed", "stopped") or not end.get("text"):
             broken.append(f"the watcher's last event is {kind!r} (exit {code}), not completed "
                           "or stopped with a reason")  # fmt: skip
         elif (code == 0) != (kind == "completed"):
@@ -611,6 +635,8 @@ def run_schedule(schedule: Schedule, where: Path, keep: bool = False) -> tuple[R
                 w.proc.kill()
                 w.proc.wait()
         clean(run)
+        for w in run.watchers:
+            w.keep()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return run, broken
