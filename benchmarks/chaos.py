@@ -139,7 +139,7 @@ def draw(seed: int, quick: bool = False) -> Schedule:
     setup = [k for k in kinds if k in SETUP]
     runai_fault = ""
     if "runai" in setup:
-        verb = rng.choice(("submit", "describe", "list"))
+        verb = rng.choice(("submit", "submit", "describe", "list"))  # the watcher's own call
         first = rng.randint(1, 2) if verb == "submit" else rng.randint(1, 8)
         when = rng.choice(("before", "after"))
         runai_fault = f"{verb}:{first}:{rng.randint(1, 2)}:{when}"
