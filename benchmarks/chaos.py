@@ -19,7 +19,8 @@ it, or after: the submit went through and the call still says it failed).
 
 The invariants (`check`): per chain at most --max-attempts submissions, and no attempt number
 twice; never two live attempts of one chain (no container run of one overlaps one of another);
-one watcher per chain at a time (a second one refused); every job Completed, or Failed with its
+one watcher per chain at a time (a second one refused), none that floods (more than
+FLOOD_EVENTS events, an attempt said submitted twice); every job Completed, or Failed with its
 reason named (the watcher's `failed` event, else `runai-tui diagnose`), and every watcher ended
 with `completed` or `stopped` and a reason, no traceback; steps lost at each resume at most the
 checkpoint interval, and no step skipped (the trainer's metrics.jsonl, and `runai-tui report`);
