@@ -28,8 +28,9 @@ no output dir written by two runs (one writer's steps never interleave with anot
 refused for an output dir in use).
 
 Prints one line per schedule, one line per broken invariant with its seed (replay it with
-`--seed N --schedules 1`), and a total; exit 1 when an invariant broke. CPU-heavy (each job is
-about 40 CPU-seconds): not part of `make bench`. tests/local/test_chaos.py runs fixed seeds.
+`--seed N --schedules 1`), and a total; exit 1 when an invariant broke. CPU-heavy (a schedule of
+two attempts: about 50 CPU-seconds in 100-130 s on 2 cores): not part of `make bench`.
+tests/local/test_chaos.py runs one fixed seed.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """One fixed schedule of the chaos run (benchmarks/chaos.py) on the local cluster, for real:
 recovery in place off, the name the watcher would give attempt 2 taken beforehand, then as the
-job trains: the worker's trainer SIGKILLed at step 6 (torchrun restarts the ranks, which resume
-from a checkpoint), the watcher SIGKILLed at step 7 and two started again at once (one is
-refused), and the worker pod SIGKILLed at step 9 (the job fails; the watcher submits it again
-under a free name, and it resumes). Every invariant the chaos run checks holds: at most
---max-attempts submissions, never two live attempts, one watcher at a time, every job Completed
-or Failed with its reason, at most a checkpoint interval of steps lost per resume, one writer
-per output dir. Then the checks themselves, on made-up chains: they find what they look for.
+job trains: the watcher SIGKILLed at step 5 and two started again at once (one is refused), and
+the worker pod SIGKILLed at step 8 (the job fails; the watcher submits it again under a free
+name, and it resumes from a checkpoint). Every invariant the chaos run checks holds: at most
+--max-attempts submissions, never two live attempts, one watcher at a time and no flood, every
+job Completed or Failed with its reason, at most a checkpoint interval of steps lost per resume,
+one writer per output dir. Then the checks themselves, on made-up chains: they find what they
+look for.
 
-One schedule (two short trainer runs, about a minute of CPU): `python benchmarks/chaos.py`
-runs twenty."""
+One schedule (two short trainer runs, about a minute of CPU; a rank killed in place is
+test_recovery.py's): `python benchmarks/chaos.py` runs twenty."""
 
 from __future__ import annotations
 
@@ -31,20 +31,20 @@ from benchmarks.chaos import (
     run_schedule,
 )
 
-SEED = 10  # not in place: rank@6, watcher@7, pod@9, taken
+SEED = 11  # not in place: watcher@5, pod@8, taken
 
 
 @pytest.mark.slow
 def test_a_fixed_schedule_of_faults_breaks_no_invariant(tmp_path: Path) -> None:
     schedule = draw(SEED)
     kinds = [k for k, _ in schedule.timed] + schedule.setup
-    assert kinds == ["rank", "watcher", "pod", "taken"] and not schedule.in_place
+    assert kinds == ["watcher", "pod", "taken"] and not schedule.in_place
     run, broken = run_schedule(schedule, tmp_path)
     assert not broken, "\n".join(b.line() for b in broken)
     # The schedule did what it says: the faults were applied, the chain failed once and was
     # submitted again under a free name (not the taken cx-r2), and one watcher was refused.
     applied = [k for k, _, what in run.applied if not what.startswith("not applied")]
-    assert applied == ["taken", "rank", "watcher", "pod"], run.applied
+    assert applied == ["taken", "watcher", "pod"], run.applied
     chain = chain_of(run)
     assert [run.jobs[n]["phase"] for n in chain] == ["Failed", "Completed"]
     assert chain[1] != "cx-r2" and "cx-r2" in run.jobs
