@@ -320,7 +320,9 @@ def apply(run: Run, kind: str, step: int) -> str:
         return f"SIGKILL the trainer of {name}-worker-0 (pid {pid or 'none found'})"
     if kind == "pod":
         doc = run.describe(name) or {}
-        pod = next((p for p in doc.get("pods", []) if p["name"] == f"{name}-worker-0"), {})
+        pod: dict[str, Any] = next(
+            (p for p in doc.get("pods", []) if p["name"] == f"{name}-worker-0"), {}
+        )
         with contextlib.suppress(OSError, KeyError, TypeError):
             os.killpg(pod["pid"], signal.SIGKILL)
         return f"SIGKILL the pod {name}-worker-0 (pid {pod.get('pid')})"
@@ -586,7 +588,9 @@ def check_steps(run: Run, chain: list[str]) -> list[str]:
                 what = "two writers" if step <= last else "skipped steps"
                 broken.append(f"{what}: step {step} written after step {last} with no resume")
             last = step
-    chain_row = next((r for r in run.report.get("jobs", []) if r.get("job") == ROOT), {})
+    chain_row: dict[str, Any] = next(
+        (r for r in run.report.get("jobs", []) if r.get("job") == ROOT), {}
+    )
     lost = chain_row.get("steps_lost")
     if isinstance(lost, int) and lost > EVERY * max(resumes, 1):
         broken.append(f"report: {lost} steps lost over {resumes} resume(s), > {EVERY} each")
