@@ -88,6 +88,7 @@ LONGEST_FIRST = (
     # hook against the reference, two formats
     "tests/trainer/test_rank_figures.py",  # 33 CPU-s in 116 s: a loader held 12 s a cycle
     "tests/local/test_unattended.py",  # 55 CPU-s: a night: a run killed, a resumed run, one failure
+    "tests/local/test_chaos.py",  # 50 CPU-s in 98 s: a chaos schedule, two short runs
     "tests/tui/test_gloo_job_health.py",  # 37 CPU-s
     "tests/trainer/test_fast_path.py",  # 22 CPU-s in 91-107 s: two inductor compiles
     "tests/trainer/test_finite_steps.py",  # 37 CPU-s: the grid and the 2-rank bf16 run

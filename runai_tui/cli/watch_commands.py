@@ -27,7 +27,7 @@ from runai_tui.workflows.watcher import (
     Policy,
     Report,
     Watcher,
-    read_chains,
+    read_chains_patiently,
 )
 
 if TYPE_CHECKING:
@@ -107,7 +107,9 @@ async def _chains(args: argparse.Namespace, client: RunaiClient) -> list[Chain]:
         names = await asweep_jobs(client, args.sweep)
         if not names:
             raise UsageError(f"sweep {args.sweep} has no jobs", "see: runai-tui list")
-    return await read_chains(client, names)
+    return await read_chains_patiently(
+        client, names, lambda line: print(f"warning: {literal(line)}", file=sys.stderr)
+    )
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

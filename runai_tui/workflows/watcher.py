@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -550,13 +550,32 @@ class ChainWatch:
 __all__ = [
     "NAME_MAX", "Attempt", "Chain", "ChainWatch", "ClientCluster", "Cluster", "Lister", "Planned",
     "Policy", "Records", "Report", "Stop", "WatchState", "Watcher", "attempt_name", "attempt_of",
-    "chain_of", "members", "read_chain", "read_chains",
+    "chain_of", "members", "read_chain", "read_chains", "read_chains_patiently",
 ]  # fmt: skip
 
 
 def _chain_text(chain: Chain) -> str:
     shown = " → ".join(f"{a.name} ({a.phase.value})" for a in chain.attempts)
     return f"chain of {len(chain.attempts)} attempt(s): {shown}"
+
+
+async def read_chains_patiently(
+    client: Lister, names: Sequence[str], say: Callable[[str], None], sleep: Sleep = asyncio.sleep
+) -> list[Chain]:
+    """read_chains, as a watch starts: a failing `runai` call (a timeout, a refused connection)
+    is tried again after RUNAI_BACKOFF, doubling, up to SUBMIT_TRIES tries, each said in one
+    line; a job that does not exist, or runai missing or logged out, fails at once."""
+    delay = RUNAI_BACKOFF
+    for tries in range(1, SUBMIT_TRIES + 1):
+        try:
+            return await read_chains(client, names)
+        except RunaiError as exc:
+            if exc.kind not in (ErrorKind.TIMEOUT, ErrorKind.OTHER) or tries == SUBMIT_TRIES:
+                raise
+            say(f"{exc.message}; trying again in {delay:g} s ({tries} of {SUBMIT_TRIES} tries)")
+            await sleep(delay)
+            delay = min(delay * 2, RUNAI_BACKOFF_CAP)
+    raise AssertionError("unreachable")  # the last try returns or raises
 
 
 class Watcher:

@@ -9,9 +9,19 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from runai_tui.profiles.submission_record import Record
+from runai_tui.shapes.errors import RunaiError, UsageError
 from runai_tui.shapes.models import Phase
-from runai_tui.workflows.watcher import ChainWatch, Policy, Report, Watcher, WatchState
+from runai_tui.workflows.watcher import (
+    ChainWatch,
+    Policy,
+    Report,
+    Watcher,
+    WatchState,
+    read_chains_patiently,
+)
 from tests.core.test_watcher_model import Cluster
 
 
@@ -165,3 +175,28 @@ def test_a_job_deleted_under_the_watcher_stops_its_chain_with_the_reason() -> No
         night.said[-1].line(3)
         == "wk-r2 [attempt 2/3] stopped: wk-r2 was deleted: nothing left to watch"
     )
+
+
+def test_a_watch_that_starts_while_runai_fails_tries_again_and_then_watches() -> None:
+    # `runai-tui watch` reads the chains before it takes their locks: a `runai` call failing then
+    # (a timeout, a refused connection) is tried again, one line each time, not the end of the
+    # watch; a job that does not exist fails at once (a chaos schedule found the first).
+    cluster = Cluster()
+    cluster.add("wk", Phase.RUNNING, Record("p", name="wk"))
+    cluster.failing, said, slept = 2, list[str](), list[float]()
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    chains = asyncio.run(read_chains_patiently(cluster, ["wk"], said.append, sleep))
+    assert [c.root for c in chains] == ["wk"]
+    assert slept == [5.0, 10.0] and len(said) == 2
+    assert said[0].endswith("trying again in 5 s (1 of 5 tries)")
+    cluster.failing = 99
+    with pytest.raises(RunaiError):  # bounded: the fifth failure is the answer
+        asyncio.run(read_chains_patiently(cluster, ["wk"], said.append, sleep))
+    assert len(said) == 2 + 4
+    with pytest.raises(UsageError):  # a job that is not there: no retry
+        cluster.failing = 0
+        asyncio.run(read_chains_patiently(cluster, ["nope"], said.append, sleep))
+    assert len(said) == 6
