@@ -71,15 +71,15 @@ def count_time_since_checkpoint(run: Run, last_record: float | None) -> None:
     """A resumed run's time goes on from its first attempt's start: the checkpoint's seconds,
     plus the time from its save to this attempt's start (the steps trained after it and lost,
     the restart or the wait for slots), of which the time from the last attempt's last record
-    to this start is the gap no attempt ran (rank 0 reads the records; its figures are the ones
-    written: the records, run.json, the next checkpoint)."""
+    (or its save, the later) to this start is the gap no attempt ran (rank 0 reads the records;
+    its figures are the ones written: the records, run.json, the next checkpoint)."""
     progress = run.progress
     if progress.saved_at <= 0:
         return  # a checkpoint written before saves kept their time
     began = time.time() - (time.perf_counter() - run.started)  # this attempt's start
     progress.wall_seconds += max(0.0, began - progress.saved_at)
-    if last_record is not None and last_record >= progress.saved_at:
-        progress.gap_seconds += max(0.0, began - last_record)
+    # No attempt ran from its last record (or from the save, when nothing was recorded after it).
+    progress.gap_seconds += max(0.0, began - max(last_record or 0.0, progress.saved_at))
 
 
 def _restore_comm_state(

@@ -74,6 +74,8 @@ def loop(job: str, code: str, remedy: str, hangs: bool = False) -> None:
 
     found = until(diagnosed, f"diagnose to find {code} in {job}")
     assert found[0]["remedy"]["set"] == [remedy], found
+    if not hangs:  # it ends by itself (a fault no retry cures fails the pod at once)
+        wait_phase(job, "Failed", "Completed")
     phase = json.loads(tui("describe", job, "--json").stdout)["status"]
     res = tui("resubmit", job, "--apply-remedies", "--yes")
     assert res.returncode == 0, res.stdout + res.stderr

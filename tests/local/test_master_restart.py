@@ -96,9 +96,9 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
     try:
         assert j.run("runai_tui.cli", "submit", "--profile", "mrs").returncode == 0
         until(lambda: j.step() >= EVERY + 2 and j.describe()["phase"] == "Running", "step 6")
-        j.killed_at = j.step()
         master = next(p for p in j.describe()["pods"] if p["name"] == "mrs-master-0")
         os.killpg(master["pid"], signal.SIGKILL)
+        j.killed_at = j.step()  # read after the kill: no step ends without the master
         j.final = until(
             lambda: (d := j.describe())["phase"] in ("Completed", "Failed") and d, "the end"
         )

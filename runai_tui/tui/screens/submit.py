@@ -279,6 +279,7 @@ class SubmitScreen(AppScreen[str]):
                 # the job it submits again, and its number in the chain, as `resubmit` records
                 parent=self.resubmit.job if self.resubmit is not None else None,
                 attempt=_attempt(self.resubmit),
+                root=_root(self.resubmit),
             )
         except ProfileError as error:
             known = {field for field, _, _ in FIELDS}
@@ -402,3 +403,9 @@ def _attempt(planned: Plan | None) -> int | None:
     """The attempt number a resubmit's plan recorded (None: a new submission)."""
     record = planned.prepared.record if planned is not None else None
     return record.attempt if record is not None else None
+
+
+def _root(planned: Plan | None) -> str | None:
+    """The chain's first job, as a resubmit's plan recorded it (None: a new submission)."""
+    record = planned.prepared.record if planned is not None else None
+    return record.root if record is not None else None
