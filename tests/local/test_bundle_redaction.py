@@ -11,8 +11,13 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests import secret_corpus as corpus
 from tests.local.conftest import wait_phase
+
+# Real jobs on the local cluster (several processes each): off `make check`'s quick loop.
+pytestmark = pytest.mark.slow
 
 JOB = "leaky"
 # Both pods print the step line, their secrets by variable, an AWS key id and a key block that

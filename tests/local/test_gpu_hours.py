@@ -16,6 +16,9 @@ import pytest
 
 from tests.local.conftest import describe, run_local, wait_phase, wait_until
 
+# Real jobs on the local cluster (several processes each): off `make check`'s quick loop.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

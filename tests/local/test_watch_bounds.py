@@ -18,9 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.local.conftest import describe, wait_phase, wait_until
 from tests.local.resubmit_loop import user_profile
 from tests.local.test_through_runai_tui import RUNAI_TUI, tui
+
+# Real jobs on the local cluster (several processes each): off `make check`'s quick loop.
+pytestmark = pytest.mark.slow
 
 PROFILE = """\
 job_name: {name}
