@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+WHOLE_MODULE_SLOW = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.MULTILINE)
 
 
 @pytest.fixture(autouse=True)
@@ -43,15 +45,33 @@ def repo_root() -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the project's modules once, before any test, where PYTHONDONTWRITEBYTECODE is set.
+    """The suite writes its bytecode, whatever PYTHONDONTWRITEBYTECODE says.
 
     The suite starts hundreds of runai-tui, runai-local and trainer processes; with that
     variable set none of them writes its bytecode, so each compiled the project's modules again
-    (a runai-tui command: 0.26 CPU-seconds against 0.20). Python reads bytecode whatever the
-    variable says. The controller compiles; xdist's workers start after it."""
-    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
+    (a runai-tui command: 0.26 CPU-seconds against 0.20), and every xdist worker rewrote the
+    asserts of every test module as it collected (3 of its 8 CPU-seconds of collection, each run).
+    Python reads bytecode whatever the variable says. The controller compiles the project once,
+    before xdist's workers start, and lifts the variable for them and for what they start."""
+    if hasattr(config, "workerinput"):
+        return
+    if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        sys.dont_write_bytecode = False
         for package in ("runai_tui", "runai_local", "trainer", "tests"):
             compileall.compile_dir(REPO / package, quiet=1)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` (`make check`), a module marked slow as a whole is not imported: its
+    tests would all be deselected, and each xdist worker would import it (and rewrite its
+    asserts) for nothing. The mark is read from the module's text, as it is written there."""
+    if config.getoption("markexpr") != "not slow" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix != ".py":
+        return None
+    text = collection_path.read_text(encoding="utf-8")
+    return True if WHOLE_MODULE_SLOW.search(text) else None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,9 +12,8 @@ import pytest
 
 from tests.tui.showcase import SHOTS
 
-pytestmark = (
-    pytest.mark.slow
-)  # the README's screenshots, each made by the app in a process of its own
+# The README's screenshots, each made by the app in a process of its own.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS_DIR = REPO / "docs" / "screenshots"
