@@ -259,9 +259,11 @@ def test_a_non_finite_loss_is_never_applied_and_named(models, tmp_path) -> None:
     assert all(torch.equal(params[n], p) for n, p in model.named_parameters())
 
 
+@pytest.mark.slow
 def test_fp16_keeps_the_scaler_skipping_an_inf_step(models, tmp_path) -> None:
     """Under fp16 an inf gradient is the GradScaler's to handle: the step is skipped, the scale
-    lowered, and the run goes on (on the CPU here: the scaler's logic is the same)."""
+    lowered, and the run goes on (on the CPU here: the scaler's logic is the same). Slow: a CPU
+    runs fp16 convolutions' backward on ATen's fallback, 20 times fp32's step at 64 px."""
     cfg = parse_config(args("retinanet_resnet18_fpn", 64, "fp16", 0, tmp_path))
     loader, num_classes = batches(cfg)
     model = models.get(cfg, num_classes)
