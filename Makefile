@@ -3,6 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+TYPED  := runai_tui runai_local trainer
 
 # On a machine without an NVIDIA driver, PyTorch's CPU wheels are asked for first: the same torch
 # without ~4 GB of CUDA libraries. pip skips an index it cannot reach (one short try), so a machine
@@ -33,15 +34,22 @@ run: $(VENV)/.installed-run
 test: $(VENV)/.installed-test lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The inner loop: lint, then every test not marked slow (none trains a model, drives a real
+# The inner loop: the lint and every test not marked slow (none trains a model, drives a real
 # terminal or runs a multi-process job on the local cluster). `make test` runs them all, as CI does.
-check: $(VENV)/.installed-test lint
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+# ruff first (a fraction of a second); mypy, the lint's long part and on one core, runs beside
+# the tests, its report printed after theirs; check fails when either does.
+check: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@$(BIN)/mypy $(TYPED) > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS); tests=$$?; \
+	wait $$mypy; types=$$?; echo "mypy $(TYPED)"; cat $(VENV)/mypy.out; \
+	test $$tests -eq 0 -a $$types -eq 0
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy runai_tui runai_local trainer
+	$(BIN)/mypy $(TYPED)
 
 format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
