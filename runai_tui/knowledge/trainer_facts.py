@@ -116,8 +116,9 @@ def trainer_args_problem(args: TrainerArgs) -> str:
         return f"--ddp-comm-hook {args.ddp_comm_hook!r}: {HOOK_EXPECTED}"
     if args.ddp_bucket_mb < 0:
         return f"--ddp-bucket-mb {args.ddp_bucket_mb}: must be 0 (PyTorch's default) or more"
+    values = args.values
     for name, flag in sorted(FLAGS.items()):
-        value = args.values[name.replace("-", "_")]
+        value = values[name.replace("-", "_")]
         if flag.kind == "switch" and value not in flag.choices:
             return f"--{name} {value!r}: expected {_said(flag.choices)}"
     if args.min_size < 32 or args.max_size < args.min_size:
